@@ -1,0 +1,100 @@
+"""The safe arithmetic evaluator behind the ``calculate`` tools."""
+
+from __future__ import annotations
+
+import pytest
+
+from rods_env.calculator import MAX_EXPRESSION_LENGTH, evaluate_arithmetic
+from rods_env.errors import InvalidArgumentError
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("1 + 2", 3),
+        ("2 * (3 + 4)", 14),
+        ("10 / 4", 2.5),
+        ("10 // 4", 2),
+        ("10 % 4", 2),
+        ("2 ** 10", 1024),
+        ("-3 + +5", 2),
+        ("-(2 - 5)", 3),
+        ("  7.5  ", 7.5),
+        ("1e3 + 1", 1001.0),
+        ("2 ** -1", 0.5),
+    ],
+)
+def test_evaluates_arithmetic(expression: str, expected: float) -> None:
+    assert evaluate_arithmetic(expression) == expected
+
+
+def test_integers_stay_integers_and_rounding_is_optional() -> None:
+    assert isinstance(evaluate_arithmetic("6 // 4"), int)
+    assert evaluate_arithmetic("10 / 3", ndigits=2) == 3.33
+    assert evaluate_arithmetic("0.1 + 0.2", ndigits=2) == 0.3
+    assert evaluate_arithmetic("19.99 * 3", ndigits=2) == 59.97
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "__import__('os').system('true')",
+        "open('/etc/passwd')",
+        "x + 1",
+        "[1, 2]",
+        "1 if 1 else 2",
+        "lambda: 1",
+        "True + 1",
+        "'a' * 3",
+        "1 < 2",
+        "1 & 3",
+        "abs(-1)",
+        "(1).real",
+        "",
+        "   ",
+        "1 +",
+        "1,234 + 1",
+        "3j",
+    ],
+)
+def test_rejects_anything_else_with_a_hint(expression: str) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        evaluate_arithmetic(expression)
+    assert info.value.hint
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "1 / 0",
+        "5 // 0",
+        "5 % 0",
+        "2 ** 1000",
+        "10 ** 101",
+        "(10 ** 60) * (10 ** 60)",
+        "0 ** -1",
+        "(-8) ** 0.5",
+    ],
+)
+def test_bounded_and_well_defined(expression: str) -> None:
+    with pytest.raises(InvalidArgumentError):
+        evaluate_arithmetic(expression)
+
+
+def test_nested_power_does_not_hang() -> None:
+    with pytest.raises(InvalidArgumentError):
+        evaluate_arithmetic("((9 ** 99) ** 99) ** 99")
+
+
+def test_input_length_is_bounded() -> None:
+    long = "+".join(["1"] * (MAX_EXPRESSION_LENGTH // 2 + 1))
+    with pytest.raises(InvalidArgumentError, match="at most"):
+        evaluate_arithmetic(long)
+    deep = "(" * 240 + "1" + ")" * 240
+    with pytest.raises(InvalidArgumentError):
+        evaluate_arithmetic(deep)
+
+
+def test_non_text_is_rejected() -> None:
+    with pytest.raises(InvalidArgumentError):
+        evaluate_arithmetic(12)  # type: ignore[arg-type]
