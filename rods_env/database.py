@@ -1,0 +1,241 @@
+"""Copy-on-write domain state.
+
+A domain's records are generated once per (domain, seed, size) into an immutable *base*.
+Each episode works on a :class:`Database`: the base plus a small *overlay* of the records
+written since the last reset. Reset, checkpoint and rollback cost O(records changed), never
+O(database), and the state fingerprint hashes only the overlay.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from rods_env.errors import NotFoundError
+
+
+class Record(BaseModel):
+    """Base class of database records: immutable, validated, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Deleted:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<deleted>"
+
+
+DELETED: Any = _Deleted()
+"""Overlay marker of a record removed from the base."""
+
+Tables = Mapping[str, Mapping[str, Record]]
+Checkpoint = dict[str, dict[str, Any]]
+
+
+def freeze_tables(tables: Mapping[str, Mapping[str, Record]]) -> Tables:
+    """Return read-only views of generated tables, to be shared as a base.
+
+    Args:
+        tables: Table name to (record key to record).
+
+    Returns:
+        The same tables behind read-only mapping proxies.
+    """
+    return MappingProxyType({name: MappingProxyType(dict(rows)) for name, rows in tables.items()})
+
+
+def record_digest(record: Record | Any) -> str:
+    """Canonical JSON text of a record (or of the deletion marker), used for hashing."""
+    if record is DELETED:
+        return '"<deleted>"'
+    return json.dumps(record.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+class Database:
+    """The state of one domain instance: a shared immutable base plus a per-episode overlay.
+
+    Args:
+        base: Tables produced by the domain's generator (see :func:`freeze_tables`).
+    """
+
+    __slots__ = ("_base", "_overlay")
+
+    def __init__(self, base: Tables) -> None:
+        self._base = base
+        self._overlay: dict[str, dict[str, Any]] = {}
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def base(self) -> Tables:
+        """The immutable tables this state is built on."""
+        return self._base
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """Names of the tables."""
+        return tuple(self._base)
+
+    def get(self, table: str, key: str, default: Any = None) -> Any:
+        """Return the current record ``key`` of ``table``, or ``default`` when absent."""
+        layer = self._overlay.get(table)
+        if layer is not None and key in layer:
+            value = layer[key]
+            return default if value is DELETED else value
+        return self._base[table].get(key, default)
+
+    def require(
+        self, table: str, key: str, *, what: str | None = None, hint: str | None = None
+    ) -> Any:
+        """Return record ``key`` of ``table`` or raise :class:`NotFoundError` for the agent.
+
+        Args:
+            table: Table name.
+            key: Record key.
+            what: Human name of the record kind, used in the message (defaults to the table).
+            hint: Which tool finds valid keys.
+        """
+        record = self.get(table, key)
+        if record is None:
+            raise NotFoundError(f"No {what or table} with id '{key}'.", hint)
+        return record
+
+    def __contains__(self, item: tuple[str, str]) -> bool:
+        table, key = item
+        return self.get(table, key) is not None
+
+    def keys(self, table: str) -> Iterator[str]:
+        """Iterate the keys currently in ``table`` (base order, then added keys)."""
+        layer = self._overlay.get(table, {})
+        base = self._base[table]
+        for key in base:
+            if layer.get(key, None) is not DELETED:
+                yield key
+        for key, value in layer.items():
+            if key not in base and value is not DELETED:
+                yield key
+
+    def values(self, table: str) -> Iterator[Any]:
+        """Iterate the current records of ``table``."""
+        layer = self._overlay.get(table)
+        if not layer:
+            yield from self._base[table].values()
+            return
+        for key in self.keys(table):
+            yield self.get(table, key)
+
+    def items(self, table: str) -> Iterator[tuple[str, Any]]:
+        """Iterate ``(key, record)`` pairs of ``table``."""
+        for key in self.keys(table):
+            yield key, self.get(table, key)
+
+    def count(self, table: str) -> int:
+        """Number of records currently in ``table``."""
+        return sum(1 for _ in self.keys(table))
+
+    # -- writing -------------------------------------------------------------------------
+    def put(self, table: str, key: str, record: Record) -> None:
+        """Insert or replace record ``key`` of ``table``."""
+        if table not in self._base:
+            raise KeyError(f"unknown table '{table}'; tables: {', '.join(self._base)}")
+        self._overlay.setdefault(table, {})[key] = record
+
+    def delete(self, table: str, key: str) -> None:
+        """Remove record ``key`` of ``table`` (a no-op when absent)."""
+        if self.get(table, key) is None:
+            return
+        if key in self._base[table]:
+            self._overlay.setdefault(table, {})[key] = DELETED
+        else:
+            self._overlay[table].pop(key, None)
+
+    def reset(self) -> None:
+        """Drop every change: the state equals the base again. O(1)."""
+        self._overlay = {}
+
+    def checkpoint(self) -> Checkpoint:
+        """Return a token for :meth:`rollback`; costs O(records changed)."""
+        return {table: dict(layer) for table, layer in self._overlay.items()}
+
+    def rollback(self, checkpoint: Checkpoint) -> None:
+        """Restore the state saved by :meth:`checkpoint`."""
+        self._overlay = {table: dict(layer) for table, layer in checkpoint.items()}
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Run a block as one transaction: if it raises, every change it made is undone."""
+        saved = self.checkpoint()
+        try:
+            yield
+        except BaseException:
+            self.rollback(saved)
+            raise
+
+    def fork(self) -> Database:
+        """Return an independent state with the same base and a copy of the overlay."""
+        other = Database(self._base)
+        other.rollback(self._overlay)
+        return other
+
+    # -- comparing -----------------------------------------------------------------------
+    def changes(self) -> dict[tuple[str, str], Any]:
+        """Records that differ from the base: ``(table, key) -> record or DELETED``.
+
+        Overlay entries equal to their base record are dropped, so two states that reach
+        the same records by different paths have equal changes.
+        """
+        out: dict[tuple[str, str], Any] = {}
+        for table, layer in self._overlay.items():
+            base = self._base[table]
+            for key, value in layer.items():
+                original = base.get(key)
+                if value is DELETED:
+                    if original is not None:
+                        out[(table, key)] = DELETED
+                elif original is None or original != value:
+                    out[(table, key)] = value
+        return out
+
+    def changed_since(self, checkpoint: Checkpoint) -> set[tuple[str, str]]:
+        """Keys whose current record differs from the one at ``checkpoint``."""
+        keys: set[tuple[str, str]] = set()
+        for table in set(self._overlay) | set(checkpoint):
+            now = self._overlay.get(table, {})
+            then = checkpoint.get(table, {})
+            base = self._base[table]
+            for key in set(now) | set(then):
+                a = now[key] if key in now else base.get(key, DELETED)
+                b = then[key] if key in then else base.get(key, DELETED)
+                if a is DELETED or b is DELETED:
+                    if a is not b:
+                        keys.add((table, key))
+                elif a != b:
+                    keys.add((table, key))
+        return keys
+
+    def fingerprint(self) -> str:
+        """Canonical hash of the state relative to its base (hex sha256 of the changes)."""
+        h = hashlib.sha256()
+        for (table, key), value in sorted(self.changes().items()):
+            h.update(f"{table}\x1f{key}\x1f{record_digest(value)}\x1e".encode())
+        return h.hexdigest()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Database):
+            return NotImplemented
+        if self._base is not other._base:
+            return False
+        return self.changes() == other.changes()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{t}={len(rows)}" for t, rows in self._base.items())
+        return f"Database({sizes}; {len(self.changes())} changed)"

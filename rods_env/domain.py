@@ -1,0 +1,177 @@
+"""The Domain spec: everything one domain contributes, exposed through one entry point.
+
+A domain package (``environments/<name>/__init__.py``) builds one :class:`Domain` named
+``DOMAIN`` and declares it in ``pyproject.toml``::
+
+    [project.entry-points."rods.domains"]
+    retail = "environments.retail:DOMAIN"
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from threading import Lock
+from typing import Any
+
+from rods_env.database import Database, Record, Tables, freeze_tables
+from rods_env.errors import ConfigError, RodsError
+from rods_env.task import Task, ToolCall, Turn, UserProfile, load_tasks
+from rods_env.tools import Toolkit
+
+
+class SkillUnavailable(RodsError):
+    """A skill found no entities satisfying its preconditions for the requested shape."""
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What a skill emits: the user and the turns with gold calls (no id, no signature)."""
+
+    user: UserProfile
+    turns: tuple[Turn, ...]
+
+
+SkillFn = Callable[[Database, random.Random, Mapping[str, int]], Draft]
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A task generator of one kind.
+
+    Attributes:
+        name: Short identifier, e.g. ``"cancel_order"``.
+        description: One line for docs and summaries.
+        generate: ``(db, rng, shape) -> Draft``; picks entities that satisfy the skill's
+            preconditions on ``db`` and returns the gold calls (look-ups included), the
+            user's facts and the request text. Raises :class:`SkillUnavailable` when no
+            entity fits. Must be deterministic given ``rng``.
+        shape: Default shape, e.g. ``{"items": 1}``.
+        limits: Inclusive range of each shape axis; *expand* grows one axis by one step.
+        writes: Whether the gold calls change the database.
+    """
+
+    name: str
+    description: str
+    generate: SkillFn
+    shape: Mapping[str, int] = field(default_factory=dict)
+    limits: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    writes: bool = True
+
+
+_BASE_CACHE: dict[tuple[str, int, str], Tables] = {}
+_BASE_LOCK = Lock()
+
+
+@dataclass(frozen=True, eq=False)
+class Domain:
+    """One domain: database generator, toolkit, policy, skills and seed tasks.
+
+    Attributes:
+        name: Lower-case name, also the entry-point name (``"retail"``).
+        title: Name in environment ids (``"Retail"`` gives ``rods/Retail-v0``).
+        generate: ``(seed, size) -> tables``; deterministic; ``size`` is one of ``sizes``.
+        sizes: Size presets; must include ``"default"`` and ``"tiny"``; ``"long"`` (large
+            records, for long-context variants) is recommended.
+        toolkit: The domain's :class:`Toolkit` subclass.
+        policy: The policy text the agent receives as its system prompt.
+        skills: Task generators.
+        seeds_path: JSONL file of frozen seed tasks (None if the domain ships none).
+        unrelated_write: ``(task, db) -> ToolCall``: a write that is valid in ``db`` (the
+            state after the task's gold calls) but not part of the task; used by the test
+            suite and by synthesis critique.
+        version: Environment version in the id.
+    """
+
+    name: str
+    title: str
+    generate: Callable[[int, str], Mapping[str, Mapping[str, Record]]]
+    sizes: tuple[str, ...]
+    toolkit: type[Toolkit]
+    policy: str
+    skills: tuple[Skill, ...]
+    seeds_path: Path | None = None
+    unrelated_write: Callable[[Task, Database], ToolCall] | None = None
+    version: int = 0
+
+    @property
+    def env_id(self) -> str:
+        """The Gymnasium id, e.g. ``rods/Retail-v0``."""
+        return f"rods/{self.title}-v{self.version}"
+
+    def base(self, seed: int = 0, size: str = "default") -> Tables:
+        """The immutable base tables for ``(seed, size)``, generated once per process."""
+        if size not in self.sizes:
+            raise ConfigError(
+                f"unknown size '{size}' for domain {self.name}; sizes: {', '.join(self.sizes)}"
+            )
+        key = (self.name, int(seed), size)
+        tables = _BASE_CACHE.get(key)
+        if tables is None:
+            with _BASE_LOCK:
+                tables = _BASE_CACHE.get(key)
+                if tables is None:
+                    tables = freeze_tables(self.generate(int(seed), size))
+                    _BASE_CACHE[key] = tables
+        return tables
+
+    def database(self, seed: int = 0, size: str = "default") -> Database:
+        """A fresh episode state over the shared base for ``(seed, size)``."""
+        return Database(self.base(seed, size))
+
+    def tools(self, db: Database) -> Toolkit:
+        """A toolkit bound to ``db``."""
+        return self.toolkit(db)
+
+    @cached_property
+    def skill_map(self) -> dict[str, Skill]:
+        """Skills by name."""
+        return {s.name: s for s in self.skills}
+
+    def skill(self, name: str) -> Skill:
+        """The skill called ``name``."""
+        try:
+            return self.skill_map[name]
+        except KeyError:
+            raise ConfigError(
+                f"unknown skill '{name}' in domain {self.name}; skills: {', '.join(self.skill_map)}"
+            ) from None
+
+    @cached_property
+    def _seed_tasks(self) -> tuple[Task, ...]:
+        if self.seeds_path is None or not Path(self.seeds_path).exists():
+            return ()
+        return tuple(load_tasks(self.seeds_path))
+
+    def seed_tasks(self, split: str | None = None) -> list[Task]:
+        """The frozen seed tasks, optionally of one split (``"train"`` or ``"test"``)."""
+        if split not in (None, "train", "test"):
+            raise ConfigError(f"unknown split '{split}'; use 'train' or 'test'")
+        return [t for t in self._seed_tasks if split is None or t.split == split]
+
+    def __repr__(self) -> str:
+        return (
+            f"Domain({self.name!r}, {len(self.skills)} skills, {len(self.toolkit.names())} tools)"
+        )
+
+
+def clear_base_cache() -> None:
+    """Forget generated bases (tests use it to measure generation)."""
+    with _BASE_LOCK:
+        _BASE_CACHE.clear()
+
+
+def describe(domain: Domain) -> dict[str, Any]:
+    """A JSON-able summary of a domain: sizes, tools, skills, number of seed tasks."""
+    return {
+        "name": domain.name,
+        "env_id": domain.env_id,
+        "sizes": list(domain.sizes),
+        "tools": list(domain.toolkit.names()),
+        "write_tools": sorted(domain.toolkit.write_names()),
+        "skills": [s.name for s in domain.skills],
+        "seed_tasks": len(domain.seed_tasks()),
+    }

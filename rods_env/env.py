@@ -1,0 +1,393 @@
+"""ToolEnv: a Gymnasium environment for multi-turn tool use with a simulated user."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import gymnasium as gym
+
+from rods_env.database import Database
+from rods_env.domain import Domain
+from rods_env.errors import ConfigError, RodsError
+from rods_env.gold import GOLD_CACHE, Gold, GoldCache
+from rods_env.parsing import ParsedAction, parse_action
+from rods_env.rewards import (
+    TurnResult,
+    effect_present,
+    evaluate_turn,
+    missing_outputs,
+    progress,
+    success,
+)
+from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
+from rods_env.task import Task, load_tasks
+from rods_env.user import ScriptedUser, TurnView, UserSimulator
+
+
+class ToolEnv(gym.Env[str, str]):
+    """A tau-bench-style conversation: an agent, a domain's tools and database, and a user.
+
+    Observations are text: the user's messages, or the results of the agent's tool calls.
+    Actions are text (a raw completion, with tool calls as ``<tool_call>{json}</tool_call>``
+    blocks or bare JSON) or an OpenAI-style assistant message dict. A message without tool
+    calls goes to the user, whose reply is the next observation.
+
+    The reward of a step is the increase of ``progress`` (share of user turns passed), so an
+    episode's rewards sum to its final progress. ``terminated`` is true when the conversation
+    ends by itself (the user is done, or a terminal tool such as a transfer to a human ran);
+    ``truncated`` is true when the step limit cut it short. Either way the final ``info``
+    holds ``progress`` and the strict ``success`` flag.
+
+    Args:
+        domain: A :class:`Domain` or a registered domain name.
+        tasks: The task pool to sample from: None or ``"seeds"`` for the domain's seed tasks,
+            a path to a JSONL pool, or a sequence of tasks.
+        split: Keep only tasks of this split (``"train"``/``"test"``); None keeps all.
+        max_steps: Steps (agent actions) before the episode is truncated.
+        user: User simulator (default: :class:`ScriptedUser`).
+        render_mode: None or ``"ansi"``.
+        max_action_chars: Longer actions are rejected with an error observation.
+        gold_cache: Where gold replays are cached (default: process-wide).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        domain: Domain | str = "retail",
+        *,
+        tasks: Sequence[Task] | str | Path | None = None,
+        split: str | None = "train",
+        max_steps: int = 40,
+        user: UserSimulator | None = None,
+        render_mode: str | None = None,
+        max_action_chars: int = MAX_TEXT_CHARS,
+        gold_cache: GoldCache | None = None,
+    ) -> None:
+        if isinstance(domain, str):
+            from rods_env.registry import load_domain
+
+            domain = load_domain(domain)
+        if render_mode not in (None, "ansi"):
+            raise ConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if max_steps < 1:
+            raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
+        self.domain = domain
+        self.render_mode = render_mode
+        self.max_steps = int(max_steps)
+        self.max_action_chars = int(max_action_chars)
+        self.user: UserSimulator = user if user is not None else ScriptedUser()
+        self.observation_space = UnicodeText(MAX_TEXT_CHARS)
+        self.action_space = UnicodeText(max_action_chars)
+        self._gold_cache = gold_cache or GOLD_CACHE
+
+        if tasks is None or (isinstance(tasks, str) and tasks == "seeds"):
+            pool = domain.seed_tasks()
+        elif isinstance(tasks, (str, Path)):
+            pool = load_tasks(tasks)
+        else:
+            pool = list(tasks)
+        if split is not None and split not in ("train", "test"):
+            raise ConfigError(f"split must be 'train', 'test' or None, got {split!r}")
+        self._all_tasks = pool
+        self._pool = [t for t in pool if split is None or t.split == split or t.split is None]
+        self._by_id = {t.id: t for t in domain.seed_tasks()}
+        self._by_id.update({t.id: t for t in pool})
+        self._all_tool_names = frozenset(domain.toolkit.names())
+        self._schemas_all = domain.toolkit.schemas()
+        self._policy = domain.policy
+
+        self._db: Database | None = None
+        self._tools: Any = None
+        self._task: Task | None = None
+        self._gold: Gold | None = None
+        self._messages: list[dict[str, Any]] = []
+        self._over = True
+
+    # -- properties ------------------------------------------------------------------------
+    @property
+    def db(self) -> Database:
+        """The episode's database state (read it, do not write it)."""
+        if self._db is None:
+            raise RodsError("call reset() first")
+        return self._db
+
+    @property
+    def task(self) -> Task:
+        """The current task."""
+        if self._task is None:
+            raise RodsError("call reset() first")
+        return self._task
+
+    @property
+    def gold(self) -> Gold:
+        """The gold trajectory of the current task."""
+        if self._gold is None:
+            raise RodsError("call reset() first")
+        return self._gold
+
+    @property
+    def tasks(self) -> list[Task]:
+        """The tasks ``reset`` samples from."""
+        return list(self._pool)
+
+    # -- gymnasium API ---------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start an episode.
+
+        Args:
+            seed: Re-seeds the task sampler when given.
+            options: ``{"task": Task or task id}`` picks the task; ``{"split": "test"}``
+                samples from that split of the pool.
+
+        Returns:
+            The user's first message and the info dict (``tools``, ``policy``,
+            ``messages``, ``task_id`` and the reward fields).
+        """
+        super().reset(seed=seed)
+        options = options or {}
+        task = self._pick_task(options)
+        gold = self._gold_cache.get(self.domain, task)
+        base = self.domain.base(task.db_seed, task.db_size)
+        if self._db is None or self._db.base is not base:
+            self._db = Database(base)
+            self._tools = self.domain.toolkit(self._db)
+        else:
+            self._db.reset()
+        self._tools.on_reset()
+        self._task, self._gold = task, gold
+        self._steps = 0
+        self._results: list[TurnResult] = []
+        self._success = False
+        self._termination: str | None = None
+        self._over = False
+        first = self.user.start(task)
+        self._messages = [
+            {"role": "system", "content": self._policy},
+            {"role": "user", "content": first},
+        ]
+        self._open_turn(0)
+        return first, self._info([])
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Apply the agent's action.
+
+        Args:
+            action: Raw completion text or an OpenAI-style assistant message dict.
+
+        Returns:
+            ``(observation, reward, terminated, truncated, info)``. ``terminated``: the
+            conversation ended (user done or a terminal tool); ``truncated``: the step limit
+            was reached first.
+        """
+        if self._task is None:
+            raise RodsError("call reset() before step()")
+        if self._over:
+            raise RodsError("the episode is over: call reset() to start another")
+        self._steps += 1
+        before = progress(self._results, len(self._task.turns))
+        if isinstance(action, str) and len(action) > self.max_action_chars:
+            parsed = ParsedAction(
+                "",
+                error=f"action too long ({len(action):,} characters; at most {self.max_action_chars:,})",
+            )
+        else:
+            parsed = parse_action(action)
+
+        call_log: list[dict[str, Any]] = []
+        if parsed.error:
+            obs = f"Error: {parsed.error}"
+            self._messages.append({"role": "assistant", "content": _clip(action)})
+            self._messages.append({"role": "system", "content": obs})
+        elif parsed.calls:
+            obs = self._run_calls(parsed, call_log)
+        else:
+            obs = self._talk(parsed.content)
+
+        truncated = False
+        if not self._over and self._steps >= self.max_steps:
+            self._finish("max_steps")
+            truncated = True
+        terminated = self._over and not truncated
+        reward = progress(self._results, len(self._task.turns)) - before
+        return obs, reward, terminated, truncated, self._info(call_log)
+
+    def render(self) -> str | None:
+        """With ``render_mode="ansi"``, the conversation so far as text."""
+        if self.render_mode != "ansi":
+            return None
+        return render_messages(self._messages)
+
+    # -- internals -------------------------------------------------------------------------
+    def _pick_task(self, options: dict[str, Any]) -> Task:
+        choice = options.get("task")
+        if isinstance(choice, Task):
+            return choice
+        if isinstance(choice, str):
+            try:
+                return self._by_id[choice]
+            except KeyError:
+                raise ConfigError(
+                    f"unknown task id '{choice}' for domain {self.domain.name}"
+                ) from None
+        if choice is not None:
+            raise ConfigError(
+                f"options['task'] must be a Task or a task id, got {type(choice).__name__}"
+            )
+        split = options.get("split")
+        pool = self._pool if split is None else [t for t in self._all_tasks if t.split == split]
+        if not pool:
+            raise ConfigError(
+                f"no tasks to sample for domain {self.domain.name}"
+                + (f" split {split!r}" if split else "")
+                + ": pass options={'task': ...} or a task pool"
+            )
+        return pool[int(self.np_random.integers(len(pool)))]
+
+    def _open_turn(self, index: int) -> None:
+        assert self._task is not None and self._db is not None
+        self._turn = index
+        self._turn_start = self._db.checkpoint()
+        self._turn_text: list[str] = []
+        withheld = self._task.turns[index].withheld_tools
+        if withheld:
+            self._available = self._all_tool_names - set(withheld)
+            self._schemas = self.domain.toolkit.schemas(self._available)
+        else:
+            self._available = self._all_tool_names
+            self._schemas = self._schemas_all
+
+    def _close_turn(self) -> None:
+        assert self._gold is not None and self._db is not None
+        result = evaluate_turn(
+            self._turn,
+            self._gold.turns[self._turn],
+            self._db,
+            self._turn_start,
+            "\n".join(self._turn_text),
+        )
+        self._results.append(result)
+
+    def _finish(self, reason: str) -> None:
+        assert self._task is not None and self._gold is not None and self._db is not None
+        if len(self._results) == self._turn:
+            self._close_turn()
+        for i in range(len(self._results), len(self._task.turns)):
+            tg = self._gold.turns[i]
+            self._results.append(TurnResult(i, False, False, (), tuple(tg.outputs)))
+        self._success = success(self._gold, self._db, self._results)
+        self._termination = reason
+        self._over = True
+
+    def _view(self) -> TurnView:
+        assert self._task is not None and self._gold is not None and self._db is not None
+        tg = self._gold.turns[self._turn]
+        present = effect_present(tg, self._db)
+        missing = missing_outputs(tg, "\n".join(self._turn_text))
+        return TurnView(
+            task=self._task,
+            turn=self._turn,
+            goal_reached=present and not missing,
+            effect_present=present,
+            needs_write=bool(tg.effect),
+            missing_outputs=missing,
+        )
+
+    def _talk(self, content: str) -> str:
+        assert self._task is not None
+        self._messages.append({"role": "assistant", "content": content})
+        self._turn_text.append(content)
+        reply = self.user.reply(content, self._view())
+        self._messages.append({"role": "user", "content": reply.text})
+        if reply.advance or reply.stop:
+            self._close_turn()
+            if reply.stop or self._turn + 1 >= len(self._task.turns):
+                self._finish("user_stop")
+            else:
+                self._open_turn(self._turn + 1)
+        return reply.text
+
+    def _run_calls(self, parsed: ParsedAction, log: list[dict[str, Any]]) -> str:
+        tool_calls = []
+        for k, call in enumerate(parsed.calls):
+            args = call.arguments if call.arguments is not None else {}
+            tool_calls.append(
+                {
+                    "id": f"call_{self._steps}_{k}",
+                    "type": "function",
+                    "function": {
+                        "name": call.name or "?",
+                        "arguments": json.dumps(args, ensure_ascii=False),
+                    },
+                }
+            )
+        self._messages.append(
+            {"role": "assistant", "content": parsed.content or None, "tool_calls": tool_calls}
+        )
+        if parsed.content:
+            self._turn_text.append(parsed.content)
+        outputs: list[str] = []
+        for call, tc in zip(parsed.calls, tool_calls, strict=True):
+            if call.error is not None:
+                out, ok, terminal = f"Error: {call.error}", False, False
+            else:
+                result = self._tools.call(call.name, call.arguments, available=self._available)
+                out, ok, terminal = result.output, result.ok, result.terminal and result.ok
+            log.append({"name": call.name, "ok": ok})
+            self._messages.append(
+                {"role": "tool", "tool_call_id": tc["id"], "name": call.name or "?", "content": out}
+            )
+            outputs.append(out)
+            if terminal:
+                self._finish("terminal_tool")
+                break
+        if len(outputs) == 1:
+            return outputs[0]
+        return "\n".join(
+            f"[{c.name or '?'}] {o}" for c, o in zip(parsed.calls, outputs, strict=False)
+        )
+
+    def _info(self, call_log: list[dict[str, Any]]) -> dict[str, Any]:
+        assert self._task is not None
+        return {
+            "task_id": self._task.id,
+            "turn": self._turn,
+            "n_turns": len(self._task.turns),
+            "progress": progress(self._results, len(self._task.turns)),
+            "success": self._success,
+            "turn_results": [r.to_dict() for r in self._results],
+            "termination": self._termination,
+            "tool_calls": call_log,
+            "messages": list(self._messages),
+            "tools": self._schemas,
+            "policy": self._policy,
+            "steps": self._steps,
+        }
+
+
+def _clip(action: Any, limit: int = 2000) -> str:
+    text = action if isinstance(action, str) else json.dumps(action, default=str)
+    if len(text) > limit:
+        return text[:limit] + f"... [{len(text) - limit:,} more characters omitted]"
+    return text
+
+
+def render_messages(messages: Sequence[dict[str, Any]]) -> str:
+    """Render an OpenAI-format conversation as readable text."""
+    lines = []
+    for m in messages:
+        role = m.get("role", "?")
+        if role == "system" and m is messages[0]:
+            lines.append(f"[system] ({len(m.get('content') or '')} characters of policy)")
+            continue
+        if m.get("content"):
+            lines.append(f"[{role}] {m['content']}")
+        for tc in m.get("tool_calls") or ():
+            fn = tc.get("function", {})
+            lines.append(f"[assistant -> {fn.get('name')}] {fn.get('arguments')}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,56 @@
+"""Exception classes of rods_env. Each message says what was wrong and what is allowed."""
+
+from __future__ import annotations
+
+
+class RodsError(Exception):
+    """Base class of every error raised by rods."""
+
+
+class ToolError(RodsError):
+    """A tool call that cannot be carried out; becomes an error observation for the agent.
+
+    Args:
+        message: What was wrong, naming the value received.
+        hint: What the agent can do instead (allowed values, which tool finds the right value).
+    """
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} Hint: {self.hint}" if self.hint else self.message
+
+
+class InvalidArgumentError(ToolError):
+    """A tool argument is missing, unexpected, or of the wrong type or value."""
+
+
+class UnknownToolError(ToolError):
+    """The agent called a tool that does not exist or is not available now."""
+
+
+class RuleViolationError(ToolError):
+    """The call is well-formed but the domain policy forbids it in the current state."""
+
+
+class NotFoundError(ToolError):
+    """An id the agent passed names no record."""
+
+
+class ParseError(RodsError):
+    """The agent's action could not be parsed into a message or tool calls."""
+
+
+class TaskFileError(RodsError):
+    """A task or pool file is unreadable: the message names the file, the line and the problem."""
+
+
+class UnknownDomainError(RodsError):
+    """A domain or environment id that is not registered."""
+
+
+class ConfigError(RodsError):
+    """A configuration value is invalid."""

@@ -1,0 +1,122 @@
+"""Gold replay: run a task's gold calls on a fresh state and record what each turn changes."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from threading import Lock
+from typing import TYPE_CHECKING, Any
+
+from rods_env.database import DELETED
+from rods_env.errors import RodsError
+from rods_env.task import Task
+from rods_env.tools import to_jsonable
+
+if TYPE_CHECKING:
+    from rods_env.domain import Domain
+
+
+class GoldError(RodsError):
+    """A task's gold calls do not execute cleanly: the task is invalid."""
+
+
+@dataclass(frozen=True)
+class TurnGold:
+    """What one turn's gold calls do.
+
+    Attributes:
+        effect: ``(table, key) -> record or DELETED`` for every record the turn's gold calls
+            change, with the value they leave.
+        outputs: Values the agent must communicate during the turn.
+    """
+
+    effect: dict[tuple[str, str], Any]
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Gold:
+    """The gold trajectory of a task.
+
+    Attributes:
+        turns: Per-turn effects.
+        final: Changes of the final gold state relative to the base.
+        fingerprint: Fingerprint of the final gold state.
+        call_outputs: JSON value each gold call returned, in call order.
+    """
+
+    turns: tuple[TurnGold, ...]
+    final: dict[tuple[str, str], Any]
+    fingerprint: str
+    call_outputs: tuple[Any, ...]
+
+    @property
+    def writes_anything(self) -> bool:
+        """Whether the gold changes the database at all."""
+        return bool(self.final)
+
+
+def replay_gold(domain: Domain, task: Task) -> Gold:
+    """Execute the task's gold calls on a fresh database and record per-turn effects.
+
+    Raises:
+        GoldError: if a gold call is rejected by its tool (the task is invalid).
+    """
+    db = domain.database(task.db_seed, task.db_size)
+    tools = domain.tools(db)
+    tools.on_reset()
+    all_names = set(domain.toolkit.names())
+    turns: list[TurnGold] = []
+    outputs: list[Any] = []
+    for t_index, turn in enumerate(task.turns):
+        start = db.checkpoint()
+        available = all_names - set(turn.withheld_tools)
+        for call in turn.calls:
+            result = tools.call(call.name, call.arguments, available=available)
+            if not result.ok:
+                raise GoldError(
+                    f"task {task.id}: gold call {call.key()} in turn {t_index} failed: {result.output}"
+                )
+            outputs.append(to_jsonable(result.value))
+        changed = db.changed_since(start)
+        effect = {key: db.get(*key, DELETED) for key in sorted(changed)}
+        turns.append(TurnGold(effect=effect, outputs=turn.outputs))
+    return Gold(
+        turns=tuple(turns),
+        final=db.changes(),
+        fingerprint=db.fingerprint(),
+        call_outputs=tuple(outputs),
+    )
+
+
+class GoldCache:
+    """A bounded cache of :class:`Gold` per task, so a reset does not replay the gold calls.
+
+    Args:
+        capacity: Number of tasks kept (least recently used are dropped).
+    """
+
+    def __init__(self, capacity: int = 8192) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[tuple[str, str], tuple[Task, Gold]] = OrderedDict()
+        self._lock = Lock()
+
+    def get(self, domain: Domain, task: Task) -> Gold:
+        """The gold of ``task``, replayed on first use."""
+        key = (domain.name, task.id)
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None and (hit[0] is task or hit[0] == task):
+                self._items.move_to_end(key)
+                return hit[1]
+        gold = replay_gold(domain, task)
+        with self._lock:
+            self._items[key] = (task, gold)
+            self._items.move_to_end(key)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+        return gold
+
+
+GOLD_CACHE = GoldCache()
+"""Process-wide gold cache used by :class:`rods_env.env.ToolEnv`."""

@@ -1,0 +1,160 @@
+"""Building tasks from skills, and the frozen seed sets of the domains.
+
+Regenerate a domain's seed set (bit-identical on every machine)::
+
+    python -m rods_env.seeds retail            # writes environments/retail/seeds.jsonl
+    python -m rods_env.seeds retail --check    # verifies the committed file
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from rods_env.domain import Domain, Skill, SkillUnavailable
+from rods_env.errors import RodsError
+from rods_env.gold import replay_gold
+from rods_env.signature import compute_signature
+from rods_env.task import Provenance, Task, dump_tasks
+
+
+def make_task(
+    domain: Domain,
+    skill: Skill,
+    rng: random.Random,
+    *,
+    task_id: str,
+    db_seed: int = 0,
+    db_size: str = "default",
+    shape: Mapping[str, int] | None = None,
+    split: str | None = None,
+    provenance: Provenance | None = None,
+) -> Task:
+    """Run ``skill`` on the ``(db_seed, db_size)`` database and return a complete task.
+
+    The gold calls are executed (a failing call raises :class:`rods_env.gold.GoldError`)
+    and the signature is computed from the executed calls.
+
+    Raises:
+        SkillUnavailable: when the skill finds no entities for the shape.
+    """
+    shape = dict(skill.shape if shape is None else shape)
+    db = domain.database(db_seed, db_size)
+    draft = skill.generate(db, rng, shape)
+    task = Task(
+        id=task_id,
+        domain=domain.name,
+        skill=skill.name,
+        shape=shape,
+        split=split,  # type: ignore[arg-type]
+        db_seed=db_seed,
+        db_size=db_size,
+        user=draft.user,
+        turns=draft.turns,
+        provenance=provenance or Provenance(),
+    )
+    gold = replay_gold(domain, task)
+    signature = compute_signature(task, gold, domain.toolkit.write_names())
+    return task.model_copy(update={"signature": signature})
+
+
+def build_seed_tasks(
+    domain: Domain, n: int = 200, seed: int = 0, test_every: int = 4, max_tries: int = 50
+) -> list[Task]:
+    """Generate ``n`` seed tasks round-robin over the domain's skills.
+
+    Every ``test_every``-th task of each skill goes to the test split, the rest to train.
+    Tasks with the same gold effect and outputs as an earlier one are skipped.
+
+    Args:
+        domain: The domain.
+        n: Number of tasks.
+        seed: Seed of the generation.
+        test_every: One task in this many (per skill) is a test task.
+        max_tries: Attempts per task before a skill is declared unable to produce it.
+    """
+    if not domain.skills:
+        raise RodsError(f"domain {domain.name} has no skills")
+    tasks: list[Task] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    per_skill: dict[str, int] = {}
+    i = 0
+    attempts = 0
+    while len(tasks) < n:
+        skill = domain.skills[i % len(domain.skills)]
+        i += 1
+        for attempt in range(max_tries):
+            attempts += 1
+            rng = random.Random(f"{domain.name}:seed:{seed}:{i}:{attempt}")
+            k = per_skill.get(skill.name, 0)
+            split = "test" if k % test_every == test_every - 1 else "train"
+            try:
+                task = make_task(
+                    domain, skill, rng, task_id=f"{domain.name}-{len(tasks):04d}", split=split
+                )
+            except SkillUnavailable:
+                continue
+            gold = replay_gold(domain, task)
+            key = (gold.fingerprint, tuple(o for t in task.turns for o in t.outputs))
+            if key in seen:
+                continue
+            seen.add(key)
+            per_skill[skill.name] = k + 1
+            tasks.append(task)
+            break
+        else:
+            raise RodsError(
+                f"skill {skill.name} of {domain.name} produced no new task in {max_tries} tries"
+            )
+    return tasks
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: write or check a domain's seed set."""
+    from rods_env.registry import load_domain
+
+    parser = argparse.ArgumentParser(
+        prog="python -m rods_env.seeds", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("domain", help="domain name, e.g. retail")
+    parser.add_argument("--n", type=int, default=200, help="number of seed tasks")
+    parser.add_argument("--seed", type=int, default=0, help="generation seed")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output file (default: the domain's seeds_path)"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="verify the existing file regenerates identically"
+    )
+    args = parser.parse_args(argv)
+    try:
+        domain = load_domain(args.domain)
+        out = args.out or domain.seeds_path
+        if out is None:
+            print(f"error: domain {domain.name} has no seeds_path; pass --out", file=sys.stderr)
+            return 2
+        tasks = build_seed_tasks(domain, n=args.n, seed=args.seed)
+        text = "".join(t.to_json() + "\n" for t in tasks)
+        if args.check:
+            current = Path(out).read_text(encoding="utf-8") if Path(out).exists() else ""
+            if current != text:
+                print(
+                    f"{out}: differs from a fresh generation (run without --check to rewrite)",
+                    file=sys.stderr,
+                )
+                return 1
+            print(f"{out}: {len(tasks)} tasks, identical to a fresh generation")
+            return 0
+        dump_tasks(tasks, out)
+    except RodsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    splits = {s: sum(1 for t in tasks if t.split == s) for s in ("train", "test")}
+    print(f"wrote {len(tasks)} tasks to {out} ({splits['train']} train, {splits['test']} test)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

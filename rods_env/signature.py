@@ -1,0 +1,67 @@
+"""Structural signature of a task, from value-flow tracing of its executed gold calls.
+
+An edge ``i -> j`` means an argument of gold call ``j`` is a value that gold call ``i``
+returned (and that the user could not have said: values found in the user's facts do not
+count as flow). Leaves compared are strings of 3+ characters and numbers of magnitude >= 10,
+so small quantities and flags do not create spurious edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from typing import Any
+
+from rods_env.gold import Gold
+from rods_env.task import Signature, Task
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v)
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, (int, float)) and abs(value) >= 10:
+        yield repr(value)
+    elif isinstance(value, str) and len(value) >= 3:
+        yield value
+
+
+def value_leaves(value: Any) -> set[str]:
+    """The traceable scalar values inside a JSON value (see module docstring)."""
+    return set(_leaves(value))
+
+
+def compute_signature(task: Task, gold: Gold, write_tools: Collection[str]) -> Signature:
+    """Compute the signature of ``task`` from its replayed ``gold``.
+
+    Args:
+        task: The task (its gold calls and user facts).
+        gold: The result of :func:`rods_env.gold.replay_gold` for the task.
+        write_tools: Names of the domain's write tools.
+    """
+    calls = task.gold_calls
+    facts = [v for v in task.user.facts.values()]
+    produced = [value_leaves(out) for out in gold.call_outputs]
+    edges: set[tuple[int, int]] = set()
+    for j, call in enumerate(calls):
+        for leaf in value_leaves(call.arguments):
+            if any(leaf in fact for fact in facts):
+                continue
+            for i in range(j - 1, -1, -1):
+                if leaf in produced[i]:
+                    edges.add((i, j))
+                    break
+    longest = [1] * len(calls)
+    for i, j in sorted(edges, key=lambda e: e[1]):
+        longest[j] = max(longest[j], longest[i] + 1)
+    return Signature(
+        tools=tuple(c.name for c in calls),
+        edges=tuple(sorted(edges)),
+        depth=max(longest, default=0),
+        writes=sum(1 for c in calls if c.name in write_tools),
+        turns=len(task.turns),
+    )

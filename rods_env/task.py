@@ -1,0 +1,226 @@
+"""Tasks as frozen, serializable data (JSONL in and out)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rods_env.errors import TaskFileError
+
+Variant = Literal["base", "missing_parameter", "missing_function", "long_context", "distractor"]
+VARIANTS: tuple[str, ...] = (
+    "base",
+    "missing_parameter",
+    "missing_function",
+    "long_context",
+    "distractor",
+)
+
+
+class Frozen(BaseModel):
+    """Immutable model that rejects unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCall(Frozen):
+    """One tool call: a name and JSON arguments."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    def key(self) -> str:
+        """Canonical text of the call (sorted JSON arguments)."""
+        return f"{self.name}({json.dumps(self.arguments, sort_keys=True)})"
+
+
+class Turn(Frozen):
+    """One user request and what fulfils it.
+
+    Attributes:
+        request: What the user says to open the turn.
+        calls: Gold tool calls, look-ups included, in an order that works.
+        outputs: Values the agent must communicate in its messages during the turn.
+        withheld_tools: Tools the agent may not use in this turn (missing-function variant);
+            the right behaviour is to make no write and say the request cannot be done now.
+        hidden_facts: Fact names the user holds back until asked (missing-parameter variant).
+    """
+
+    request: str
+    calls: tuple[ToolCall, ...] = ()
+    outputs: tuple[str, ...] = ()
+    withheld_tools: tuple[str, ...] = ()
+    hidden_facts: tuple[str, ...] = ()
+
+
+class UserProfile(Frozen):
+    """The simulated user: who they are and the facts they can tell when asked.
+
+    Attributes:
+        name: Display name.
+        persona: A short description of how they talk (used by LLM users and rewriters).
+        facts: Fact name (e.g. ``"email"``, ``"zip code"``, ``"order id"``) to value.
+    """
+
+    name: str
+    persona: str = ""
+    facts: dict[str, str] = Field(default_factory=dict)
+
+
+class Signature(Frozen):
+    """Structural complexity of a task, computed from its gold calls by value-flow tracing.
+
+    Attributes:
+        tools: Tool name of each gold call, in call order across turns.
+        edges: ``(i, j)`` when an argument of call ``j`` is a value that call ``i`` returned.
+        depth: Calls on the longest dependency chain.
+        writes: Number of write calls.
+        turns: Number of user turns.
+    """
+
+    tools: tuple[str, ...]
+    edges: tuple[tuple[int, int], ...]
+    depth: int
+    writes: int
+    turns: int
+
+    @property
+    def key(self) -> str:
+        """Canonical string: equal for tasks of the same structure."""
+        edges = ",".join(f"{i}>{j}" for i, j in self.edges)
+        return f"t{self.turns}|w{self.writes}|d{self.depth}|{'+'.join(self.tools)}|{edges}"
+
+    @property
+    def size(self) -> tuple[int, int, int, int]:
+        """Order used to say one signature is harder: (turns, calls, depth, writes)."""
+        return (self.turns, len(self.tools), self.depth, self.writes)
+
+
+class Provenance(Frozen):
+    """Where a task came from."""
+
+    origin: Literal["seed", "synthesized"] = "seed"
+    parent_id: str | None = None
+    generation: int = 0
+    mode: Literal["resample", "expand"] | None = None
+    augment: str | None = None
+
+
+class Task(Frozen):
+    """One task: a database, a user, and the turns of the conversation with their gold calls.
+
+    Attributes:
+        id: Unique id, e.g. ``"retail-0001"``.
+        domain: Domain name, e.g. ``"retail"``.
+        skill: Name of the skill that generated it.
+        shape: The skill's shape parameters (e.g. ``{"items": 2}``).
+        split: ``"train"`` or ``"test"`` for seed tasks, None for pools.
+        db_seed: Seed of the database the task runs on.
+        db_size: Size preset of that database (``"default"``, ``"tiny"``, ``"long"``, ...).
+        user: The simulated user.
+        turns: The user's requests in order.
+        variant: Base or an augmented variant.
+        signature: Structural signature (filled by :func:`rods_env.signature.compute_signature`).
+        provenance: Seed or synthesized, parent, generation.
+    """
+
+    id: str
+    domain: str
+    skill: str
+    shape: dict[str, int] = Field(default_factory=dict)
+    split: Literal["train", "test"] | None = None
+    db_seed: int = 0
+    db_size: str = "default"
+    user: UserProfile
+    turns: tuple[Turn, ...]
+    variant: Variant = "base"
+    signature: Signature | None = None
+    provenance: Provenance = Field(default_factory=Provenance)
+
+    @property
+    def gold_calls(self) -> tuple[ToolCall, ...]:
+        """Every gold call of every turn, in order."""
+        return tuple(c for t in self.turns for c in t.calls)
+
+    def content_hash(self) -> str:
+        """Hash of everything but the id and provenance (equal for identical task content)."""
+        data = self.model_dump(mode="json", exclude={"id", "provenance", "split"})
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def to_json(self) -> str:
+        """One JSONL line (no trailing newline)."""
+        return self.model_dump_json(exclude_none=False)
+
+
+def iter_tasks(path: str | Path) -> Iterator[Task]:
+    """Read tasks from a JSONL file lazily.
+
+    Raises:
+        TaskFileError: naming the file, the line number and what is wrong.
+    """
+    path = Path(path)
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise TaskFileError(f"{path}: cannot open task file ({exc.strerror})") from None
+    with fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            if not line.endswith("\n"):
+                # Every line we write ends with a newline; a missing one means a cut-off file.
+                try:
+                    json.loads(line)
+                except json.JSONDecodeError:
+                    raise TaskFileError(
+                        f"{path}:{lineno}: truncated line (file ends mid-record)"
+                    ) from None
+            try:
+                yield Task.model_validate_json(line)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "line"
+                kind = (
+                    "invalid JSON"
+                    if first["type"] == "json_invalid"
+                    else f"{where}: {first['msg']}"
+                )
+                raise TaskFileError(f"{path}:{lineno}: {kind}") from None
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    """Read every task of a JSONL file (see :func:`iter_tasks` for errors)."""
+    return list(iter_tasks(path))
+
+
+def dump_tasks(tasks: Iterable[Task], path: str | Path) -> int:
+    """Write tasks to a JSONL file atomically: a crash never leaves a truncated file.
+
+    Returns:
+        The number of tasks written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    n = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            for task in tasks:
+                fh.write(task.to_json())
+                fh.write("\n")
+                n += 1
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return n

@@ -1,0 +1,344 @@
+"""Tools: typed toolkit methods whose OpenAI schemas come from their signatures and docstrings.
+
+A domain's toolkit subclasses :class:`Toolkit` and marks methods with :func:`tool`::
+
+    class RetailTools(Toolkit):
+        @tool(writes=True)
+        def cancel_pending_order(self, order_id: str, reason: Literal["no longer needed"]) -> dict:
+            '''Cancel a pending order.
+
+            Args:
+                order_id: The order id, such as '#W0000001'.
+                reason: Why the customer cancels.
+            '''
+
+Arguments are validated before the body runs; a write tool is atomic (if it raises, the
+database is unchanged); a :class:`~rods_env.errors.ToolError` becomes an error observation.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+import re
+import typing
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from rods_env.database import Database
+from rods_env.errors import InvalidArgumentError, ToolError, UnknownToolError
+
+_TOOL_MARK = "__rods_tool__"
+
+
+@dataclass(frozen=True)
+class _ToolMark:
+    writes: bool
+    terminal: bool
+
+
+def tool(
+    fn: Callable[..., Any] | None = None, *, writes: bool = False, terminal: bool = False
+) -> Any:
+    """Mark a toolkit method as a tool.
+
+    Args:
+        fn: The method (when used as ``@tool`` without arguments).
+        writes: Whether the tool may change the database (then it runs atomically).
+        terminal: Whether a successful call ends the episode (e.g. a transfer to a human).
+    """
+
+    def mark(f: Callable[..., Any]) -> Callable[..., Any]:
+        setattr(f, _TOOL_MARK, _ToolMark(writes=writes, terminal=terminal))
+        return f
+
+    return mark(fn) if fn is not None else mark
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """Everything known about one tool, derived once per toolkit class."""
+
+    name: str
+    method: Callable[..., Any]
+    writes: bool
+    terminal: bool
+    description: str
+    params: type[BaseModel]
+    schema: dict[str, Any]
+    arg_help: str = ""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The outcome of one tool call.
+
+    Attributes:
+        name: Tool name as called.
+        output: The observation text for the agent (JSON for structured values).
+        ok: False when the call was rejected (bad arguments, rule violation, unknown tool).
+        value: The Python value the tool returned (None when not ok).
+        writes: Whether the tool is a write tool.
+        terminal: Whether the call ends the episode.
+    """
+
+    name: str
+    output: str
+    ok: bool
+    value: Any = None
+    writes: bool = False
+    terminal: bool = False
+    error: str | None = field(default=None)
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into its description and ``Args:`` entries."""
+    doc = inspect.cleandoc(doc or "")
+    lines = doc.splitlines()
+    description: list[str] = []
+    args: dict[str, str] = {}
+    section = "description"
+    current: str | None = None
+    for line in lines:
+        stripped = line.strip()
+        if re.fullmatch(r"(Args|Arguments|Parameters):", stripped):
+            section = "args"
+            continue
+        if re.fullmatch(r"(Returns|Raises|Yields|Example|Examples|Note|Notes):", stripped):
+            section = "other"
+            continue
+        if section == "description":
+            description.append(line)
+        elif section == "args":
+            m = re.match(r"^\s{0,8}(\w+)(?:\s*\([^)]*\))?:\s*(.*)$", line)
+            if m and not line.startswith(" " * 9):
+                current = m.group(1)
+                args[current] = m.group(2).strip()
+            elif current and stripped:
+                args[current] = f"{args[current]} {stripped}".strip()
+    text = " ".join(" ".join(description).split())
+    return text, args
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_titles(v) for k, v in node.items() if k != "title"}
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node
+
+
+def _describe_type(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return " | ".join(repr(v) for v in schema["enum"])
+    if "anyOf" in schema:
+        return " or ".join(_describe_type(s) for s in schema["anyOf"])
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"list of {_describe_type(schema.get('items', {}))}"
+    return str(kind)
+
+
+def _build_spec(name: str, method: Callable[..., Any], mark: _ToolMark) -> ToolSpec:
+    description, arg_docs = _parse_docstring(method.__doc__ or "")
+    if not description:
+        raise TypeError(f"tool '{name}' needs a docstring: it is the tool's description")
+    hints = typing.get_type_hints(method, include_extras=True)
+    fields: dict[str, Any] = {}
+    for pname, param in inspect.signature(method).parameters.items():
+        if pname == "self":
+            continue
+        if pname not in hints:
+            raise TypeError(f"tool '{name}': parameter '{pname}' needs a type hint")
+        if pname not in arg_docs:
+            raise TypeError(f"tool '{name}': parameter '{pname}' is not described under Args:")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (hints[pname], default)
+    params = create_model(  # type: ignore[call-overload]
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    raw = _strip_titles(params.model_json_schema())
+    properties = raw.get("properties", {})
+    for pname, prop in properties.items():
+        prop["description"] = arg_docs[pname]
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "required": raw.get("required", []),
+        "additionalProperties": False,
+    }
+    if "$defs" in raw:
+        parameters["$defs"] = raw["$defs"]
+    schema = {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+    arg_help = ", ".join(
+        f"{p} ({_describe_type(s)}{'' if p in parameters['required'] else ', optional'})"
+        for p, s in properties.items()
+    )
+    return ToolSpec(
+        name=name,
+        method=method,
+        writes=mark.writes,
+        terminal=mark.terminal,
+        description=description,
+        params=params,
+        schema=schema,
+        arg_help=arg_help or "no arguments",
+    )
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert a tool's return value (records, tuples, mappings) to plain JSON data."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def render_output(value: Any) -> str:
+    """Render a tool's return value as the observation text the agent reads."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(", ", ": "))
+
+
+def _format_validation_error(spec: ToolSpec, err: ValidationError) -> InvalidArgumentError:
+    problems = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"]) or "arguments"
+        kind = e["type"]
+        if kind == "missing":
+            problems.append(f"'{where}' is required")
+        elif kind == "extra_forbidden":
+            problems.append(f"'{where}' is not an argument of this tool")
+        else:
+            got = e.get("input")
+            shown = repr(got)
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+            problems.append(f"'{where}' = {shown}: {e['msg']}")
+    return InvalidArgumentError(
+        f"Invalid arguments for '{spec.name}': {'; '.join(problems)}.",
+        f"'{spec.name}' takes: {spec.arg_help}.",
+    )
+
+
+class Toolkit:
+    """Base class of a domain's tools, bound to one :class:`Database`.
+
+    Subclasses define methods marked with :func:`tool`. The specs are collected once per
+    class; :meth:`call` validates arguments, runs write tools atomically and turns
+    :class:`ToolError` into an observation.
+
+    Args:
+        db: The episode's database state.
+    """
+
+    _specs: ClassVar[dict[str, ToolSpec]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        specs: dict[str, ToolSpec] = {}
+        for klass in reversed(cls.__mro__):
+            for attr, member in vars(klass).items():
+                mark = getattr(member, _TOOL_MARK, None)
+                if mark is not None:
+                    specs[attr] = _build_spec(attr, member, mark)
+        cls._specs = specs
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @classmethod
+    def specs(cls) -> dict[str, ToolSpec]:
+        """Tool name to :class:`ToolSpec`, in definition order."""
+        return dict(cls._specs)
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """Names of the tools."""
+        return tuple(cls._specs)
+
+    @classmethod
+    def write_names(cls) -> frozenset[str]:
+        """Names of the tools that may change the database."""
+        return frozenset(n for n, s in cls._specs.items() if s.writes)
+
+    @classmethod
+    def schemas(cls, names: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """OpenAI function schemas, optionally restricted to ``names`` (definition order)."""
+        return [s.schema for n, s in cls._specs.items() if names is None or n in names]
+
+    def on_reset(self) -> None:
+        """Hook run when an episode starts; override to clear per-episode tool state."""
+
+    def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        available: Collection[str] | None = None,
+    ) -> ToolResult:
+        """Run one tool call and return its result; never raises for the agent's mistakes.
+
+        Args:
+            name: Tool name.
+            arguments: JSON arguments.
+            available: When given, the tools the agent may call now (others are unknown).
+        """
+        spec = self._specs.get(name)
+        if spec is None or (available is not None and name not in available):
+            allowed = [n for n in self._specs if available is None or n in available]
+            close = difflib.get_close_matches(str(name), allowed, n=1, cutoff=0.6)
+            hint = f"Did you mean '{close[0]}'? " if close else ""
+            err = UnknownToolError(
+                f"Unknown tool '{name}'.", f"{hint}Available tools: {', '.join(allowed)}."
+            )
+            return ToolResult(name, f"Error: {err}", ok=False, error=type(err).__name__)
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            err = InvalidArgumentError(
+                f"Arguments of '{name}' must be a JSON object, got {type(arguments).__name__}.",
+                f"'{name}' takes: {spec.arg_help}.",
+            )
+            return ToolResult(
+                name, f"Error: {err}", ok=False, writes=spec.writes, error=type(err).__name__
+            )
+        try:
+            parsed = spec.params.model_validate(dict(arguments))
+        except ValidationError as exc:
+            err = _format_validation_error(spec, exc)
+            return ToolResult(
+                name, f"Error: {err}", ok=False, writes=spec.writes, error=type(err).__name__
+            )
+        kwargs = {k: getattr(parsed, k) for k in type(parsed).model_fields}
+        saved = self.db.checkpoint() if spec.writes else None
+        try:
+            value = spec.method(self, **kwargs)
+        except ToolError as err:
+            if saved is not None:
+                self.db.rollback(saved)
+            return ToolResult(
+                name, f"Error: {err}", ok=False, writes=spec.writes, error=type(err).__name__
+            )
+        except BaseException:
+            if saved is not None:
+                self.db.rollback(saved)
+            raise
+        return ToolResult(
+            name,
+            render_output(value),
+            ok=True,
+            value=value,
+            writes=spec.writes,
+            terminal=spec.terminal,
+        )

@@ -1,0 +1,217 @@
+"""User simulators: the protocol and the deterministic :class:`ScriptedUser`."""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from rods_env.task import Task
+
+FACT_ALIASES: dict[str, tuple[str, ...]] = {
+    "email": ("email", "e-mail", "mail address"),
+    "first name": ("first name", "full name", "your name", "name"),
+    "last name": ("last name", "surname", "full name", "your name", "name"),
+    "zip code": ("zip", "postal code", "postcode"),
+    "user id": ("user id", "account id", "customer id", "user name", "username"),
+    "order id": ("order id", "order number", "which order", "order"),
+    "reservation id": (
+        "reservation id",
+        "reservation number",
+        "booking",
+        "confirmation code",
+        "reservation",
+    ),
+    "reason": ("reason", "why"),
+    "payment method": ("payment method", "pay", "card", "payment"),
+    "new address": ("address",),
+}
+"""Words that, in an agent's question, ask for a fact. A fact whose label is not listed is
+asked for by its label itself (e.g. "passenger name")."""
+
+_QUESTION = re.compile(
+    r"\?|\b(please (provide|share|tell|give|confirm)|tell me|share|provide|what is|what's|which|"
+    r"could you|can you|may i have)\b",
+    re.IGNORECASE,
+)
+_CONFIRM = re.compile(
+    r"\b(confirm|proceed|go ahead|shall i|should i|do you want me|would you like me|"
+    r"is (that|this) (correct|right|ok|okay)|ok to|okay to|are you sure)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """What the environment tells the user simulator about the current turn.
+
+    Attributes:
+        task: The task.
+        turn: Index of the current turn.
+        goal_reached: The turn's gold effect is present and its outputs were communicated.
+        effect_present: The turn's gold effect is present in the database.
+        needs_write: The turn's gold changes the database.
+        missing_outputs: Required outputs not yet communicated.
+    """
+
+    task: Task
+    turn: int
+    goal_reached: bool
+    effect_present: bool
+    needs_write: bool
+    missing_outputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class UserReply:
+    """The user's answer.
+
+    Attributes:
+        text: What the user says.
+        advance: The current turn is over (its goal reached or abandoned).
+        stop: The conversation is over.
+        kind: Why the user said it: ``answer``, ``confirm``, ``decline``, ``nudge``,
+            ``advance``, ``abandon`` or ``stop``.
+    """
+
+    text: str
+    advance: bool = False
+    stop: bool = False
+    kind: str = "answer"
+
+
+@runtime_checkable
+class UserSimulator(Protocol):
+    """A simulated user: opens the conversation and answers each agent message."""
+
+    def start(self, task: Task) -> str:
+        """Reset for ``task`` and return the user's first message."""
+        ...
+
+    def reply(self, message: str, view: TurnView) -> UserReply:
+        """Answer the agent's ``message`` given the state of the current turn."""
+        ...
+
+
+def _asked_labels(message: str, facts: dict[str, str]) -> list[str]:
+    text = message.lower()
+    asked = []
+    for label in facts:
+        words = (*FACT_ALIASES.get(label, ()), label)
+        if any(re.search(r"(?<![a-z])" + re.escape(w) + r"(?![a-z])", text) for w in words):
+            asked.append(label)
+    return asked
+
+
+@dataclass
+class ScriptedUser:
+    """Deterministic user simulator driven by the task's facts and turn goals.
+
+    It opens each turn with the turn's request; answers questions with the facts the agent
+    asks for (and only those); confirms an action when asked while the turn's write is still
+    to be done; moves to the next turn when the agent yields after the goal is reached; after
+    ``patience`` yields without progress it abandons the turn; it ends the conversation after
+    the last turn. Phrasing varies with a generator seeded from the task id, so the same task
+    gives the same transcript in every process.
+
+    Args:
+        patience: Agent yields tolerated per turn before the user abandons it.
+    """
+
+    patience: int = 2
+    _task: Task | None = field(default=None, init=False, repr=False)
+    _rng: random.Random = field(default_factory=random.Random, init=False, repr=False)
+    _nudges: int = field(default=0, init=False, repr=False)
+    _told: set[str] = field(default_factory=set, init=False, repr=False)
+
+    _GREETINGS = ("Hi!", "Hello.", "Hi there,", "Hey,", "Good morning.")
+    _NEXT = (
+        "Thanks! One more thing:",
+        "Great, thank you. Also,",
+        "Perfect. Next,",
+        "Thanks. I also need help with this:",
+    )
+    _YES = (
+        "Yes, please go ahead.",
+        "Yes, I confirm.",
+        "Yes, that's right, please proceed.",
+        "Yes.",
+    )
+    _BYE = (
+        "That's all I needed, thank you!",
+        "Great, that's everything. Thanks!",
+        "Thank you, goodbye!",
+    )
+
+    def start(self, task: Task) -> str:
+        """Reset for ``task`` and return the first request."""
+        self._task = task
+        self._rng = random.Random(f"scripted-user:{task.id}")
+        self._nudges = 0
+        self._told = set()
+        self._tell(task.turns[0].request)
+        return f"{self._rng.choice(self._GREETINGS)} {task.turns[0].request}"
+
+    def _tell(self, text: str) -> None:
+        """Remember the facts whose values ``text`` states."""
+        assert self._task is not None
+        for label, value in self._task.user.facts.items():
+            if value and value in text:
+                self._told.add(label)
+
+    def reply(self, message: str, view: TurnView) -> UserReply:
+        """Answer the agent's message (see the class docstring for the rules)."""
+        task = self._task
+        if task is None:
+            raise RuntimeError("ScriptedUser.reply called before start()")
+        is_question = bool(_QUESTION.search(message))
+        if (
+            is_question
+            and _CONFIRM.search(message)
+            and view.needs_write
+            and not view.effect_present
+        ):
+            return UserReply(self._rng.choice(self._YES), kind="confirm")
+        if is_question:
+            asked = _asked_labels(message, task.user.facts)
+            new = [a for a in asked if a not in self._told]
+            if new:
+                self._told.update(new)
+                parts = [f"my {label} is {task.user.facts[label]}" for label in new]
+                return UserReply("Sure, " + "; ".join(parts) + ".", kind="answer")
+            if asked and not view.goal_reached and self._nudges < self.patience:
+                self._nudges += 1
+                parts = [f"my {label} is {task.user.facts[label]}" for label in asked]
+                return UserReply("As I said, " + "; ".join(parts) + ".", kind="answer")
+        if view.goal_reached:
+            return self._advance(view, abandoned=False)
+        if is_question and _CONFIRM.search(message):
+            return UserReply(
+                "No, I don't want that. " + task.turns[view.turn].request, kind="decline"
+            )
+        self._nudges += 1
+        if self._nudges > self.patience:
+            return self._advance(view, abandoned=True)
+        if is_question:
+            return UserReply(
+                "Sorry, I don't know that. What I need is this: " + task.turns[view.turn].request,
+                kind="nudge",
+            )
+        return UserReply(
+            "I still need help with this: " + task.turns[view.turn].request, kind="nudge"
+        )
+
+    def _advance(self, view: TurnView, *, abandoned: bool) -> UserReply:
+        task = self._task
+        assert task is not None
+        self._nudges = 0
+        lead = "Never mind, let's leave that." if abandoned else ""
+        kind = "abandon" if abandoned else "advance"
+        nxt = view.turn + 1
+        if nxt >= len(task.turns):
+            text = f"{lead} {self._rng.choice(self._BYE)}".strip()
+            return UserReply(text, advance=True, stop=True, kind="stop" if not abandoned else kind)
+        self._tell(task.turns[nxt].request)
+        text = f"{lead} {self._rng.choice(self._NEXT)} {task.turns[nxt].request}".strip()
+        return UserReply(text, advance=True, kind=kind)

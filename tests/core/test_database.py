@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import pytest
+
+from rods_env.database import DELETED, Database, freeze_tables
+from tests.core.toy_domain import TOY, Account
+
+
+@pytest.fixture
+def db() -> Database:
+    return TOY.database(0, "tiny")
+
+
+def test_fresh_states_share_the_base_and_are_equal(db):
+    other = TOY.database(0, "tiny")
+    assert other.base is db.base
+    assert other == db
+    assert db.fingerprint() == other.fingerprint()
+
+
+def test_put_changes_fingerprint_and_reset_restores(db):
+    before = db.fingerprint()
+    acc = db.get("accounts", "ACC0001")
+    db.put("accounts", acc.id, acc.model_copy(update={"balance": acc.balance + 1}))
+    assert db.fingerprint() != before
+    assert db.get("accounts", "ACC0001").balance == acc.balance + 1
+    assert TOY.base(0, "tiny")["accounts"]["ACC0001"].balance == acc.balance  # base untouched
+    db.reset()
+    assert db.fingerprint() == before
+
+
+def test_writing_back_the_base_value_is_no_change(db):
+    before = db.fingerprint()
+    acc = db.get("accounts", "ACC0002")
+    db.put("accounts", acc.id, acc.model_copy(update={"balance": 1}))
+    db.put("accounts", acc.id, acc.model_copy())
+    assert db.changes() == {}
+    assert db.fingerprint() == before
+
+
+def test_same_changes_by_different_paths_are_equal(db):
+    other = TOY.database(0, "tiny")
+    a = db.get("accounts", "ACC0001")
+    db.put("accounts", a.id, a.model_copy(update={"balance": 5}))
+    other.put("accounts", a.id, a.model_copy(update={"balance": 9}))
+    other.put("accounts", a.id, a.model_copy(update={"balance": 5}))
+    assert db == other and db.fingerprint() == other.fingerprint()
+
+
+def test_checkpoint_rollback_and_changed_since(db):
+    a = db.get("accounts", "ACC0001")
+    db.put("accounts", a.id, a.model_copy(update={"balance": 5}))
+    cp = db.checkpoint()
+    db.put("accounts", "ACC0003", db.get("accounts", "ACC0003").model_copy(update={"frozen": True}))
+    db.delete("accounts", "ACC0004")
+    assert db.changed_since(cp) == {("accounts", "ACC0003"), ("accounts", "ACC0004")}
+    db.rollback(cp)
+    assert db.changed_since(cp) == set()
+    assert db.get("accounts", "ACC0001").balance == 5
+    assert db.get("accounts", "ACC0004") is not None
+
+
+def test_atomic_undoes_on_exception(db):
+    before = db.fingerprint()
+    with pytest.raises(RuntimeError), db.atomic():
+        db.put(
+            "accounts", "ACC0001", db.get("accounts", "ACC0001").model_copy(update={"balance": 0})
+        )
+        raise RuntimeError("boom")
+    assert db.fingerprint() == before
+
+
+def test_delete_insert_and_iteration(db):
+    n = db.count("accounts")
+    db.delete("accounts", "ACC0000")
+    new = Account(id="NEW1", owner_email="n@x.com", balance=1)
+    db.put("accounts", new.id, new)
+    keys = list(db.keys("accounts"))
+    assert "ACC0000" not in keys and keys[-1] == "NEW1"
+    assert db.count("accounts") == n
+    assert db.changes()[("accounts", "ACC0000")] is DELETED
+    db.delete("accounts", "NEW1")
+    assert ("accounts", "NEW1") not in db.changes()
+
+
+def test_fork_is_independent(db):
+    db.put("accounts", "ACC0001", db.get("accounts", "ACC0001").model_copy(update={"balance": 3}))
+    fork = db.fork()
+    fork.put(
+        "accounts", "ACC0001", fork.get("accounts", "ACC0001").model_copy(update={"balance": 4})
+    )
+    assert db.get("accounts", "ACC0001").balance == 3
+
+
+def test_base_is_read_only():
+    tables = freeze_tables({"t": {}})
+    with pytest.raises(TypeError):
+        tables["t"]["x"] = 1  # type: ignore[index]
+
+
+def test_records_are_immutable(db):
+    acc = db.get("accounts", "ACC0001")
+    with pytest.raises(Exception):  # noqa: B017 - pydantic raises ValidationError
+        acc.balance = 3

@@ -1,0 +1,180 @@
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from rods_env import OracleAgent, TalkOnlyAgent, ToolEnv, run_episode
+from rods_env.oracle import tool_call_text
+from rods_env.task import ToolCall
+from tests.core.toy_domain import TOY
+
+WRITES = TOY.toolkit.write_names()
+
+
+@pytest.fixture
+def env(toy_tasks):
+    return ToolEnv(TOY, tasks=toy_tasks, render_mode="ansi")
+
+
+def test_check_env_passes_without_warnings(env):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env, skip_render_check=True)
+
+
+def test_reset_returns_first_message_and_info(env, toy_tasks):
+    obs, info = env.reset(seed=0, options={"task": toy_tasks[0].id})
+    assert obs == info["messages"][-1]["content"]
+    assert toy_tasks[0].turns[0].request in obs
+    assert info["messages"][0] == {"role": "system", "content": TOY.policy}
+    assert {t["function"]["name"] for t in info["tools"]} == set(TOY.toolkit.names())
+    assert info["task_id"] == toy_tasks[0].id and info["progress"] == 0.0
+
+
+def test_oracle_solves_every_task_and_rewards_sum_to_progress(env, toy_tasks):
+    for task in toy_tasks:
+        out = run_episode(env, OracleAgent(task, WRITES), task=task)
+        assert out["success"], (task.id, env.render())
+        assert out["progress"] == 1.0
+        assert out["return"] == pytest.approx(1.0)
+        assert out["termination"] == "user_stop"
+
+
+def test_multi_turn_progress_is_per_turn(env, toy_tasks):
+    task = next(t for t in toy_tasks if len(t.turns) == 2)
+    agent = OracleAgent(task, WRITES)
+    obs, info = env.reset(options={"task": task})
+    rewards = []
+    done = False
+    while not done:
+        obs, r, term, trunc, info = env.step(agent.act(obs, info))
+        rewards.append(r)
+        done = term or trunc
+    assert sorted(r for r in rewards if r) == [0.5, 0.5]
+
+
+def test_talk_only_fails(env, toy_tasks):
+    for task in toy_tasks:
+        out = run_episode(env, TalkOnlyAgent(), task=task)
+        assert not out["success"] and out["progress"] == 0.0
+
+
+def test_extra_unrelated_write_fails_success_and_loses_the_turn(env, toy_tasks):
+    for task in toy_tasks:
+        agent = OracleAgent(task, WRITES)
+        obs, info = env.reset(options={"task": task})
+        injected = False
+        done = False
+        while not done:
+            action = agent.act(obs, info)
+            if not injected and "<tool_call>" in action:
+                extra = TOY.unrelated_write(task, env.db)
+                obs, _, term, trunc, info = env.step(tool_call_text(extra))
+                assert not obs.startswith("Error"), obs
+                injected = True
+                done = term or trunc
+                if done:
+                    break
+            obs, _, term, trunc, info = env.step(action)
+            done = term or trunc
+        assert not info["success"]
+        assert info["turn_results"][0]["passed"] is False
+        assert info["turn_results"][0]["collateral"]
+
+
+@pytest.mark.parametrize(
+    ("action", "needle"),
+    [
+        ('{"name": "get_account", "arguments": {', "could not parse"),
+        ('<tool_call>{"name": "nope", "arguments": {}}</tool_call>', "Unknown tool 'nope'"),
+        (
+            '<tool_call>{"name": "get_account", "arguments": {}}</tool_call>',
+            "'account_id' is required",
+        ),
+        (
+            '<tool_call>{"name": "get_account", "arguments": {"account_id": "ACC0001", "z": 1}}</tool_call>',
+            "not an argument",
+        ),
+        (
+            '<tool_call>{"name": "transfer", "arguments": {"from_account": "ACC0001", "to_account": "ACC0002", "amount": "lots"}}</tool_call>',
+            "'amount'",
+        ),
+        ("x" * 10_000_000, "action too long"),
+        ("", "empty action"),
+    ],
+)
+def test_bad_input_is_an_observation_and_changes_nothing(env, toy_tasks, action, needle):
+    env.reset(options={"task": toy_tasks[0]})
+    before = env.db.fingerprint()
+    obs, reward, term, trunc, info = env.step(action)
+    assert obs.startswith("Error") and needle in obs
+    assert reward == 0.0 and not term and not trunc
+    assert env.db.fingerprint() == before
+    assert len(info["messages"][-2]["content"] or "") < 5000
+    # the episode goes on
+    obs, *_ = env.step("Could you tell me your email?")
+    assert "@example.com" in obs
+
+
+def test_truncation_at_max_steps(toy_tasks):
+    env = ToolEnv(TOY, tasks=toy_tasks, max_steps=3)
+    env.reset(options={"task": toy_tasks[0]})
+    outs = [
+        env.step(tool_call_text(ToolCall(name="get_account", arguments={"account_id": "ACC0001"})))
+        for _ in range(3)
+    ]
+    assert [o[3] for o in outs] == [False, False, True]
+    assert outs[-1][4]["termination"] == "max_steps" and not outs[-1][4]["success"]
+    with pytest.raises(Exception, match="episode is over"):
+        env.step("hello")
+
+
+def test_terminal_tool_ends_episode(env, toy_tasks):
+    env.reset(options={"task": toy_tasks[0]})
+    _, _, term, trunc, info = env.step(
+        '<tool_call>{"name": "transfer_to_human", "arguments": {"summary": "help"}}</tool_call>'
+    )
+    assert term and not trunc and info["termination"] == "terminal_tool"
+
+
+def test_several_calls_in_one_action_run_in_order(env, toy_tasks):
+    env.reset(options={"task": toy_tasks[0]})
+    calls = [ToolCall(name="get_account", arguments={"account_id": f"ACC000{i}"}) for i in (1, 2)]
+    obs, *_ = env.step("".join(tool_call_text(c) for c in calls))
+    assert obs.index("ACC0001") < obs.index("ACC0002")
+
+
+def test_openai_message_action(env, toy_tasks):
+    _, info = env.reset(options={"task": toy_tasks[0]})
+    msg = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {
+                    "name": "get_account",
+                    "arguments": json.dumps({"account_id": "ACC0001"}),
+                },
+            }
+        ],
+    }
+    obs, *_, info = env.step(msg)
+    assert '"ACC0001"' in obs and info["messages"][-1]["role"] == "tool"
+
+
+def test_render_ansi_shows_conversation(env, toy_tasks):
+    env.reset(options={"task": toy_tasks[0]})
+    env.step("Could you tell me your email?")
+    text = env.render()
+    assert "[user]" in text and "[assistant] Could you tell me your email?" in text
+
+
+def test_reset_with_same_seed_picks_same_task(env):
+    a = env.reset(seed=7)[1]["task_id"]
+    b = env.reset(seed=7)[1]["task_id"]
+    assert a == b

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from rods_env.parsing import parse_action
+
+
+def test_tool_call_blocks_in_order_with_text():
+    a = parse_action(
+        'Let me look. <tool_call>{"name": "a", "arguments": {"x": 1}}</tool_call>'
+        '<tool_call>{"name": "b", "arguments": "{\\"y\\": 2}"}</tool_call>'
+    )
+    assert a.error is None and a.content == "Let me look."
+    assert [(c.name, c.arguments) for c in a.calls] == [("a", {"x": 1}), ("b", {"y": 2})]
+
+
+def test_bare_json_single_and_list_and_fenced():
+    assert parse_action('{"name": "a", "arguments": {}}').calls[0].name == "a"
+    assert [c.name for c in parse_action('[{"name": "a"}, {"name": "b"}]').calls] == ["a", "b"]
+    assert parse_action('```json\n{"name": "a", "arguments": {"k": "v"}}\n```').calls[
+        0
+    ].arguments == {"k": "v"}
+
+
+def test_openai_message_dict():
+    msg = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "1", "type": "function", "function": {"name": "a", "arguments": '{"x": 1}'}}
+        ],
+    }
+    a = parse_action(msg)
+    assert a.calls[0].name == "a" and a.calls[0].arguments == {"x": 1}
+    assert parse_action({"role": "assistant", "content": "hello"}).content == "hello"
+
+
+def test_plain_text_is_a_message():
+    a = parse_action("  Hello, how can I help?  ")
+    assert a.calls == () and a.error is None and a.content == "Hello, how can I help?"
+
+
+def test_malformed_inputs_are_errors_not_exceptions():
+    assert parse_action("").error
+    assert parse_action('{"name": "a", "arguments": {').error
+    bad_block = parse_action("<tool_call>{not json}</tool_call>")
+    assert bad_block.calls[0].error and "not valid JSON" in bad_block.calls[0].error
+    unclosed = parse_action('<tool_call>{"name": "a"}')
+    assert unclosed.calls[0].error and "not closed" in unclosed.calls[0].error
+    assert parse_action('<tool_call>{"arguments": {}}</tool_call>').calls[0].error
+    assert parse_action('<tool_call>{"name": "a", "arguments": [1]}</tool_call>').calls[0].error
+    assert parse_action(42).error
+    assert parse_action({"tool_calls": "x"}).error
