@@ -1,0 +1,133 @@
+"""The engine protocol: a batch of conversations in, one completion per conversation out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+from rods_env.errors import ConfigError, RodsError
+
+
+class EngineError(RodsError):
+    """An engine could not be built or configured (a failed generation is data, not this)."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample one completion.
+
+    Attributes:
+        max_tokens: Most new tokens per completion.
+        temperature: Softmax temperature; 0 means greedy decoding.
+        top_p: Nucleus sampling mass (1.0 disables it).
+        seed: Seed of the sampler, where the engine supports one (None: not seeded).
+    """
+
+    max_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1:
+            raise ConfigError(f"max_tokens must be at least 1, got {self.max_tokens}")
+        if self.temperature < 0:
+            raise ConfigError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
+
+    def with_max_tokens(self, max_tokens: int) -> SamplingParams:
+        """A copy with another ``max_tokens``."""
+        return replace(self, max_tokens=max_tokens)
+
+
+@dataclass
+class GenerationRequest:
+    """One conversation to continue.
+
+    Attributes:
+        messages: OpenAI-format history (system, user, assistant, tool messages).
+        tools: OpenAI function schemas offered to the model (None: no tools).
+        prompt_token_ids: The exact prompt as token ids. Local engines continue from these
+            ids when given (the rollout keeps them, so the model sees exactly the sequence
+            that training later scores); otherwise they render ``messages`` themselves.
+        max_tokens: Per-request cap on new tokens (None: the sampling parameters' cap).
+        key: Stable id of the conversation (e.g. the episode), for stateful policies.
+        info: The environment's latest ``info`` dict; scripted policies read it, model
+            engines ignore it.
+    """
+
+    messages: Sequence[Mapping[str, Any]]
+    tools: Sequence[Mapping[str, Any]] | None = None
+    prompt_token_ids: Sequence[int] | None = None
+    max_tokens: int | None = None
+    key: str | None = None
+    info: Mapping[str, Any] | None = None
+
+
+@dataclass
+class Completion:
+    """One completion.
+
+    Attributes:
+        text: The completion text, without the end-of-turn token.
+        token_ids: The sampled token ids, exactly as sampled (the end-of-turn token
+            included when the model emitted it). Empty where the engine does not know them.
+        logprobs: Log-probability of each sampled token under the model (temperature 1,
+            before top-p), aligned with ``token_ids``.
+        finish_reason: ``"stop"`` (end of turn), ``"length"`` (token cap) or ``"error"``.
+        tool_calls: Structured OpenAI ``tool_calls`` when the engine returns them.
+        prompt_tokens: Length of the prompt in tokens, where known.
+        error: What went wrong (``finish_reason == "error"``); never contains secrets.
+    """
+
+    text: str = ""
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    finish_reason: str = "stop"
+    tool_calls: list[dict[str, Any]] | None = None
+    prompt_tokens: int | None = None
+    error: str | None = None
+
+    @classmethod
+    def failed(cls, error: str) -> Completion:
+        """A completion that records an engine error."""
+        return cls(finish_reason="error", error=error)
+
+    def message(self) -> dict[str, Any]:
+        """The completion as an OpenAI-style assistant message."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            msg["tool_calls"] = self.tool_calls
+        return msg
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Generates completions for a batch of conversations.
+
+    Attributes:
+        chat: The chat template and tokenizer of a local model (None for remote engines);
+            the rollout uses it to keep the whole conversation as one token sequence.
+    """
+
+    chat: Any
+
+    def generate(
+        self, requests: Sequence[GenerationRequest], params: SamplingParams
+    ) -> list[Completion]:
+        """One completion per request, in order. Never raises on a failed generation:
+        such a completion has ``finish_reason == "error"`` and an ``error`` message."""
+        ...
+
+    def close(self) -> None:
+        """Release what the engine holds (connections, model memory)."""
+        ...
+
+
+def request_max_tokens(request: GenerationRequest, params: SamplingParams) -> int:
+    """The token cap of one request: the smaller of its own and the sampling parameters'."""
+    if request.max_tokens is None:
+        return params.max_tokens
+    return max(1, min(params.max_tokens, int(request.max_tokens)))

