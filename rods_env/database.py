@@ -239,3 +239,16 @@ class Database:
     def __repr__(self) -> str:
         sizes = ", ".join(f"{t}={len(rows)}" for t, rows in self._base.items())
         return f"Database({sizes}; {len(self.changes())} changed)"
+
+
+def tables_digest(tables: Tables) -> str:
+    """Hex sha256 of every record of ``tables`` in canonical form (slow: O(database)).
+
+    Used to check that generation is deterministic across processes and machines; the hot
+    path never calls it.
+    """
+    h = hashlib.sha256()
+    for table in sorted(tables):
+        for key in sorted(tables[table]):
+            h.update(f"{table}\x1f{key}\x1f{record_digest(tables[table][key])}\x1e".encode())
+    return h.hexdigest()
