@@ -1,0 +1,30 @@
+"""The Retail domain: an online store's customers, products and orders.
+
+The package exposes one :class:`~rods_env.domain.Domain`, ``DOMAIN``, found through the
+``rods.domains`` entry point ``retail = "environments.retail:DOMAIN"``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from environments.retail.generator import generate
+from environments.retail.skills import SKILLS, unrelated_write
+from environments.retail.tools import RetailTools
+from rods_env.domain import Domain
+
+_HERE = Path(__file__).parent
+
+DOMAIN = Domain(
+    name="retail",
+    title="Retail",
+    generate=generate,
+    sizes=("tiny", "default", "long"),
+    toolkit=RetailTools,
+    policy=(_HERE / "policy.md").read_text(encoding="utf-8"),
+    skills=SKILLS,
+    seeds_path=_HERE / "seeds.jsonl",
+    unrelated_write=unrelated_write,
+)
+
+__all__ = ["DOMAIN", "RetailTools", "generate"]

@@ -1,0 +1,323 @@
+"""Deterministic generation of Retail databases.
+
+``generate(seed, size)`` depends only on ``(seed, size)`` and the installed Faker version:
+names and addresses come from ``Faker("en_US")`` seeded with ``seed``; every other choice
+comes from ``random.Random(seed)``. Nothing iterates a set or uses ``hash()``, so the output
+is the same in every process. Money follows :func:`environments.retail.schema.money`.
+
+Sizes:
+
+* ``tiny``: 20 users, 40 orders, 8 product types (tests).
+* ``default``: 500 users, 1,000 orders, 50 product types, ~600 variants (like tau-bench retail).
+* ``long``: 100 users with ~25 orders each, 50 product types with 40-90 variants each
+  (long-context tool outputs).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+from dataclasses import dataclass
+
+from faker import Faker
+
+from environments.retail.catalog import CATALOG
+from environments.retail.schema import (
+    Address,
+    CreditCard,
+    Fulfilment,
+    GiftCard,
+    Name,
+    Order,
+    OrderItem,
+    PayPal,
+    Product,
+    Transaction,
+    User,
+    Variant,
+    money,
+)
+from rods_env.database import Record
+
+
+@dataclass(frozen=True)
+class SizePreset:
+    """Parameters of one database size."""
+
+    users: int
+    orders: int
+    products: int
+    variants: tuple[int, int]
+    items: tuple[int, int]
+
+
+SIZES: dict[str, SizePreset] = {
+    "tiny": SizePreset(users=20, orders=40, products=8, variants=(6, 9), items=(1, 4)),
+    "default": SizePreset(users=500, orders=1000, products=50, variants=(8, 16), items=(1, 5)),
+    "long": SizePreset(users=100, orders=2500, products=50, variants=(40, 90), items=(2, 8)),
+}
+
+# Share of each status among generated orders (cumulative draw in this order).
+_STATUS_WEIGHTS: tuple[tuple[str, int], ...] = (
+    ("pending", 30),
+    ("processed", 14),
+    ("delivered", 32),
+    ("cancelled", 10),
+    ("return requested", 6),
+    ("exchange requested", 5),
+    ("pending (item modified)", 3),
+)
+
+_CARD_BRANDS = ("visa", "mastercard", "amex", "discover")
+
+
+def _price(rng: random.Random, low: float, high: float) -> float:
+    """A price in [low, high] whose cents never end in 0, so it renders with two decimals."""
+    dollars = rng.randint(int(low), int(high) - 1)
+    cents = rng.randint(1, 9) * 10 + rng.randint(1, 9)
+    return money(dollars + cents / 100)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z]", "", text.lower())
+
+
+class _Ids:
+    """Unique random numeric ids (membership only: no set is ever iterated)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+        self._used: set[str] = set()
+
+    def new(self, template: str, digits: int) -> str:
+        while True:
+            value = template.format(self._rng.randrange(10 ** (digits - 1), 10**digits))
+            if value not in self._used:
+                self._used.add(value)
+                return value
+
+
+def _products(rng: random.Random, ids: _Ids, preset: SizePreset) -> list[Product]:
+    entries = list(CATALOG)
+    chosen = entries if preset.products >= len(entries) else rng.sample(entries, preset.products)
+    products = []
+    for name, options, (low, high) in chosen:
+        keys = [k for k, _ in options]
+        combos = list(itertools.product(*(values for _, values in options)))
+        count = min(len(combos), rng.randint(*preset.variants))
+        picked = sorted(rng.sample(range(len(combos)), count))
+        variants = []
+        for index in picked:
+            variants.append(
+                Variant(
+                    item_id=ids.new("{}", 10),
+                    options=dict(zip(keys, combos[index], strict=True)),
+                    price=_price(rng, low, high),
+                    available=rng.random() < 0.7,
+                )
+            )
+        # Every product keeps at least two available variants, so modifications have targets.
+        for i in rng.sample(range(len(variants)), 2):
+            variants[i] = variants[i].model_copy(update={"available": True})
+        products.append(Product(product_id=ids.new("{}", 10), name=name, variants=tuple(variants)))
+    return products
+
+
+def _address(fake: Faker) -> Address:
+    return Address(
+        address1=f"{fake.building_number()} {fake.street_name()}",
+        address2=fake.secondary_address(),
+        city=fake.city(),
+        state=fake.state_abbr(include_territories=False, include_freely_associated_states=False),
+        country="USA",
+        zip=fake.zipcode(),
+    )
+
+
+def _users(fake: Faker, rng: random.Random, ids: _Ids, preset: SizePreset) -> list[User]:
+    users: list[User] = []
+    seen_name_zip: set[tuple[str, str, str]] = set()
+    for _ in range(preset.users):
+        while True:
+            first, last = fake.first_name(), fake.last_name()
+            address = _address(fake)
+            key = (first.lower(), last.lower(), address.zip)
+            if key not in seen_name_zip:
+                seen_name_zip.add(key)
+                break
+        user_id = ids.new(f"{_slug(first)}_{_slug(last)}_{{}}", 4)
+        email = ids.new(f"{_slug(first)}.{_slug(last)}{{}}@example.com", 4)
+        kinds = rng.choice(
+            (
+                ("credit_card",),
+                ("gift_card",),
+                ("paypal",),
+                ("credit_card", "gift_card"),
+                ("credit_card", "paypal"),
+                ("gift_card", "paypal"),
+                ("credit_card", "gift_card", "paypal"),
+                ("credit_card", "credit_card"),
+                ("credit_card", "credit_card", "gift_card"),
+            )
+        )
+        methods: list[CreditCard | GiftCard | PayPal] = []
+        for kind in kinds:
+            if kind == "credit_card":
+                methods.append(
+                    CreditCard(
+                        id=ids.new("credit_card_{}", 7),
+                        brand=rng.choice(_CARD_BRANDS),
+                        last_four=f"{rng.randrange(10000):04d}",
+                    )
+                )
+            elif kind == "gift_card":
+                balance = _price(rng, 0, 400) if rng.random() < 0.9 else 0.0
+                methods.append(GiftCard(id=ids.new("gift_card_{}", 7), balance=balance))
+            else:
+                methods.append(PayPal(id=ids.new("paypal_{}", 7)))
+        users.append(
+            User(
+                user_id=user_id,
+                name=Name(first_name=first, last_name=last),
+                email=email,
+                address=address,
+                payment_methods=tuple(methods),
+            )
+        )
+    return users
+
+
+def _statuses(rng: random.Random, count: int) -> list[str]:
+    """Statuses in fixed proportions (at least one of each), shuffled."""
+    total = sum(w for _, w in _STATUS_WEIGHTS)
+    statuses: list[str] = []
+    for status, weight in _STATUS_WEIGHTS:
+        statuses += [status] * max(1, count * weight // total)
+    statuses += ["delivered", "pending"] * count
+    statuses = statuses[:count]
+    rng.shuffle(statuses)
+    return statuses
+
+
+def _order(
+    fake: Faker,
+    rng: random.Random,
+    ids: _Ids,
+    user: User,
+    products: list[Product],
+    preset: SizePreset,
+    status: str,
+) -> Order:
+    count = rng.randint(*preset.items)
+    items: list[OrderItem] = []
+    taken: set[str] = set()
+    while len(items) < count:
+        product = rng.choice(products)
+        variant = rng.choice(product.variants)
+        if variant.item_id in taken:
+            continue
+        taken.add(variant.item_id)
+        items.append(
+            OrderItem(
+                item_id=variant.item_id,
+                product_id=product.product_id,
+                name=product.name,
+                options=dict(variant.options),
+                price=variant.price,
+            )
+        )
+    order_id = ids.new("#W{}", 7)
+    address = user.address if rng.random() < 0.85 else _address(fake)
+    method = rng.choice(user.payment_methods)
+    total = money(sum(item.price for item in items))
+    history = [Transaction(transaction_type="payment", amount=total, payment_method_id=method.id)]
+    fields: dict[str, object] = {}
+    item_ids = tuple(item.item_id for item in items)
+    if status in ("processed", "delivered", "return requested", "exchange requested"):
+        if len(items) > 1 and rng.random() < 0.3:
+            cut = rng.randint(1, len(items) - 1)
+            parts = (item_ids[:cut], item_ids[cut:])
+        else:
+            parts = (item_ids,)
+        fields["fulfilments"] = tuple(
+            Fulfilment(tracking_ids=(ids.new("{}", 12),), item_ids=part) for part in parts
+        )
+    if status == "cancelled":
+        history.append(
+            Transaction(transaction_type="refund", amount=total, payment_method_id=method.id)
+        )
+        fields["cancel_reason"] = rng.choice(("no longer needed", "ordered by mistake"))
+    elif status == "return requested":
+        chosen = rng.sample(items, rng.randint(1, len(items)))
+        fields["return_items"] = tuple(sorted(item.item_id for item in chosen))
+        fields["return_payment_method_id"] = method.id
+    elif status == "exchange requested":
+        by_id = {p.product_id: p for p in products}
+        olds, news, diff = [], [], 0.0
+        for item in items:
+            others = [
+                v
+                for v in by_id[item.product_id].variants
+                if v.available and v.item_id != item.item_id
+            ]
+            if others:
+                new = rng.choice(others)
+                olds.append(item.item_id)
+                news.append(new.item_id)
+                diff += new.price - item.price
+        if olds:
+            fields["exchange_items"] = tuple(olds)
+            fields["exchange_new_items"] = tuple(news)
+            fields["exchange_payment_method_id"] = method.id
+            fields["exchange_price_difference"] = money(diff)
+        else:
+            status = "delivered"
+    return Order(
+        order_id=order_id,
+        user_id=user.user_id,
+        address=address,
+        items=tuple(items),
+        status=status,  # type: ignore[arg-type]
+        payment_history=tuple(history),
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def generate(seed: int, size: str) -> dict[str, dict[str, Record]]:
+    """Generate a Retail database.
+
+    Args:
+        seed: Seed of every random choice.
+        size: One of ``"tiny"``, ``"default"``, ``"long"`` (see the module docstring).
+
+    Returns:
+        Tables ``users``, ``products`` and ``orders``, each keyed by the record's id.
+
+    Raises:
+        ValueError: ``size`` is not a known preset.
+    """
+    if size not in SIZES:
+        raise ValueError(f"unknown size '{size}'; sizes: {', '.join(SIZES)}")
+    preset = SIZES[size]
+    rng = random.Random(seed)
+    fake = Faker("en_US")
+    fake.seed_instance(seed)
+    ids = _Ids(rng)
+    products = _products(rng, ids, preset)
+    users = _users(fake, rng, ids, preset)
+    user_orders: dict[str, list[str]] = {u.user_id: [] for u in users}
+    orders: dict[str, Order] = {}
+    statuses = _statuses(rng, preset.orders)
+    for n in range(preset.orders):
+        # The first pass gives every user one order; the rest go to random users.
+        user = users[n] if n < len(users) else rng.choice(users)
+        order = _order(fake, rng, ids, user, products, preset, statuses[n])
+        orders[order.order_id] = order
+        user_orders[user.user_id].append(order.order_id)
+    users = [u.model_copy(update={"orders": tuple(user_orders[u.user_id])}) for u in users]
+    return {
+        "users": {u.user_id: u for u in users},
+        "products": {p.product_id: p for p in products},
+        "orders": dict(orders),
+    }

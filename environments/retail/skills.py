@@ -1,0 +1,794 @@
+"""Task generators (skills) of the Retail domain.
+
+Each skill picks entities that satisfy its preconditions on the given database, and emits
+the gold calls a careful agent makes (identity look-up, account and order look-ups, product
+look-ups, then the write), the facts the simulated user knows, and the request text. Every
+gold argument comes either from an earlier gold call's output, from a fact value, or from
+a constant the policy defines (cancellation reasons). Requests never state identity facts:
+the agent has to ask for them.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from faker import Faker
+
+from environments.retail.schema import (
+    CANCEL_REASONS,
+    Address,
+    CreditCard,
+    GiftCard,
+    Order,
+    OrderItem,
+    PayPal,
+    Product,
+    User,
+    Variant,
+)
+from environments.retail.tools import RetailTools
+from rods_env.database import Database
+from rods_env.domain import Draft, Skill, SkillUnavailable
+from rods_env.task import Task, ToolCall, Turn, UserProfile
+
+PaymentMethod = CreditCard | GiftCard | PayPal
+
+_PERSONAS = (
+    "Polite and brief; answers exactly what is asked.",
+    "In a hurry; writes short, terse messages.",
+    "Chatty and friendly; adds small details about their day.",
+    "A little frustrated with the store, but cooperative.",
+    "Careful; likes to double-check details before agreeing.",
+    "Not very technical; describes things in plain words.",
+)
+
+_GREETINGS = ("", "Hi. ", "Hello! ", "Hey there, ", "Good afternoon. ", "Hi, hope you're well. ")
+
+_ORDINALS = ("first", "second", "third", "fourth")
+
+_REASON_TEXT = {
+    "no longer needed": (
+        "I don't need it anymore.",
+        "It turns out I no longer need it.",
+        "I've changed my mind, I don't need it any more.",
+    ),
+    "ordered by mistake": (
+        "I ordered it by mistake.",
+        "I placed it by accident.",
+        "That order was a mistake on my part.",
+    ),
+}
+
+_FAKE: Faker | None = None
+
+
+def _faker(rng: random.Random) -> Faker:
+    """A shared Faker re-seeded from ``rng``, so its output depends on ``rng`` only."""
+    global _FAKE
+    if _FAKE is None:
+        _FAKE = Faker("en_US")
+    _FAKE.seed_instance(rng.randrange(2**32))
+    return _FAKE
+
+
+def _amount(value: float) -> str:
+    """An amount as the tools render it (JSON)."""
+    return json.dumps(value)
+
+
+def _renders_cleanly(value: float) -> bool:
+    """True when the JSON text of an amount has exactly two decimals (e.g. 54.04, not 54.1)."""
+    return _amount(value) == f"{value:.2f}"
+
+
+def _options(options: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in options.items())
+
+
+def _item_text(name: str, options: Mapping[str, str]) -> str:
+    return f"{name} ({_options(options)})"
+
+
+def _join(parts: Sequence[str]) -> str:
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _method_text(method: PaymentMethod) -> str:
+    if isinstance(method, CreditCard):
+        return f"{method.brand} credit card ending in {method.last_four}"
+    if isinstance(method, GiftCard):
+        return "gift card"
+    return "PayPal account"
+
+
+def _call(name: str, **arguments: object) -> ToolCall:
+    return ToolCall(name=name, arguments=dict(arguments))
+
+
+def _address_args(address: Address) -> dict[str, str]:
+    return address.model_dump()
+
+
+def _new_address(rng: random.Random) -> Address:
+    fake = _faker(rng)
+    return Address(
+        address1=f"{fake.building_number()} {fake.street_name()}",
+        address2=fake.secondary_address(),
+        city=fake.city(),
+        state=fake.state_abbr(include_territories=False, include_freely_associated_states=False),
+        country="USA",
+        zip=fake.zipcode(),
+    )
+
+
+@dataclass
+class Part:
+    """One request's share of a task: text, gold calls (no identity look-up), facts, outputs."""
+
+    request: str
+    calls: list[ToolCall]
+    facts: dict[str, str]
+    outputs: list[str] = field(default_factory=list)
+    orders: tuple[str, ...] = ()
+    needs_user_details: bool = True
+
+
+Builder = Callable[
+    [Database, random.Random, User, Mapping[str, int], frozenset[str]], "Part | None"
+]
+
+
+# -- selection helpers ---------------------------------------------------------------------
+def _user_orders(db: Database, user: User, status: str, exclude: frozenset[str]) -> list[Order]:
+    orders = []
+    for order_id in user.orders:
+        order = db.get("orders", order_id)
+        if order is not None and order.status == status and order_id not in exclude:
+            orders.append(order)
+    return orders
+
+
+def _alternatives(db: Database, order: Order, item: OrderItem) -> list[Variant]:
+    """Available variants of the item's product that are not already in the order."""
+    product: Product | None = db.get("products", item.product_id)
+    if product is None:
+        return []
+    taken = {i.item_id for i in order.items}
+    return [v for v in product.variants if v.available and v.item_id not in taken]
+
+
+def _order_ref(rng: random.Random, order: Order) -> str:
+    if rng.random() < 0.6:
+        return f"order {order.order_id}"
+    return f"the order with the {order.items[0].name}"
+
+
+def _order_facts(orders: Sequence[Order]) -> dict[str, str]:
+    if len(orders) == 1:
+        return {"order id": orders[0].order_id}
+    return {"order ids": ", ".join(o.order_id for o in orders)}
+
+
+def _item_facts(label: str, texts: Sequence[str]) -> dict[str, str]:
+    if len(texts) == 1:
+        return {label: texts[0]}
+    return {f"{label}s": "; ".join(texts)}
+
+
+def _payer(
+    rng: random.Random, user: User, amount: float, prefer: str | None = None
+) -> PaymentMethod | None:
+    """A payment method of the user that can pay ``amount`` (gift cards need the balance)."""
+    usable = [
+        m for m in user.payment_methods if not (isinstance(m, GiftCard) and m.balance < amount)
+    ]
+    if not usable:
+        return None
+    if prefer is not None:
+        for m in usable:
+            if m.id == prefer:
+                return m
+    return rng.choice(usable)
+
+
+# -- builders (one request each) -----------------------------------------------------------
+def _cancel(
+    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
+) -> Part | None:
+    count = shape.get("orders", 1)
+    pending = _user_orders(db, user, "pending", exclude)
+    if len(pending) < count:
+        return None
+    orders = rng.sample(pending, count)
+    reason = rng.choice(CANCEL_REASONS)
+    why = rng.choice(_REASON_TEXT[reason])
+    calls = []
+    for order in orders:
+        calls += [
+            _call("get_order_details", order_id=order.order_id),
+            _call("cancel_pending_order", order_id=order.order_id, reason=reason),
+        ]
+    if count == 1:
+        ref = _order_ref(rng, orders[0])
+        request = rng.choice(
+            (
+                f"I'd like to cancel {ref}. {why}",
+                f"Can you cancel {ref} for me? {why}",
+                f"I need to cancel an order that hasn't shipped yet: {ref}. {why}",
+                f"{why} Please cancel {ref}.",
+            )
+        )
+    else:
+        ids = _join([o.order_id for o in orders])
+        request = rng.choice(
+            (
+                f"I want to cancel two orders, {ids}. {why}",
+                f"Please cancel my orders {ids}. {why}",
+                f"{why} Could you cancel both {ids}?",
+            )
+        )
+    facts = {**_order_facts(orders), "reason": reason}
+    return Part(request, calls, facts, orders=tuple(o.order_id for o in orders))
+
+
+def _replace_items(
+    db: Database,
+    rng: random.Random,
+    user: User,
+    count: int,
+    status: str,
+    exclude: frozenset[str],
+) -> tuple[Order, list[OrderItem], list[Variant], PaymentMethod] | None:
+    """Pick an order of ``status`` and ``count`` of its items with replacement variants."""
+    orders = _user_orders(db, user, status, exclude)
+    rng.shuffle(orders)
+    for order in orders:
+        options = [(item, _alternatives(db, order, item)) for item in order.items]
+        options = [(item, alts) for item, alts in options if alts]
+        if len(options) < count:
+            continue
+        chosen = rng.sample(options, count)
+        # Keep the order's item order, so the gold call lists items as the order does.
+        chosen.sort(key=lambda pair: order.items.index(pair[0]))
+        olds, news, taken = [], [], set()
+        for item, alts in chosen:
+            alts = [v for v in alts if v.item_id not in taken]
+            if not alts:
+                break
+            new = rng.choice(alts)
+            taken.add(new.item_id)
+            olds.append(item)
+            news.append(new)
+        if len(olds) < count:
+            continue
+        diff = round(sum(n.price - o.price for o, n in zip(olds, news, strict=True)), 2)
+        method = _payer(rng, user, diff)
+        if method is None:
+            continue
+        return order, olds, news, method
+    return None
+
+
+def _products_calls(items: Sequence[OrderItem]) -> list[ToolCall]:
+    seen: list[str] = []
+    for item in items:
+        if item.product_id not in seen:
+            seen.append(item.product_id)
+    return [_call("get_product_details", product_id=p) for p in seen]
+
+
+def _change_text(old: OrderItem, new: Variant) -> str:
+    changed = {k: v for k, v in new.options.items() if old.options.get(k) != v}
+    return f"the {_item_text(old.name, old.options)} to {_options(changed)}"
+
+
+def _modify_items(
+    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
+) -> Part | None:
+    picked = _replace_items(db, rng, user, shape.get("items", 1), "pending", exclude)
+    if picked is None:
+        return None
+    order, olds, news, method = picked
+    changes = _join([_change_text(o, n) for o, n in zip(olds, news, strict=True)])
+    ref = _order_ref(rng, order)
+    pay = _method_text(method)
+    request = rng.choice(
+        (
+            f"My {ref} hasn't shipped yet and I'd like to change {changes}. "
+            f"Use my {pay} for any difference.",
+            f"Could you modify {ref}? I want to switch {changes}. Any price difference can go "
+            f"on my {pay}.",
+            f"I picked the wrong options in {ref}. Please change {changes}; my {pay} is fine "
+            "for the difference.",
+            f"For {ref}, I'd like to swap {changes}. Charge or refund the difference with my "
+            f"{pay}, please.",
+        )
+    )
+    calls = [
+        _call("get_order_details", order_id=order.order_id),
+        *_products_calls(olds),
+        _call(
+            "modify_pending_order_items",
+            order_id=order.order_id,
+            item_ids=[o.item_id for o in olds],
+            new_item_ids=[n.item_id for n in news],
+            payment_method_id=method.id,
+        ),
+    ]
+    facts = {
+        **_order_facts([order]),
+        **_item_facts("item", [_item_text(o.name, o.options) for o in olds]),
+        **_item_facts(
+            "new item", [_item_text(o.name, n.options) for o, n in zip(olds, news, strict=True)]
+        ),
+        "payment method": pay,
+    }
+    return Part(request, calls, facts, orders=(order.order_id,))
+
+
+def _exchange_items(
+    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
+) -> Part | None:
+    picked = _replace_items(db, rng, user, shape.get("items", 1), "delivered", exclude)
+    if picked is None:
+        return None
+    order, olds, news, method = picked
+    changes = _join([_change_text(o, n) for o, n in zip(olds, news, strict=True)])
+    ref = _order_ref(rng, order)
+    pay = _method_text(method)
+    request = rng.choice(
+        (
+            f"I received {ref} and I'd like to exchange {changes}. Settle any difference with "
+            f"my {pay}.",
+            f"Can I exchange something from {ref}? I want {changes}. My {pay} works for the "
+            "price difference.",
+            f"The items in {ref} arrived but I need to exchange {changes}. Use my {pay} for "
+            "the difference, please.",
+        )
+    )
+    calls = [
+        _call("get_order_details", order_id=order.order_id),
+        *_products_calls(olds),
+        _call(
+            "exchange_delivered_order_items",
+            order_id=order.order_id,
+            item_ids=[o.item_id for o in olds],
+            new_item_ids=[n.item_id for n in news],
+            payment_method_id=method.id,
+        ),
+    ]
+    facts = {
+        **_order_facts([order]),
+        **_item_facts("item", [_item_text(o.name, o.options) for o in olds]),
+        **_item_facts(
+            "new item", [_item_text(o.name, n.options) for o, n in zip(olds, news, strict=True)]
+        ),
+        "payment method": pay,
+    }
+    return Part(request, calls, facts, orders=(order.order_id,))
+
+
+def _return_items(
+    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
+) -> Part | None:
+    count = shape.get("items", 1)
+    orders = [o for o in _user_orders(db, user, "delivered", exclude) if len(o.items) >= count]
+    if not orders:
+        return None
+    order = rng.choice(orders)
+    items = rng.sample(order.items, count)
+    items.sort(key=order.items.index)
+    original = order.payment_history[0].payment_method_id
+    cards = [m for m in user.payment_methods if isinstance(m, GiftCard) and m.id != original]
+    method = user.payment_method(original)
+    if cards and (method is None or rng.random() < 0.35):
+        method = cards[0]
+    if method is None:
+        return None
+    texts = [_item_text(i.name, i.options) for i in items]
+    ref = _order_ref(rng, order)
+    if method.id == original:
+        where, refund = "to the original payment method", "original payment method"
+    else:
+        where, refund = "to my gift card", "gift card"
+    request = rng.choice(
+        (
+            f"I'd like to return {_join(texts)} from {ref}. Please refund it {where}.",
+            f"Can I send back {_join(texts)}? It came in {ref}. The refund should go {where}.",
+            f"I want to return some items from {ref}: {_join(texts)}. Refund {where}, please.",
+        )
+    )
+    calls = [
+        _call("get_order_details", order_id=order.order_id),
+        _call(
+            "return_delivered_order_items",
+            order_id=order.order_id,
+            item_ids=[i.item_id for i in items],
+            payment_method_id=method.id,
+        ),
+    ]
+    facts = {**_order_facts([order]), **_item_facts("item", texts), "refund method": refund}
+    return Part(request, calls, facts, orders=(order.order_id,))
+
+
+def _modify_address(
+    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
+) -> Part | None:
+    orders = _user_orders(db, user, "pending", exclude)
+    if not orders:
+        return None
+    order = rng.choice(orders)
+    ref = _order_ref(rng, order)
+    if order.address != user.address and rng.random() < 0.4:
+        address = user.address
+        request = rng.choice(
+            (
+                f"Could you ship {ref} to my default address instead? I entered a different "
+                "one by mistake.",
+                f"Please change the shipping address of {ref} to the default address on my "
+                "account.",
+            )
+        )
+        facts = {**_order_facts([order]), "new address": "my default address on file"}
+    else:
+        address = _new_address(rng)
+        request = rng.choice(
+            (
+                f"I need to change the shipping address of {ref}. The new address is "
+                f"{address.text()}.",
+                f"I'm moving, so please send {ref} to {address.text()} instead.",
+                f"Can you update where {ref} is going? Ship it to {address.text()}.",
+            )
+        )
+        facts = {**_order_facts([order]), "new address": address.text()}
+    calls = [
+        _call("get_order_details", order_id=order.order_id),
+        _call("modify_pending_order_address", order_id=order.order_id, **_address_args(address)),
+    ]
+    return Part(request, calls, facts, orders=(order.order_id,))
+
+
+def _modify_payment(
+    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
+) -> Part | None:
+    candidates = []
+    for order in _user_orders(db, user, "pending", exclude):
+        if len(order.payment_history) != 1:
+            continue
+        paid = order.payment_history[0]
+        for method in user.payment_methods:
+            if method.id == paid.payment_method_id:
+                continue
+            if isinstance(method, GiftCard) and method.balance < paid.amount:
+                continue
+            candidates.append((order, method))
+    if not candidates:
+        return None
+    order, method = rng.choice(candidates)
+    ref = _order_ref(rng, order)
+    pay = _method_text(method)
+    request = rng.choice(
+        (
+            f"I'd like to pay for {ref} with my {pay} instead.",
+            f"Can you switch the payment of {ref} to my {pay}?",
+            f"Please change the payment method on {ref}; I want to use my {pay}.",
+        )
+    )
+    calls = [
+        _call("get_order_details", order_id=order.order_id),
+        _call("modify_pending_order_payment", order_id=order.order_id, payment_method_id=method.id),
+    ]
+    facts = {**_order_facts([order]), "payment method": pay}
+    return Part(request, calls, facts, orders=(order.order_id,))
+
+
+def _modify_user_address(
+    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
+) -> Part | None:
+    address = _new_address(rng)
+    if address == user.address:
+        return None
+    request = rng.choice(
+        (
+            f"I've moved. Please update the default address on my account to {address.text()}.",
+            f"Can you change my account's address to {address.text()}?",
+            f"My address has changed; it's now {address.text()}. Please update my profile.",
+        )
+    )
+    calls = [_call("modify_user_address", user_id=user.user_id, **_address_args(address))]
+    return Part(request, calls, {"new address": address.text()})
+
+
+def _order_question(order: Order) -> tuple[str, str] | None:
+    """A question about an order and its answer as it appears in get_order_details."""
+    if len(order.fulfilments) == 1 and len(order.fulfilments[0].tracking_ids) == 1:
+        return "the tracking number", order.fulfilments[0].tracking_ids[0]
+    refunds = [p for p in order.payment_history if p.transaction_type == "refund"]
+    if order.status == "cancelled" and len(refunds) == 1 and _renders_cleanly(refunds[0].amount):
+        return "the amount refunded", _amount(refunds[0].amount)
+    payments = order.payment_history
+    if order.status == "pending" and len(payments) == 1 and _renders_cleanly(payments[0].amount):
+        return "the amount I paid", _amount(payments[0].amount)
+    return None
+
+
+def _order_info(
+    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
+) -> Part | None:
+    count = shape.get("orders", 1)
+    answerable = []
+    for order_id in user.orders:
+        order = db.get("orders", order_id)
+        if order is None or order_id in exclude:
+            continue
+        qa = _order_question(order)
+        if qa is not None:
+            answerable.append((order, qa))
+    if len(answerable) < count:
+        return None
+    chosen = rng.sample(answerable, count)
+    asks = [f"{q} for order {o.order_id}" for o, (q, _) in chosen]
+    request = rng.choice(
+        (
+            f"Could you tell me {_join(asks)}?",
+            f"I have a question about my orders: I'd like to know {_join(asks)}.",
+            f"Quick question: what's {_join(asks)}?",
+        )
+    )
+    calls = [_call("get_order_details", order_id=o.order_id) for o, _ in chosen]
+    outputs = [answer for _, (_, answer) in chosen]
+    orders = [o for o, _ in chosen]
+    return Part(
+        request, calls, _order_facts(orders), outputs, orders=tuple(o.order_id for o in orders)
+    )
+
+
+def _product_info(
+    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
+) -> Part | None:
+    count = shape.get("products", 1)
+    products = list(db.values("products"))
+    if len(products) < count:
+        return None
+    chosen = rng.sample(products, count)
+    asks, texts, outputs = [], [], []
+    for product in chosen:
+        variant = rng.choice([v for v in product.variants if v.available])
+        texts.append(_item_text(product.name, variant.options))
+        asks.append(f"the {product.name} with {_options(variant.options)}")
+        outputs.append(_amount(variant.price))
+    request = rng.choice(
+        (
+            f"How much does {_join(asks)} cost?",
+            f"I'm thinking of buying {_join(asks)}. What's the price?",
+            f"Can you look up the current price of {_join(asks)}?",
+        )
+    )
+    calls = [_call("list_all_product_types")]
+    calls += [_call("get_product_details", product_id=p.product_id) for p in chosen]
+    facts = _item_facts("product", texts)
+    return Part(request, calls, facts, outputs, needs_user_details=False)
+
+
+# -- assembling drafts ---------------------------------------------------------------------
+def _name_zip_unique(db: Database, user: User) -> bool:
+    first, last = user.name.first_name.lower(), user.name.last_name.lower()
+    for other in db.values("users"):
+        if (
+            other.user_id != user.user_id
+            and other.address.zip == user.address.zip
+            and other.name.first_name.lower() == first
+            and other.name.last_name.lower() == last
+        ):
+            return False
+    return True
+
+
+def _identity(
+    db: Database, rng: random.Random, user: User
+) -> tuple[list[ToolCall], dict[str, str]]:
+    names = {"first name": user.name.first_name, "last name": user.name.last_name}
+    if rng.random() < 0.6 or not _name_zip_unique(db, user):
+        facts = {"email": user.email, **names, "zip code": user.address.zip}
+        return [_call("find_user_id_by_email", email=user.email)], facts
+    call = _call(
+        "find_user_id_by_name_zip",
+        first_name=user.name.first_name,
+        last_name=user.name.last_name,
+        zip=user.address.zip,
+    )
+    return [call], {**names, "zip code": user.address.zip}
+
+
+def _profile(rng: random.Random, user: User, facts: dict[str, str]) -> UserProfile:
+    name = f"{user.name.first_name} {user.name.last_name}"
+    return UserProfile(name=name, persona=rng.choice(_PERSONAS), facts=facts)
+
+
+def _users(db: Database, rng: random.Random) -> list[User]:
+    users = list(db.values("users"))
+    rng.shuffle(users)
+    return users
+
+
+def _single(builder: Builder) -> Callable[[Database, random.Random, Mapping[str, int]], Draft]:
+    """A skill made of one request on one user's account."""
+
+    def generate(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
+        for user in _users(db, rng):
+            part = builder(db, rng, user, shape, frozenset())
+            if part is None:
+                continue
+            calls, facts = _identity(db, rng, user)
+            if part.needs_user_details:
+                calls.append(_call("get_user_details", user_id=user.user_id))
+            turn = Turn(
+                request=rng.choice(_GREETINGS) + part.request,
+                calls=tuple(calls + part.calls),
+                outputs=tuple(part.outputs),
+            )
+            return Draft(user=_profile(rng, user, {**facts, **part.facts}), turns=(turn,))
+        raise SkillUnavailable(f"no user satisfies the preconditions for shape {dict(shape)}")
+
+    return generate
+
+
+_TURN_BUILDERS: tuple[Builder, ...] = (
+    _cancel,
+    _modify_items,
+    _modify_address,
+    _modify_payment,
+    _return_items,
+    _exchange_items,
+    _order_info,
+    _product_info,
+    _modify_user_address,
+)
+
+
+_READ_BUILDERS = (_order_info, _product_info)
+
+
+def _multi_turn(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
+    """Two or three requests of one customer; each turn is drawn on the state the previous
+    turns' gold calls leave, so later turns stay valid."""
+    count = shape.get("turns", 2)
+    for user in _users(db, rng)[:50]:
+        state = db.fork()
+        tools = RetailTools(state)
+        calls, facts = _identity(db, rng, user)
+        calls.append(_call("get_user_details", user_id=user.user_id))
+        turns: list[Turn] = []
+        used_orders: frozenset[str] = frozenset()
+        builders = list(_TURN_BUILDERS)
+        rng.shuffle(builders)
+        # At least one turn changes something, so the task cannot be solved by reading only.
+        write_turn = rng.randrange(count)
+        for index in range(count):
+            current = state.get("users", user.user_id)
+            part = None
+            for builder in list(builders):
+                if index == write_turn and builder in _READ_BUILDERS:
+                    continue
+                part = builder(state, rng, current, {}, used_orders)
+                if part is not None:
+                    builders.remove(builder)
+                    break
+            if part is None:
+                break
+            turn_calls = calls + part.calls if index == 0 else part.calls
+            for call in turn_calls:
+                result = tools.call(call.name, call.arguments)
+                if not result.ok:  # pragma: no cover - a bug in a builder
+                    raise AssertionError(f"gold call failed: {call.key()}: {result.output}")
+            for label, value in part.facts.items():
+                key = label if label not in facts else f"{label} ({_ORDINALS[index]} request)"
+                facts[key] = value
+            used_orders |= set(part.orders)
+            request = part.request if index else rng.choice(_GREETINGS) + part.request
+            if index:
+                request = rng.choice(("Also. ", "One more thing. ", "Another thing. ")) + request
+            turns.append(
+                Turn(request=request, calls=tuple(turn_calls), outputs=tuple(part.outputs))
+            )
+        if len(turns) == count:
+            return Draft(user=_profile(rng, user, facts), turns=tuple(turns))
+    raise SkillUnavailable(f"no user supports {count} distinct requests")
+
+
+def unrelated_write(task: Task, db: Database) -> ToolCall:
+    """A valid write on the task's customer that is not part of the task.
+
+    It changes the customer's default address to one the task never uses, which is valid
+    whenever the customer was verified (every Retail task starts with that look-up).
+
+    Args:
+        task: A Retail task.
+        db: The state after the task's gold calls.
+    """
+    first = task.turns[0].calls[0]
+    tools = RetailTools(db.fork())
+    result = tools.call(first.name, first.arguments)
+    if not result.ok:
+        raise ValueError(f"task {task.id} does not start with a customer look-up: {result.output}")
+    user: User = db.get("users", result.value)
+    rng = random.Random(f"unrelated:{task.id}")
+    address = _new_address(rng)
+    while address == user.address:  # pragma: no cover - practically never
+        address = _new_address(rng)
+    return _call("modify_user_address", user_id=user.user_id, **_address_args(address))
+
+
+SKILLS: tuple[Skill, ...] = (
+    Skill(
+        "cancel_order",
+        "Cancel one or two pending orders with a policy reason.",
+        _single(_cancel),
+        shape={"orders": 1},
+        limits={"orders": (1, 2)},
+    ),
+    Skill(
+        "modify_items",
+        "Change items of a pending order to other variants, paying the difference.",
+        _single(_modify_items),
+        shape={"items": 1},
+        limits={"items": (1, 3)},
+    ),
+    Skill(
+        "modify_address",
+        "Change the shipping address of a pending order.",
+        _single(_modify_address),
+    ),
+    Skill(
+        "modify_payment",
+        "Pay a pending order with another payment method of the customer.",
+        _single(_modify_payment),
+    ),
+    Skill(
+        "return_items",
+        "Return items of a delivered order to the original method or a gift card.",
+        _single(_return_items),
+        shape={"items": 1},
+        limits={"items": (1, 3)},
+    ),
+    Skill(
+        "exchange_items",
+        "Exchange items of a delivered order for other variants of the same products.",
+        _single(_exchange_items),
+        shape={"items": 1},
+        limits={"items": (1, 3)},
+    ),
+    Skill(
+        "modify_user_address",
+        "Change the customer's default address.",
+        _single(_modify_user_address),
+    ),
+    Skill(
+        "order_info",
+        "Answer tracking numbers, refunds or amounts paid for one to three orders.",
+        _single(_order_info),
+        shape={"orders": 1},
+        limits={"orders": (1, 3)},
+        writes=False,
+    ),
+    Skill(
+        "product_info",
+        "Answer the price of one or two product variants.",
+        _single(_product_info),
+        shape={"products": 1},
+        limits={"products": (1, 2)},
+        writes=False,
+    ),
+    Skill(
+        "multi_turn",
+        "Two or three different requests of one customer, one per turn.",
+        _multi_turn,
+        shape={"turns": 2},
+        limits={"turns": (2, 3)},
+    ),
+)
