@@ -34,8 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
         except ModuleNotFoundError as exc:
             if exc.name and exc.name.startswith("rods_agent"):
                 p.set_defaults(_missing=f"the '{name}' command is not available in this build")
-                continue
-            raise
+            else:
+                p.set_defaults(
+                    _missing=f"'{name}' needs the optional dependency '{exc.name}': "
+                    "pip install -c constraints/cpu.txt -e '.[agent,openai]'"
+                )
+            p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+            continue
         add(p)
     return parser
 
