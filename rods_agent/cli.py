@@ -15,7 +15,10 @@ from rods_env.errors import RodsError
 
 # subcommand -> (module, help); the module defines add_arguments(parser) and run(args) -> int
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("rods_agent.commands.demo", "oracle and baselines on a seed split: success and progress"),
+    "demo": (
+        "rods_agent.commands.demo",
+        "oracle and baselines on a seed split: success and progress",
+    ),
     "train": ("rods_agent.commands.train", "GRPO training with the RODS data engine in the loop"),
     "eval": ("rods_agent.commands.eval", "evaluate a model on a task pool (pass^k, progress)"),
     "synth": ("rods_agent.commands.synth", "grow a validated task pool offline from seed tasks"),
@@ -30,7 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(_module=module)
         try:
-            add: Callable[[argparse.ArgumentParser], None] = importlib.import_module(module).add_arguments
+            add: Callable[[argparse.ArgumentParser], None] = importlib.import_module(
+                module
+            ).add_arguments
         except ModuleNotFoundError as exc:
             if exc.name and exc.name.startswith("rods_agent"):
                 p.set_defaults(_missing=f"the '{name}' command is not available in this build")

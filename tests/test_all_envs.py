@@ -58,7 +58,10 @@ def test_seed_set_has_200_tasks_with_both_splits_and_signatures(env_id):
     assert len(tasks) == 200
     assert len({t.id for t in tasks}) == 200
     assert {t.split for t in tasks} == {"train", "test"}
-    assert all(t.signature is not None and t.signature.tools == tuple(c.name for c in t.gold_calls) for t in tasks)
+    assert all(
+        t.signature is not None and t.signature.tools == tuple(c.name for c in t.gold_calls)
+        for t in tasks
+    )
     assert len({t.skill for t in tasks}) >= 8
 
 
@@ -82,7 +85,7 @@ def test_talk_only_fails_every_task_whose_gold_writes(env):
         if gold.writes_anything:
             checked += 1
             assert not out["success"], task.id
-        assert out["progress"] < 1.0 or not any(t.outputs for t in task.turns) and not gold.writes_anything
+        assert out["progress"] < 1.0, f"{task.id}: a do-nothing agent solves it"
     assert checked > 100
 
 

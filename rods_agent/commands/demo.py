@@ -42,10 +42,14 @@ def run(args: argparse.Namespace) -> int:
     from rods_env.errors import ConfigError
 
     env_ids = args.env or rods_env.ENV_IDS
-    print(f"{'env':<18} {'agent':<10} {'tasks':>5} {'success':>8} {'progress':>9} {'episodes/s':>11}")
+    print(
+        f"{'env':<18} {'agent':<10} {'tasks':>5} {'success':>8} {'progress':>9} {'episodes/s':>11}"
+    )
     for env_id in env_ids:
         if env_id not in gym.registry:
-            raise ConfigError(f"unknown environment '{env_id}'; installed: {', '.join(rods_env.ENV_IDS)}")
+            raise ConfigError(
+                f"unknown environment '{env_id}'; installed: {', '.join(rods_env.ENV_IDS)}"
+            )
         env = gym.make(env_id, split=args.split).unwrapped
         tasks = env.tasks[: args.limit] if args.limit else env.tasks
         if not tasks:

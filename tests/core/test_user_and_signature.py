@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import random
+
+from rods_env import ScriptedUser, TurnView
+from rods_env.gold import replay_gold
+from rods_env.seeds import make_task
+from rods_env.signature import compute_signature
+from tests.core.toy_domain import TOY
+
+
+def _task(skill: str, i: int = 0):
+    return make_task(
+        TOY, TOY.skill(skill), random.Random(i), task_id=f"x-{skill}-{i}", db_size="tiny"
+    )
+
+
+def _view(task, *, goal=False, effect=False, needs_write=True, turn=0):
+    return TurnView(
+        task=task, turn=turn, goal_reached=goal, effect_present=effect, needs_write=needs_write
+    )
+
+
+def test_user_answers_only_the_facts_asked_for():
+    task = _task("transfer")
+    user = ScriptedUser()
+    first = user.start(task)
+    assert task.turns[0].request in first and task.user.facts["email"] not in first
+    reply = user.reply("Could you tell me your email address?", _view(task))
+    assert task.user.facts["email"] in reply.text and "recipient" not in reply.text
+    assert not reply.advance
+
+
+def test_user_confirms_pending_write_and_declines_when_nothing_is_needed():
+    task = _task("transfer")
+    user = ScriptedUser()
+    user.start(task)
+    assert user.reply("I will transfer it. Shall I proceed?", _view(task)).kind == "confirm"
+    reply = user.reply("Shall I proceed?", _view(task, needs_write=False))
+    assert reply.kind == "decline"
+
+
+def test_user_advances_when_goal_reached_and_stops_after_last_turn():
+    task = _task("freeze_then_balance")
+    user = ScriptedUser()
+    user.start(task)
+    r1 = user.reply("Done, your account is frozen.", _view(task, goal=True, effect=True))
+    assert r1.advance and not r1.stop and task.turns[1].request in r1.text
+    r2 = user.reply("Your balance is 10.", _view(task, goal=True, effect=True, turn=1))
+    assert r2.advance and r2.stop
+
+
+def test_user_nudges_then_abandons():
+    task = _task("transfer")
+    user = ScriptedUser(patience=2)
+    user.start(task)
+    kinds = [user.reply("Okay.", _view(task)).kind for _ in range(3)]
+    assert kinds == ["nudge", "nudge", "abandon"]
+
+
+def test_user_is_deterministic_per_task():
+    task = _task("transfer")
+    a, b = ScriptedUser(), ScriptedUser()
+    assert a.start(task) == b.start(task)
+    assert a.reply("ok", _view(task)).text == b.reply("ok", _view(task)).text
+
+
+def test_signature_traces_value_flow_not_user_facts():
+    task = _task("transfer")
+    sig = compute_signature(task, replay_gold(TOY, task), TOY.toolkit.write_names())
+    # find_account returns the payer's id, which transfer uses; the recipient id is a user fact
+    assert sig.tools == ("find_account", "transfer")
+    assert sig.edges == ((0, 1),)
+    assert (sig.depth, sig.writes, sig.turns) == (2, 1, 1)
+    assert sig.key == "t1|w1|d2|find_account+transfer|0>1"
+
+
+def test_signature_is_shared_by_tasks_of_the_same_structure():
+    keys = {_task("freeze_then_balance", i).signature.key for i in range(5)}
+    assert len(keys) == 1
+    assert _task("freeze_then_balance").signature.edges == ((0, 1), (0, 2))
