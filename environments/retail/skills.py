@@ -616,13 +616,28 @@ def _users(db: Database, rng: random.Random) -> list[User]:
     return users
 
 
+def _writes(calls: Sequence[ToolCall]) -> bool:
+    writes = RetailTools.write_names()
+    return any(c.name in writes for c in calls)
+
+
+def _has_spare(db: Database, user: User, used: Sequence[str]) -> bool:
+    """Whether the customer has a pending or delivered order the task leaves alone, so a
+    write unrelated to the task exists (see :func:`unrelated_write`)."""
+    for order_id in user.orders:
+        order = db.get("orders", order_id)
+        if order_id not in used and order is not None and order.status in ("pending", "delivered"):
+            return True
+    return False
+
+
 def _single(builder: Builder) -> Callable[[Database, random.Random, Mapping[str, int]], Draft]:
     """A skill made of one request on one user's account."""
 
     def generate(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
         for user in _users(db, rng):
             part = builder(db, rng, user, shape, frozenset())
-            if part is None:
+            if part is None or (_writes(part.calls) and not _has_spare(db, user, part.orders)):
                 continue
             calls, facts = _identity(db, rng, user)
             if part.needs_user_details:
@@ -696,32 +711,62 @@ def _multi_turn(db: Database, rng: random.Random, shape: Mapping[str, int]) -> D
             turns.append(
                 Turn(request=request, calls=tuple(turn_calls), outputs=tuple(part.outputs))
             )
-        if len(turns) == count:
+        if len(turns) == count and _has_spare(state, user, used_orders):
             return Draft(user=_profile(rng, user, facts), turns=tuple(turns))
     raise SkillUnavailable(f"no user supports {count} distinct requests")
 
 
-def unrelated_write(task: Task, db: Database) -> ToolCall:
-    """A valid write on the task's customer that is not part of the task.
+def _gold_replay(task: Task, db: Database) -> tuple[str, set[tuple[str, str]]]:
+    """Replay the task's gold calls on a fresh state over ``db``'s base: the customer the
+    first call verifies, and the records the calls change."""
+    fresh = Database(db.base)
+    tools = RetailTools(fresh)
+    for call in task.gold_calls:
+        result = tools.call(call.name, call.arguments)
+        if not result.ok:
+            raise ValueError(f"task {task.id}: gold call {call.key()} fails: {result.output}")
+    if tools.verified_user_id is None:
+        raise ValueError(f"task {task.id} never verifies a customer")
+    return tools.verified_user_id, set(fresh.changes())
 
-    It changes the customer's default address to one the task never uses, which is valid
-    whenever the customer was verified (every Retail task starts with that look-up).
+
+def unrelated_write(task: Task, db: Database) -> ToolCall:
+    """A valid write on the task's customer that touches no record the task's gold changes.
+
+    Preference: a new default address for the customer; else a new shipping address for
+    one of their other pending orders; else a return of one item of another delivered order.
+    Valid once the customer is verified (every Retail task starts with that look-up).
 
     Args:
         task: A Retail task.
-        db: The state after the task's gold calls.
+        db: The current state (during or after the task's gold calls).
+
+    Raises:
+        ValueError: The task's gold fails or verifies no customer, or the customer has no
+            record outside the task's effect that can be written.
     """
-    first = task.turns[0].calls[0]
-    tools = RetailTools(db.fork())
-    result = tools.call(first.name, first.arguments)
-    if not result.ok:
-        raise ValueError(f"task {task.id} does not start with a customer look-up: {result.output}")
-    user: User = db.get("users", result.value)
+    user_id, touched = _gold_replay(task, db)
+    user: User = db.get("users", user_id)
     rng = random.Random(f"unrelated:{task.id}")
     address = _new_address(rng)
-    while address == user.address:  # pragma: no cover - practically never
-        address = _new_address(rng)
-    return _call("modify_user_address", user_id=user.user_id, **_address_args(address))
+    if ("users", user.user_id) not in touched and address != user.address:
+        return _call("modify_user_address", user_id=user.user_id, **_address_args(address))
+    for order_id in user.orders:
+        order = db.get("orders", order_id)
+        if order is None or ("orders", order_id) in touched:
+            continue
+        if order.status == "pending" and address != order.address:
+            return _call(
+                "modify_pending_order_address", order_id=order_id, **_address_args(address)
+            )
+        if order.status == "delivered":
+            return _call(
+                "return_delivered_order_items",
+                order_id=order_id,
+                item_ids=[order.items[0].item_id],
+                payment_method_id=order.payment_history[0].payment_method_id,
+            )
+    raise ValueError(f"task {task.id}: customer {user.user_id} has no record left to write")
 
 
 SKILLS: tuple[Skill, ...] = (
