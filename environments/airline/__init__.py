@@ -1,0 +1,30 @@
+"""The Airline domain: customers, flights over a month of dates, and reservations.
+
+The package exposes one :class:`~rods_env.domain.Domain`, ``DOMAIN``, found through the
+``rods.domains`` entry point ``airline = "environments.airline:DOMAIN"``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from environments.airline.generator import generate
+from environments.airline.skills import SKILLS, unrelated_write
+from environments.airline.tools import AirlineTools
+from rods_env.domain import Domain
+
+_HERE = Path(__file__).parent
+
+DOMAIN = Domain(
+    name="airline",
+    title="Airline",
+    generate=generate,
+    sizes=("tiny", "default", "long"),
+    toolkit=AirlineTools,
+    policy=(_HERE / "policy.md").read_text(encoding="utf-8"),
+    skills=SKILLS,
+    seeds_path=_HERE / "seeds.jsonl",
+    unrelated_write=unrelated_write,
+)
+
+__all__ = ["DOMAIN", "AirlineTools", "generate"]

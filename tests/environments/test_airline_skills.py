@@ -1,0 +1,170 @@
+"""Airline skills: gold calls replay cleanly on tiny and default over many rng seeds, write
+skills change the state, every gold value is traceable, and the oracle solves the tasks."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from environments.airline import DOMAIN
+from environments.airline.tools import AirlineTools
+from rods_env import OracleAgent, TalkOnlyAgent, ToolEnv, run_episode
+from rods_env.domain import SkillUnavailable
+from rods_env.gold import replay_gold
+from rods_env.seeds import make_task
+
+SEEDS = range(6)
+POLICY_CONSTANTS = {30, 50, 100}
+SKILL_NAMES = [s.name for s in DOMAIN.skills]
+
+
+def shapes(skill) -> list[dict[str, int]]:
+    """The default shape and, per axis, the shape one step harder up to the limit."""
+    out = [dict(skill.shape)]
+    for axis, (_, high) in skill.limits.items():
+        out.append({**skill.shape, axis: high})
+    return out
+
+
+def build(skill, size, seed, shape):
+    rng = random.Random(f"test:{skill.name}:{size}:{seed}:{sorted(shape.items())}")
+    return make_task(
+        DOMAIN, skill, rng, task_id=f"{skill.name}-{size}-{seed}", db_size=size, shape=shape
+    )
+
+
+def leaves(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from leaves(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from leaves(v)
+    else:
+        yield value
+
+
+def assert_traceable(task, gold) -> None:
+    """Every gold argument value comes from an earlier output, a fact or the policy."""
+    facts = list(task.user.facts.values())
+    for i, call in enumerate(task.gold_calls):
+        earlier = {v for out in gold.call_outputs[:i] for v in leaves(out)}
+        numbers = {v for v in earlier if isinstance(v, int) and not isinstance(v, bool)}
+        if call.name == "calculate":
+            for token in re.findall(r"\d+", call.arguments["expression"]):
+                n = int(token)
+                assert n in numbers or n in POLICY_CONSTANTS or n <= 5, (task.id, call, n)
+            continue
+        for leaf in leaves(call.arguments):
+            if isinstance(leaf, str):
+                assert leaf in earlier or any(leaf in f for f in facts), (task.id, call, leaf)
+            else:
+                ok = leaf in numbers or leaf in POLICY_CONSTANTS or str(leaf) in facts
+                assert ok, (task.id, call, leaf)
+
+
+@pytest.mark.parametrize("size", ["tiny", "default"])
+@pytest.mark.parametrize("name", SKILL_NAMES)
+def test_skill_tasks_replay_cleanly_and_follow_the_conventions(name, size):
+    skill = DOMAIN.skill(name)
+    made = 0
+    for shape in shapes(skill):
+        for seed in SEEDS:
+            try:
+                task = build(skill, size, seed, shape)  # replays the gold calls
+            except SkillUnavailable:
+                # tiny may lack entities for the hardest shapes; the default shape always fits
+                assert size == "tiny" and shape != dict(skill.shape), (name, size, shape)
+                continue
+            made += 1
+            gold = replay_gold(DOMAIN, task)
+            assert gold.writes_anything == skill.writes, task.id
+            if not skill.writes:
+                assert all(t.outputs for t in task.turns), task.id
+            assert task.gold_calls[0].name == "get_user_details"
+            uid = task.user.facts["user id"]
+            assert task.gold_calls[0].arguments == {"user_id": uid}
+            assert all(uid not in t.request for t in task.turns), "the agent must ask for it"
+            assert all(label == label.lower() for label in task.user.facts)
+            if "turns" in shape:
+                assert len(task.turns) == shape["turns"]
+            assert_traceable(task, gold)
+            for turn, turn_gold in zip(task.turns, gold.turns, strict=True):
+                for out in turn.outputs:
+                    # outputs are exact strings that a tool printed in that task
+                    printed = {str(v) for o in gold.call_outputs for v in leaves(o)}
+                    assert out in printed, (task.id, out)
+                assert turn_gold.effect or turn.outputs, (task.id, "a turn must ask something")
+    assert made >= len(SEEDS)
+
+
+def test_skills_are_deterministic_and_vary_with_the_rng():
+    for skill in DOMAIN.skills:
+        a = build(skill, "default", 0, dict(skill.shape))
+        b = build(skill, "default", 0, dict(skill.shape))
+        assert a == b
+        requests = {build(skill, "default", s, dict(skill.shape)).turns[0].request for s in SEEDS}
+        assert len(requests) > 1, skill.name
+
+
+MEASURES = {
+    "legs": lambda t: sum(c.name.startswith("search_") for c in t.gold_calls),
+    "reservations": lambda t: t.signature.writes,
+    "questions": lambda t: len(t.turns[0].outputs),
+    "turns": lambda t: len(t.turns),
+}
+
+
+def test_expanding_a_shape_makes_the_task_bigger():
+    """More legs, reservations, questions or turns mean more gold calls; more passengers or
+    bags make the same calls carry more (not visible in the signature)."""
+    for skill in DOMAIN.skills:
+        base = build(skill, "default", 0, dict(skill.shape))
+        for axis, (_, high) in skill.limits.items():
+            harder = build(skill, "default", 0, {**skill.shape, axis: high})
+            assert harder.shape[axis] == high
+            if axis in MEASURES:
+                assert MEASURES[axis](harder) > MEASURES[axis](base), (skill.name, axis)
+
+
+@pytest.fixture(scope="module")
+def sample():
+    """A few tasks of every skill and shape on the tiny database."""
+    tasks = []
+    for skill in DOMAIN.skills:
+        for shape in shapes(skill):
+            for seed in range(2):
+                with contextlib.suppress(SkillUnavailable):
+                    tasks.append(build(skill, "tiny", seed, shape))
+    return tasks
+
+
+def test_oracle_solves_and_talk_only_fails(sample):
+    env = ToolEnv(DOMAIN, tasks=sample, split=None, max_steps=80)
+    writes = DOMAIN.toolkit.write_names()
+    for task in sample:
+        out = run_episode(env, OracleAgent(task, writes), task=task)
+        assert out["success"] and out["progress"] == 1.0, (task.id, out["turn_results"])
+        talk = run_episode(env, TalkOnlyAgent(), task=task)
+        assert not talk["success"] and talk["progress"] == 0.0, task.id
+
+
+def test_unrelated_write_is_valid_and_changes_the_final_state(sample):
+    for task in sample:
+        db = DOMAIN.database(task.db_seed, task.db_size)
+        tools = AirlineTools(db)
+        tools.on_reset()
+        for call in task.gold_calls:
+            assert tools.call(call.name, call.arguments).ok
+        before = db.fingerprint()
+        extra = DOMAIN.unrelated_write(task, db)
+        assert extra not in task.gold_calls
+        assert extra.name in AirlineTools.write_names()
+        result = tools.call(extra.name, extra.arguments)
+        assert result.ok, (task.id, extra, result.output)
+        assert db.fingerprint() != before
