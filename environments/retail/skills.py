@@ -5,7 +5,7 @@ the gold calls a careful agent makes (identity look-up, account and order look-u
 look-ups, then the write), the facts the simulated user knows, and the request text. Every
 gold argument comes either from an earlier gold call's output, from a fact value, or from
 a constant the policy defines (cancellation reasons). Requests never state identity facts:
-the agent has to ask for them.
+the agent has to ask for them. Requests carry no greeting: the user simulator frames turns.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ _PERSONAS = (
     "Not very technical; describes things in plain words.",
 )
 
-_GREETINGS = ("", "Hi. ", "Hello! ", "Hey there, ", "Good afternoon. ", "Hi, hope you're well. ")
 
 _ORDINALS = ("first", "second", "third", "fourth")
 
@@ -162,10 +161,16 @@ def _alternatives(db: Database, order: Order, item: OrderItem) -> list[Variant]:
     return [v for v in product.variants if v.available and v.item_id not in taken]
 
 
-def _order_ref(rng: random.Random, order: Order) -> str:
+def _order_ref(rng: random.Random, order: Order, db: Database, user: User) -> str:
+    """How the customer names an order: its id, or an item only this order of theirs has."""
     if rng.random() < 0.6:
         return f"order {order.order_id}"
-    return f"the order with the {order.items[0].name}"
+    name = order.items[0].name
+    for order_id in user.orders:
+        other = db.get("orders", order_id)
+        if order_id != order.order_id and any(i.name == name for i in other.items):
+            return f"order {order.order_id}"
+    return f"the order with the {name}"
 
 
 def _order_facts(orders: Sequence[Order]) -> dict[str, str]:
@@ -214,7 +219,7 @@ def _cancel(
             _call("cancel_pending_order", order_id=order.order_id, reason=reason),
         ]
     if count == 1:
-        ref = _order_ref(rng, orders[0])
+        ref = _order_ref(rng, orders[0], db, user)
         request = rng.choice(
             (
                 f"I'd like to cancel {ref}. {why}",
@@ -295,7 +300,7 @@ def _modify_items(
         return None
     order, olds, news, method = picked
     changes = _join([_change_text(o, n) for o, n in zip(olds, news, strict=True)])
-    ref = _order_ref(rng, order)
+    ref = _order_ref(rng, order, db, user)
     pay = _method_text(method)
     request = rng.choice(
         (
@@ -339,7 +344,7 @@ def _exchange_items(
         return None
     order, olds, news, method = picked
     changes = _join([_change_text(o, n) for o, n in zip(olds, news, strict=True)])
-    ref = _order_ref(rng, order)
+    ref = _order_ref(rng, order, db, user)
     pay = _method_text(method)
     request = rng.choice(
         (
@@ -391,7 +396,7 @@ def _return_items(
     if method is None:
         return None
     texts = [_item_text(i.name, i.options) for i in items]
-    ref = _order_ref(rng, order)
+    ref = _order_ref(rng, order, db, user)
     if method.id == original:
         where, refund = "to the original payment method", "original payment method"
     else:
@@ -423,7 +428,7 @@ def _modify_address(
     if not orders:
         return None
     order = rng.choice(orders)
-    ref = _order_ref(rng, order)
+    ref = _order_ref(rng, order, db, user)
     if order.address != user.address and rng.random() < 0.4:
         address = user.address
         request = rng.choice(
@@ -470,7 +475,7 @@ def _modify_payment(
     if not candidates:
         return None
     order, method = rng.choice(candidates)
-    ref = _order_ref(rng, order)
+    ref = _order_ref(rng, order, db, user)
     pay = _method_text(method)
     request = rng.choice(
         (
@@ -643,7 +648,7 @@ def _single(builder: Builder) -> Callable[[Database, random.Random, Mapping[str,
             if part.needs_user_details:
                 calls.append(_call("get_user_details", user_id=user.user_id))
             turn = Turn(
-                request=rng.choice(_GREETINGS) + part.request,
+                request=part.request,
                 calls=tuple(calls + part.calls),
                 outputs=tuple(part.outputs),
             )
@@ -705,11 +710,8 @@ def _multi_turn(db: Database, rng: random.Random, shape: Mapping[str, int]) -> D
                 key = label if label not in facts else f"{label} ({_ORDINALS[index]} request)"
                 facts[key] = value
             used_orders |= set(part.orders)
-            request = part.request if index else rng.choice(_GREETINGS) + part.request
-            if index:
-                request = rng.choice(("Also. ", "One more thing. ", "Another thing. ")) + request
             turns.append(
-                Turn(request=request, calls=tuple(turn_calls), outputs=tuple(part.outputs))
+                Turn(request=part.request, calls=tuple(turn_calls), outputs=tuple(part.outputs))
             )
         if len(turns) == count and _has_spare(state, user, used_orders):
             return Draft(user=_profile(rng, user, facts), turns=tuple(turns))
