@@ -91,9 +91,19 @@ def build_seed_tasks(
             rng = random.Random(f"{domain.name}:seed:{seed}:{i}:{attempt}")
             k = per_skill.get(skill.name, 0)
             split = "test" if k % test_every == test_every - 1 else "train"
+            shape = dict(skill.shape)
+            if skill.limits and rng.random() < 0.5:
+                # half of the seeds take a random shape within the skill's limits, so the seed
+                # set spans structures, not only each skill's default
+                shape.update({axis: rng.randint(lo, hi) for axis, (lo, hi) in skill.limits.items()})
             try:
                 task = make_task(
-                    domain, skill, rng, task_id=f"{domain.name}-{len(tasks):04d}", split=split
+                    domain,
+                    skill,
+                    rng,
+                    task_id=f"{domain.name}-{len(tasks):04d}",
+                    split=split,
+                    shape=shape,
                 )
             except SkillUnavailable:
                 continue

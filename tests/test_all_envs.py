@@ -32,7 +32,7 @@ def env_id(request):
 
 @pytest.fixture(scope="module")
 def env(env_id):
-    return gym.make(env_id, split=None).unwrapped
+    return gym.make(env_id, split=None, max_steps=500).unwrapped
 
 
 def test_every_domain_is_registered():
