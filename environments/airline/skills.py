@@ -106,9 +106,18 @@ def _join(words: Sequence[str]) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1]
 
 
+_BRANDS = {
+    "visa": "Visa card",
+    "mastercard": "Mastercard",
+    "amex": "American Express card",
+    "discover": "Discover card",
+}
+
+
 def _describe_method(method: Mapping[str, Any]) -> str:
     if method["source"] == "credit_card":
-        return f"my {method['brand']} card ending in {method['last_four']}"
+        brand = _BRANDS.get(method["brand"], method["brand"])
+        return f"my {brand} ending in {method['last_four']}"
     if method["source"] == "gift_card":
         return "my gift card"
     return "my travel certificate"
@@ -330,7 +339,7 @@ def _book(db: Database, rng: random.Random, shape: Mapping[str, int], stops: int
                 f"Can you book {cab} seats for {who} from {o} to {d} {when}? {trip.capitalize()}, "
                 f"the cheapest {kind}{limit} please. {bag_words.capitalize()}, {ins_words}; pay "
                 f"with {pay_words}.",
-                f"I need to fly {trip.removeprefix('a ')} {o} to {d} {when}. It's for {who}, "
+                f"I need to fly {'round trip' if round_trip else 'one way'} from {o} to {d} {when}. It's for {who}, "
                 f"{cab} cabin, cheapest {kind}{limit}. Put {bag_words} on it, {ins_words}, and "
                 f"charge {pay_words}.",
             ]
@@ -1062,45 +1071,42 @@ SKILLS: tuple[Skill, ...] = (
 
 
 def unrelated_write(task: Task, db: Database) -> ToolCall:
-    """A valid write on the task's user that is not part of the task.
+    """A valid write on the task's user that touches no record the task's gold calls touch.
 
-    One more checked bag on one of the user's reservations that has not departed (preferring
-    one the task does not mention), paid with the user's credit card; if the user has none,
-    a basic economy booking of the cheapest bookable flight for the user alone.
+    One more checked bag on a reservation of the user that the task does not mention (nor
+    has changed or created so far) and that has not departed, paid with the user's credit card (so only that reservation
+    changes); when the user has none, a basic economy booking of the first bookable flight
+    for the user alone (a new reservation record).
 
     Args:
         task: The task (its ``"user id"`` fact names the user).
-        db: The state after the task's gold calls.
+        db: The state during or after the task's gold calls.
+
+    Raises:
+        SkillUnavailable: when no such write exists (no bookable flight at all).
     """
     uid = task.user.facts["user id"]
     user = db.require("users", uid)
     card = sorted(m.id for m in user.payment_methods.values() if m.source == "credit_card")[0]
     mentioned = {c.arguments.get("reservation_id") for c in task.gold_calls}
-    open_ones = [
-        db.require("reservations", rid)
-        for rid in user.reservations
-        if ("reservations", rid) in db and _not_departed(db, db.require("reservations", rid))
-    ]
-    open_ones.sort(key=lambda r: (r.reservation_id in mentioned, r.reservation_id))
-    if open_ones:
-        res = open_ones[0]
-        return ToolCall(
-            name="update_reservation_baggages",
-            arguments={
-                "reservation_id": res.reservation_id,
-                "total_baggages": res.total_baggages + 1,
-                "payment_id": card,
-            },
-        )
+    mentioned |= {key for table, key in db.changes() if table == "reservations"}  # e.g. booked
+    for rid in sorted(user.reservations):
+        res = db.get("reservations", rid)
+        if rid not in mentioned and res is not None and _not_departed(db, res):
+            return ToolCall(
+                name="update_reservation_baggages",
+                arguments={
+                    "reservation_id": rid,
+                    "total_baggages": res.total_baggages + 1,
+                    "payment_id": card,
+                },
+            )
+    me = {"first_name": user.name.first_name, "last_name": user.name.last_name, "dob": user.dob}
     for day in _future_dates(db):
         for flight in db.values("flights"):
             instance = flight.dates[day]
             if instance.status == "available" and instance.available_seats.basic_economy > 0:
-                me = {
-                    "first_name": user.name.first_name,
-                    "last_name": user.name.last_name,
-                    "dob": user.dob,
-                }
+                price = instance.prices.basic_economy
                 return ToolCall(
                     name="book_reservation",
                     arguments={
@@ -1111,9 +1117,7 @@ def unrelated_write(task: Task, db: Database) -> ToolCall:
                         "cabin": "basic_economy",
                         "flights": [{"flight_number": flight.flight_number, "date": day}],
                         "passengers": [me],
-                        "payment_methods": [
-                            {"payment_id": card, "amount": instance.prices.basic_economy}
-                        ],
+                        "payment_methods": [{"payment_id": card, "amount": price}],
                         "total_baggages": 0,
                         "insurance": "no",
                     },
