@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
@@ -37,6 +37,7 @@ DELETED: Any = _Deleted()
 """Overlay marker of a record removed from the base."""
 
 Tables = Mapping[str, Mapping[str, Record]]
+_INDEXES: dict[tuple[int, str], tuple[Mapping[str, Any], dict[Hashable, list[str]]]] = {}
 Checkpoint = dict[str, dict[str, Any]]
 
 
@@ -135,6 +136,38 @@ class Database:
         """Iterate ``(key, record)`` pairs of ``table``."""
         for key in self.keys(table):
             yield key, self.get(table, key)
+
+    def find(
+        self, table: str, index: str, value: Hashable, key: Callable[[Any], Hashable]
+    ) -> list[Any]:
+        """Records of ``table`` whose ``key(record) == value``, through a cached index.
+
+        The index over the base is built once per (base table, ``index`` name) and shared by
+        every episode; records in the overlay are checked directly, so a lookup costs
+        O(matches + records changed), not O(table).
+
+        Args:
+            table: Table name.
+            index: Name of the index; one name must always go with the same ``key``.
+            value: The key value to look for.
+            key: Function from a record to its key value.
+        """
+        base = self._base[table]
+        cache_key = (id(base), index)
+        entry = _INDEXES.get(cache_key)
+        if entry is None or entry[0] is not base:
+            built: dict[Hashable, list[str]] = {}
+            for k, record in base.items():
+                built.setdefault(key(record), []).append(k)
+            entry = (base, built)
+            _INDEXES[cache_key] = entry
+        layer = self._overlay.get(table)
+        keys = entry[1].get(value, ())
+        if not layer:
+            return [base[k] for k in keys]
+        found = [base[k] for k in keys if k not in layer]
+        found.extend(r for r in layer.values() if r is not DELETED and key(r) == value)
+        return found
 
     def count(self, table: str) -> int:
         """Number of records currently in ``table``."""

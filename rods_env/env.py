@@ -360,7 +360,7 @@ class ToolEnv(gym.Env[str, str]):
             "n_turns": len(self._task.turns),
             "progress": progress(self._results, len(self._task.turns)),
             "success": self._success,
-            "turn_results": [r.to_dict() for r in self._results],
+            "turn_results": [r.to_dict() for r in self._results] if self._results else [],
             "termination": self._termination,
             "tool_calls": call_log,
             "messages": list(self._messages),

@@ -208,7 +208,9 @@ def render_output(value: Any) -> str:
     """Render a tool's return value as the observation text the agent reads."""
     if isinstance(value, str):
         return value
-    return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(", ", ": "))
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
 
 
 def _format_validation_error(spec: ToolSpec, err: ValidationError) -> InvalidArgumentError:

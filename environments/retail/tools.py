@@ -69,6 +69,14 @@ def _describe_method(method: PaymentMethod) -> str:
     return f"{method.id} (PayPal)"
 
 
+
+def _email_key(user: User) -> str:
+    return user.email.lower()
+
+
+def _name_zip_key(user: User) -> tuple[str, str, str]:
+    return (user.name.first_name.lower(), user.name.last_name.lower(), user.address.zip)
+
 class RetailTools(Toolkit):
     """Tools of the Retail domain, bound to one episode's database.
 
@@ -260,9 +268,8 @@ class RetailTools(Toolkit):
             email: The customer's email address, such as 'jane.doe1234@example.com'.
         """
         wanted = email.strip().lower()
-        for user in self.db.values("users"):
-            if user.email.lower() == wanted:
-                return self._verify(user.user_id)
+        for user in self.db.find("users", "email", wanted, key=_email_key):
+            return self._verify(user.user_id)
         raise NotFoundError(
             f"No user with email '{email}'.",
             "Check the spelling with the customer, or use find_user_id_by_name_zip.",
@@ -277,14 +284,9 @@ class RetailTools(Toolkit):
             last_name: The customer's last name, such as 'Doe'.
             zip: The zip code of the customer's default address, such as '12345'.
         """
-        first, last, code = first_name.strip().lower(), last_name.strip().lower(), zip.strip()
-        for user in self.db.values("users"):
-            if (
-                user.name.first_name.lower() == first
-                and user.name.last_name.lower() == last
-                and user.address.zip == code
-            ):
-                return self._verify(user.user_id)
+        wanted = (first_name.strip().lower(), last_name.strip().lower(), zip.strip())
+        for user in self.db.find("users", "name_zip", wanted, key=_name_zip_key):
+            return self._verify(user.user_id)
         raise NotFoundError(
             f"No user named '{first_name} {last_name}' with zip code '{zip}'.",
             "Check the spelling with the customer, or use find_user_id_by_email.",

@@ -24,7 +24,7 @@ def test_schema_from_signature_and_docstring():
 
 def test_read_call_returns_json(tools):
     r = tools.call("get_account", {"account_id": "ACC0001"})
-    assert r.ok and '"id": "ACC0001"' in r.output
+    assert r.ok and '"id":"ACC0001"' in r.output
 
 
 @pytest.mark.parametrize(

@@ -184,4 +184,4 @@ def test_works_on_the_long_size():
 
 
 def test_render_output_of_money_keeps_cents():
-    assert render_output({"amount": 54.04}) == '{"amount": 54.04}'
+    assert render_output({"amount": 54.04}) == '{"amount":54.04}'
