@@ -251,19 +251,20 @@ SIZES: dict[str, SizeSpec] = {
         users=500, airports=20, flights=300, dates=30, days_before=14, reservations=2000
     ),
     "long": SizeSpec(
-        users=200,
+        users=150,
         airports=20,
-        flights=300,
+        flights=600,
         dates=30,
         days_before=14,
-        reservations=4000,
-        max_saved=12,
-        max_gift_cards=6,
-        max_cards=5,
+        reservations=6000,
+        max_saved=15,
+        max_gift_cards=8,
+        max_cards=6,
     ),
 }
-"""Size presets: ``tiny`` for tests, ``default`` comparable to τ-bench airline, ``long`` with
-users holding about twenty reservations and long profiles (long-context variants)."""
+"""Size presets: ``tiny`` for tests, ``default`` comparable to τ-bench airline, ``long`` for
+long-context variants: users holding about forty reservations, long profiles, and twice the
+flights (longer search results)."""
 
 
 def _hhmm(minutes: int) -> str:
