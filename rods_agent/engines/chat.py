@@ -95,9 +95,13 @@ class ChatTemplate:
         tokenizer: A Hugging Face tokenizer with a ``chat_template``.
         end_of_turn: Extra token strings that end an assistant turn (besides the tokenizer's
             EOS and ``<|im_end|>`` where the vocabulary has it).
+        stop_ids: Extra token ids that end an assistant turn (e.g. the model's generation
+            config EOS ids).
     """
 
-    def __init__(self, tokenizer: Any, end_of_turn: Sequence[str] = ()) -> None:
+    def __init__(
+        self, tokenizer: Any, end_of_turn: Sequence[str] = (), stop_ids: Sequence[int] = ()
+    ) -> None:
         if not getattr(tokenizer, "chat_template", None):
             raise EngineError(
                 "the tokenizer has no chat_template; give the model folder one "
@@ -111,6 +115,7 @@ class ChatTemplate:
                 stop.add(tid)
         if tokenizer.eos_token_id is not None:
             stop.add(int(tokenizer.eos_token_id))
+        stop.update(int(i) for i in stop_ids)
         self.end_of_turn_ids: frozenset[int] = frozenset(stop)
         probe = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
         tool = {"type": "function", "function": {"name": "probe_tool_xyz", "parameters": {}}}
@@ -182,7 +187,8 @@ class ChatTemplate:
         if sampled_ids and sampled_ids[-1] in self.end_of_turn_ids:
             eot = self.decode([sampled_ids[-1]])
             at = suffix.find(eot) if eot else -1
-            suffix = suffix[at + len(eot) :] if at >= 0 else ""
+            # A stop token the template does not use (e.g. <|endoftext|>): close the message.
+            suffix = suffix[at + len(eot) :] if at >= 0 else suffix
         return self.encode(suffix) if suffix else []
 
     def observation_ids(

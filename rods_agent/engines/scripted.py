@@ -1,0 +1,73 @@
+"""A scripted policy wearing the engine interface (tests, baselines, benchmarks).
+
+Any agent with ``act(observation, info) -> str`` (such as :class:`rods_env.OracleAgent`)
+drives the conversation; with a :class:`ChatTemplate` its text is tokenized like a model's
+completion (end-of-turn token included, log-probabilities 0), so the rollout's token
+accounting runs exactly as with a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from rods_agent.engines.base import Completion, GenerationRequest, SamplingParams, request_max_tokens
+from rods_agent.engines.chat import ChatTemplate
+
+
+class ScriptedEngine:
+    """Completions from one scripted agent per conversation.
+
+    Args:
+        make_agent: Builds the agent of a new conversation from the environment's ``info``
+            (it holds ``task_id``); the agent is kept per request ``key``.
+        chat: Tokenize completions with this template (None: text only).
+    """
+
+    def __init__(
+        self, make_agent: Callable[[Mapping[str, Any]], Any], chat: ChatTemplate | None = None
+    ) -> None:
+        self.make_agent = make_agent
+        self.chat = chat
+        self._agents: dict[str, Any] = {}
+        self._eot = min(chat.end_of_turn_ids) if chat is not None else None
+        if chat is not None and chat.tokenizer.eos_token_id in chat.end_of_turn_ids:
+            self._eot = int(chat.tokenizer.eos_token_id)
+
+    def generate(
+        self, requests: Sequence[GenerationRequest], params: SamplingParams
+    ) -> list[Completion]:
+        """The agents' next messages (see :class:`~rods_agent.engines.base.Engine`)."""
+        out = []
+        for req in requests:
+            info = dict(req.info or {})
+            key = req.key or str(info.get("task_id"))
+            agent = self._agents.get(key)
+            if agent is None:
+                agent = self._agents[key] = self.make_agent(info)
+            observation = str((req.messages[-1] if req.messages else {}).get("content") or "")
+            try:
+                text = agent.act(observation, info)
+            except Exception as exc:  # a broken script is recorded like a model error
+                out.append(Completion.failed(f"scripted agent failed: {type(exc).__name__}: {exc}"))
+                continue
+            out.append(self._complete(text, request_max_tokens(req, params)))
+        return out
+
+    def _complete(self, text: str, cap: int) -> Completion:
+        if self.chat is None:
+            return Completion(text=text)
+        ids = [*self.chat.encode(text), self._eot]
+        finish = "stop"
+        if len(ids) > cap:
+            ids, finish = ids[:cap], "length"
+            text = self.chat.completion_text(ids)
+        return Completion(text=text, token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish)
+
+    def end_episode(self, key: str) -> None:
+        """Forget the agent of a finished conversation."""
+        self._agents.pop(key, None)
+
+    def close(self) -> None:
+        """Forget every agent."""
+        self._agents.clear()
