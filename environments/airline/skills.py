@@ -12,7 +12,13 @@ Conventions every skill follows:
 * Information requests: the outputs are values exactly as the tools print them (a flight
   number, a status, a whole-dollar amount).
 * Facts hold values exactly as tools expect them (``"basic_economy"``, ``"2024-05-20"``);
-  the request text words them naturally.
+  the request text words them naturally. Fact labels are lower case (the scripted user
+  matches them against the agent's lower-cased question). Numbers the user knows (bags)
+  are also stated in the request.
+* Structure follows the shape: a skill at a given shape always yields the same signature
+  (synthesis "resample"), and growing any axis of ``limits`` by one adds gold calls
+  (synthesis "expand"). Quantities that add no call (passengers, bags added) are drawn
+  freely and are not shape axes.
 """
 
 from __future__ import annotations
@@ -152,6 +158,24 @@ def _profile(user: Mapping[str, Any], rng: random.Random, facts: dict[str, str])
     return UserProfile(name=_full_name(user["name"]), persona=rng.choice(PERSONAS), facts=facts)
 
 
+def _draft(g: _Gold, user: Mapping[str, Any], rng: random.Random, facts: dict[str, str]) -> Draft:
+    """The finished task, unless a traced number reads as part of a fact (a total of 202 would
+    look user-given next to the date 2024-05-20, hiding the value flow from the signature)."""
+    for call in (c for turn in g.turns for c in turn.calls):
+        for value in _numbers(call.arguments):
+            if value >= 10 and any(str(value) in fact for fact in facts.values()):
+                raise _Skip(f"{value} is ambiguous with a fact")
+    return Draft(user=_profile(user, rng, facts), turns=tuple(g.turns))
+
+
+def _numbers(value: Any) -> list[int]:
+    if isinstance(value, Mapping):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, (list, tuple)):
+        return [n for v in value for n in _numbers(v)]
+    return [value] if isinstance(value, int) and not isinstance(value, bool) else []
+
+
 def _pay_options(
     user: Mapping[str, Any], rng: random.Random, *, cards_only: bool = False
 ) -> list[str]:
@@ -233,14 +257,23 @@ def _over_candidates(items: Sequence[Any], build: Callable[[Any], Draft], what: 
 
 # -- booking ---------------------------------------------------------------------------------
 def _book(db: Database, rng: random.Random, shape: Mapping[str, int], stops: int) -> Draft:
-    n = int(shape.get("passengers", 1))
+    """Shape: ``legs`` 1 (one way) or 2 (round trip); ``payments`` 1 (one method) or 2 (a
+    travel certificate first, the rest on a credit card: one more calculation). The number of
+    passengers (1 to 4 unless ``shape["passengers"]`` fixes it) changes no call."""
+    n = int(shape["passengers"]) if "passengers" in shape else rng.choice([1, 1, 2, 2, 3, 4])
     round_trip = int(shape.get("legs", 1)) >= 2
+    split_pay = int(shape.get("payments", 1)) >= 2
     future = _future_dates(db)
-    users = sorted(u.user_id for u in db.values("users") if len(u.saved_passengers) >= n - 1)
+    users = sorted(
+        u.user_id
+        for u in db.values("users")
+        if len(u.saved_passengers) >= n - 1
+        and (not split_pay or any(m.source == "certificate" for m in u.payment_methods.values()))
+    )
     codes = sorted(db.keys("airports"))
     flights = list(db.values("flights"))
     if not users:
-        raise SkillUnavailable(f"no user has {n - 1} saved passengers")
+        raise SkillUnavailable(f"no user fits a booking of shape {dict(shape)}")
     search = "search_direct_flight" if stops == 0 else "search_onestop_flight"
 
     def build() -> Draft:
@@ -257,13 +290,11 @@ def _book(db: Database, rng: random.Random, shape: Mapping[str, int], stops: int
         after = rng.choice([None, None, 8 * 60, 12 * 60])
         g = _Gold(db)
         user = g.call("get_user_details", user_id=uid)
-        chosen = _cheapest(
-            g.call(search, origin=origin, destination=destination, date=day), cabin, n, after
-        )
+        offers = g.call(search, origin=origin, destination=destination, date=day)
+        chosen = _cheapest(offers, cabin, n, after)
         if back is not None:
-            chosen += _cheapest(
-                g.call(search, origin=destination, destination=origin, date=back), cabin, n
-            )
+            offers = g.call(search, origin=destination, destination=origin, date=back)
+            chosen += _cheapest(offers, cabin, n)
         me = {
             "first_name": user["name"]["first_name"],
             "last_name": user["name"]["last_name"],
@@ -290,18 +321,32 @@ def _book(db: Database, rng: random.Random, shape: Mapping[str, int], stops: int
             expr += f" + {BAG_FEE} * {nonfree}"
         total = g.call("calculate", expression=expr)
         methods = user["payment_methods"]
-        options: list[list[tuple[str, int]]] = []
-        cards = sorted(m["id"] for m in methods.values() if m["source"] == "credit_card")
-        for m in sorted(methods.values(), key=lambda m: m["id"]):
-            enough = m["source"] == "gift_card" and m["amount"] >= total
-            if m["source"] == "credit_card" or enough:
-                options.append([(m["id"], total)])
-            elif m["source"] == "certificate" and 0 < m["amount"] < total and cards:
-                options.append([(m["id"], m["amount"]), (rng.choice(cards), -1)])
-        split = rng.choice(options)
-        if len(split) == 2:
-            rest = g.call("calculate", expression=f"{total} - {split[0][1]}")
-            split = [split[0], (split[1][0], rest)]
+        ordered = sorted(methods.values(), key=lambda m: m["id"])
+        cards = [m["id"] for m in ordered if m["source"] == "credit_card"]
+        if split_pay:
+            # the rest is at least 10 so that it is traced as a value (see rods_env.signature)
+            certs = [
+                m for m in ordered if m["source"] == "certificate" and m["amount"] <= total - 10
+            ]
+            if not certs:
+                raise _Skip("no certificate worth less than the total")
+            cert = rng.choice(certs)
+            rest = g.call("calculate", expression=f"{total} - {cert['amount']}")
+            split = [(cert["id"], cert["amount"]), (rng.choice(cards), rest)]
+            pay_words = (
+                f"{_describe_method(cert)} first and the rest on "
+                f"{_describe_method(methods[split[1][0]])}"
+            )
+        else:
+            single = [
+                m["id"]
+                for m in ordered
+                if m["source"] == "credit_card"
+                or (m["source"] == "gift_card" and m["amount"] >= total)
+            ]
+            pid = rng.choice(single)
+            split = [(pid, total)]
+            pay_words = _describe_method(methods[pid])
         flight_type = "round_trip" if round_trip else "one_way"
         g.call(
             "book_reservation",
@@ -320,28 +365,23 @@ def _book(db: Database, rng: random.Random, shape: Mapping[str, int], stops: int
         trip = "a round trip" if round_trip else "a one-way trip"
         when = f"on {_say_date(day)}" + (f", coming back on {_say_date(back)}" if back else "")
         limit = f" leaving at {after // 60}:00 or later" if after else ""
-        bag_words = (
-            "no checked bags"
-            if bags == 0
-            else f"{bags} checked bag{'s' if bags > 1 else ''} in total"
-        )
+        plural = "s" if bags > 1 else ""
+        bag_words = "no checked bags" if bags == 0 else f"{bags} checked bag{plural} in total"
         ins_words = "with travel insurance" if insurance == "yes" else "without travel insurance"
-        pay_words = _join([_describe_method(methods[pid]) for pid, _ in split])
-        if len(split) == 2:
-            pay_words = f"{_describe_method(methods[split[0][0]])} first and the rest on {_describe_method(methods[split[1][0]])}"
         o, d = _place(db, origin), _place(db, destination)
         cab = CABIN_WORDS[cabin]
+        how = "round trip" if round_trip else "one way"
         request = rng.choice(
             [
-                f"I'd like to book {trip} from {o} to {d} {when}, in {cab}, for {who}. Please take "
-                f"the cheapest {kind}{limit}. We'll have {bag_words}, {ins_words}, and I'll pay "
-                f"with {pay_words}.",
-                f"Can you book {cab} seats for {who} from {o} to {d} {when}? {trip.capitalize()}, "
-                f"the cheapest {kind}{limit} please. {bag_words.capitalize()}, {ins_words}; pay "
-                f"with {pay_words}.",
-                f"I need to fly {'round trip' if round_trip else 'one way'} from {o} to {d} {when}. It's for {who}, "
-                f"{cab} cabin, cheapest {kind}{limit}. Put {bag_words} on it, {ins_words}, and "
-                f"charge {pay_words}.",
+                f"I'd like to book {trip} from {o} to {d} {when}, in {cab}, for {who}. Please "
+                f"take the cheapest {kind}{limit}. We'll have {bag_words}, {ins_words}, and "
+                f"I'll pay with {pay_words}.",
+                f"Can you book {cab} seats for {who} from {o} to {d} {when}? "
+                f"{trip.capitalize()}, the cheapest {kind}{limit} please. "
+                f"{bag_words.capitalize()}, {ins_words}; pay with {pay_words}.",
+                f"I need to fly {how} from {o} to {d} {when}. It's for {who}, {cab} cabin, "
+                f"cheapest {kind}{limit}. Put {bag_words} on it, {ins_words}, and charge "
+                f"{pay_words}.",
             ]
         )
         facts = {
@@ -358,9 +398,9 @@ def _book(db: Database, rng: random.Random, shape: Mapping[str, int], stops: int
             "payment method": " and ".join(pid for pid, _ in split),
         }
         g.end_turn(request)
-        return Draft(user=_profile(user, rng, facts), turns=tuple(g.turns))
+        return _draft(g, user, rng, facts)
 
-    return _attempts(rng, build, f"booking {shape}")
+    return _attempts(rng, build, f"booking {dict(shape)}")
 
 
 def book_direct(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
@@ -374,21 +414,6 @@ def book_onestop(db: Database, rng: random.Random, shape: Mapping[str, int]) -> 
 
 
 # -- cancelling ------------------------------------------------------------------------------
-def _allowed_reason(db: Database, res: Reservation, rng: random.Random) -> str | None:
-    """A cancellation reason that the policy accepts for ``res``, or None."""
-    statuses = _statuses(db, res)
-    if any(s in _DEPARTED for s in statuses):
-        return None
-    if "cancelled" in statuses:
-        return "airline cancelled flight"
-    if res.insurance == "yes" and rng.random() < 0.6:
-        return rng.choice(["health", "weather"])
-    recent = _now(db) - datetime.fromisoformat(res.created_at) <= timedelta(hours=24)
-    if recent or res.cabin == "business":
-        return rng.choice(["change of plan", "change of plan", "other"])
-    return None
-
-
 _REASON_WORDS = {
     "change of plan": "my plans changed",
     "other": "of something personal",
@@ -398,8 +423,23 @@ _REASON_WORDS = {
 }
 
 
+def _allowed_reason(db: Database, res: Reservation, rng: random.Random) -> str | None:
+    """A reason the policy accepts for cancelling ``res`` (none of its flights being
+    cancelled by the airline; that case is its own skill), or None."""
+    statuses = _statuses(db, res)
+    if res.status != "active" or any(s in (*_DEPARTED, "cancelled") for s in statuses):
+        return None
+    if res.insurance == "yes" and rng.random() < 0.6:
+        return rng.choice(["health", "weather"])
+    recent = _now(db) - datetime.fromisoformat(res.created_at) <= timedelta(hours=24)
+    if recent or res.cabin == "business":
+        return rng.choice(["change of plan", "change of plan", "other"])
+    return None
+
+
 def cancel(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
-    """Cancel one or more reservations that the policy allows to cancel, for one reason."""
+    """Cancel ``reservations`` reservations that the policy allows to cancel, for one reason
+    (booked within 24 hours, business cabin, or insured and a covered reason)."""
     k = int(shape.get("reservations", 1))
     users = sorted(db.keys("users"))
     rng.shuffle(users)
@@ -408,10 +448,7 @@ def cancel(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
         user = db.require("users", uid)
         by_reason: dict[str, list[str]] = {}
         for rid in user.reservations:
-            res = db.require("reservations", rid)
-            if res.status != "active":
-                continue
-            reason = _allowed_reason(db, res, rng)
+            reason = _allowed_reason(db, db.require("reservations", rid), rng)
             if reason is not None:
                 by_reason.setdefault(reason, []).append(rid)
         groups = sorted((r, ids) for r, ids in by_reason.items() if len(ids) >= k)
@@ -422,10 +459,7 @@ def cancel(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
         g = _Gold(db)
         profile = g.call("get_user_details", user_id=uid)
         for rid in chosen:
-            res = g.call("get_reservation_details", reservation_id=rid)
-            if reason == "airline cancelled flight":
-                for f in res["flights"]:
-                    g.call("get_flight_status", flight_number=f["flight_number"], date=f["date"])
+            g.call("get_reservation_details", reservation_id=rid)
             g.call("cancel_reservation", reservation_id=rid, reason=reason)
         which = _join(chosen)
         word = "reservation" if k == 1 else "reservations"
@@ -438,16 +472,58 @@ def cancel(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
         )
         facts = {"user id": uid, "reservation id": ", ".join(chosen), "reason": reason}
         g.end_turn(request)
-        return Draft(user=_profile(profile, rng, facts), turns=tuple(g.turns))
+        return _draft(g, profile, rng, facts)
 
-    return _over_candidates(users, build, f"cancel {shape}")
+    return _over_candidates(users, build, f"cancel {dict(shape)}")
+
+
+def cancel_after_flight_cancelled(
+    db: Database, rng: random.Random, shape: Mapping[str, int]
+) -> Draft:
+    """Cancel a reservation one of whose flights the airline cancelled (checked first)."""
+
+    def keep(res: Reservation) -> bool:
+        statuses = _statuses(db, res)
+        return (
+            res.status == "active"
+            and "cancelled" in statuses
+            and not any(s in _DEPARTED for s in statuses)
+        )
+
+    def build(res: Reservation) -> Draft:
+        g = _Gold(db)
+        user = g.call("get_user_details", user_id=res.user_id)
+        g.call("get_reservation_details", reservation_id=res.reservation_id)
+        bad = next(f for f in res.flights if g.status(f.flight_number, f.date) == "cancelled")
+        g.call("get_flight_status", flight_number=bad.flight_number, date=bad.date)
+        rid = res.reservation_id
+        g.call("cancel_reservation", reservation_id=rid, reason="airline cancelled flight")
+        trip = f"flight {bad.flight_number} on {_say_date(bad.date)}"
+        request = rng.choice(
+            [
+                f"You cancelled my {trip}, so I want to cancel my whole reservation {rid} and "
+                "get my money back.",
+                f"My {trip} was cancelled by the airline. Please cancel reservation {rid}.",
+                f"Since {trip} was cancelled, I no longer need booking {rid}. Cancel it please.",
+            ]
+        )
+        facts = {
+            "user id": res.user_id,
+            "reservation id": rid,
+            "reason": "airline cancelled flight",
+        }
+        g.end_turn(request)
+        return _draft(g, user, rng, facts)
+
+    what = "cancelling after an airline cancellation"
+    return _over_candidates(_candidates(db, rng, keep), build, what)
 
 
 def cancel_refused(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
     """A cancellation the policy forbids: look-ups, no write, name the reservation."""
 
     def keep(res: Reservation) -> bool:
-        return res.status == "active"
+        return res.status == "active" and "cancelled" not in _statuses(db, res)
 
     def build(res: Reservation) -> Draft:
         reason = rng.choice(["change of plan", "other", "health", "weather"])
@@ -455,27 +531,24 @@ def cancel_refused(db: Database, rng: random.Random, shape: Mapping[str, int]) -
         profile = g.call("get_user_details", user_id=res.user_id)
         if g.probe("cancel_reservation", reservation_id=res.reservation_id, reason=reason):
             raise _Skip("this cancellation is allowed")
-        if "cancelled" in _statuses(db, res):
-            raise _Skip("airline cancelled a flight: the user could cancel with that reason")
-        detail = g.call("get_reservation_details", reservation_id=res.reservation_id)
-        for f in detail["flights"]:
-            g.call("get_flight_status", flight_number=f["flight_number"], date=f["date"])
+        g.call("get_reservation_details", reservation_id=res.reservation_id)
         rid = res.reservation_id
+        why = _REASON_WORDS[reason]
         request = rng.choice(
             [
-                f"I want to cancel my reservation {rid}, {_REASON_WORDS[reason]}. Full refund please.",
-                f"Please cancel booking {rid} for me; {_REASON_WORDS[reason]}.",
-                f"Hello, {_REASON_WORDS[reason]} and I'd like to cancel reservation {rid}.",
+                f"I want to cancel my reservation {rid}, {why}. Full refund please.",
+                f"Please cancel booking {rid} for me; {why}.",
+                f"Hello, {why} and I'd like to cancel reservation {rid}.",
             ]
         )
         facts = {"user id": res.user_id, "reservation id": rid, "reason": reason}
         g.end_turn(request, outputs=(rid,))
-        return Draft(user=_profile(profile, rng, facts), turns=tuple(g.turns))
+        return _draft(g, profile, rng, facts)
 
     return _over_candidates(_candidates(db, rng, keep), build, "a refused cancellation")
 
 
-# -- reservation changes (reused by the multi-turn skill) -------------------------------------
+# -- reservation changes (also the turns of the multi-turn skill) ------------------------------
 def _op_upgrade(
     g: _Gold,
     rng: random.Random,
@@ -483,12 +556,13 @@ def _op_upgrade(
     rid: str,
     facts: dict[str, str],
     pay: str | None,
+    cabin: str | None = None,
 ) -> str:
     res = g.call("get_reservation_details", reservation_id=rid)
     higher = [c for c in CABINS if CABINS.index(c) > CABINS.index(res["cabin"])]
-    if not higher:
-        raise _Skip("already in business")
-    cabin = rng.choice(higher)
+    if not higher or (cabin is not None and cabin not in higher):
+        raise _Skip("no higher cabin")
+    cabin = cabin or rng.choice(higher)
     if pay is None:
         pay = _pick_payment(
             g, rng, user, "update_reservation_cabin", reservation_id=rid, cabin=cabin
@@ -516,6 +590,7 @@ def _op_bags(
     facts: dict[str, str],
     pay: str | None,
     added: int,
+    label: str = "total checked bags",
 ) -> str:
     res = g.call("get_reservation_details", reservation_id=rid)
     total = res["total_baggages"] + added
@@ -526,15 +601,17 @@ def _op_bags(
         args["payment_id"] = pay
         facts["payment method"] = pay
     g.call("update_reservation_baggages", **args)
-    facts["total checked bags"] = str(total)
-    pay_words = (
-        f" If there is a fee, use {_describe_method(user['payment_methods'][pay])}." if pay else ""
-    )
+    facts[label] = str(total)
+    fee = ""
+    if "payment_id" in args:
+        fee = f" If there is a fee, use {_describe_method(user['payment_methods'][pay])}."
     return rng.choice(
         [
-            f"I want {total} checked bags in total on reservation {rid}.{pay_words}",
-            f"Please add bags to booking {rid} so that we have {total} checked bags altogether.{pay_words}",
-            f"We are bringing more luggage: make it {total} checked bags on reservation {rid}.{pay_words}",
+            f"I want {total} checked bags in total on reservation {rid}.{fee}",
+            f"Please add bags to booking {rid} so that we have {total} checked bags "
+            f"altogether.{fee}",
+            f"We are bringing more luggage: make it {total} checked bags on reservation "
+            f"{rid}.{fee}",
         ]
     )
 
@@ -547,35 +624,32 @@ def _op_passengers(
     facts: dict[str, str],
     changes: int,
 ) -> str:
+    """Replace ``changes`` passengers with saved passengers; at least one passenger stays."""
     res = g.call("get_reservation_details", reservation_id=rid)
     people = [dict(p) for p in res["passengers"]]
-    if len(people) < changes:
-        raise _Skip("too few passengers")
     on_board = {_full_name(p) for p in people}
     spare = [p for p in user["saved_passengers"] if _full_name(p) not in on_board]
+    if len(people) <= changes or len(spare) < changes:
+        raise _Skip("not enough passengers to keep or to add")
+    dobs = {p["dob"] for p in people}
+    spare = [p for p in spare if p["dob"] not in dobs]  # keeps the value flow unambiguous
+    if len(spare) < changes:
+        raise _Skip("no saved passenger to add")
     rng.shuffle(spare)
     asks = []
     for i in sorted(rng.sample(range(len(people)), changes)):
-        old = _full_name(people[i])
-        if spare:
-            new = dict(spare.pop())
-            people[i] = new
-            asks.append(f"replace {old} with {_full_name(new)} (saved in my profile)")
-        else:
-            dob = date.fromisoformat(people[i]["dob"]) + timedelta(
-                days=rng.choice([-1, 1]) * rng.randint(1, 400)
-            )
-            people[i] = {**people[i], "dob": dob.isoformat()}
-            label = "correct date of birth" if changes == 1 else f"correct date of birth of {old}"
-            facts[label.lower()] = dob.isoformat()
-            asks.append(f"fix the date of birth of {old}: it should be {dob.isoformat()}")
+        new = dict(spare.pop())
+        asks.append(f"replace {_full_name(people[i])} with {_full_name(new)}")
+        people[i] = new
     g.call("update_reservation_passengers", reservation_id=rid, passengers=people)
     what = _join(asks)
+    facts["new passengers"] = ", ".join(a.split(" with ")[1] for a in asks)
     return rng.choice(
         [
-            f"On reservation {rid}, please {what}.",
-            f"I need to update the travellers on booking {rid}: {what}.",
-            f"Could you {what} on my reservation {rid}?",
+            f"On reservation {rid}, please {what} (saved in my profile).",
+            f"I need to update the travellers on booking {rid}: {what}; their details are in "
+            "my profile.",
+            f"Could you {what} on my reservation {rid}? They are saved passengers of mine.",
         ]
     )
 
@@ -587,48 +661,31 @@ def _op_change(
     rid: str,
     facts: dict[str, str],
     pay: str | None,
-    moved: int,
 ) -> str:
+    """Move a direct one-way trip, or both flights of a direct round trip, to new dates."""
     res = g.call("get_reservation_details", reservation_id=rid)
     flights = list(res["flights"])
     future = _future_dates(g.db)
-    if res["flight_type"] == "one_way":
-        if moved != 1:
-            raise _Skip("a one-way trip has one leg")
-        which = [0]
-    else:
-        which = [0, 1] if moved == 2 else [rng.choice([0, 1])]
-    new_dates = {i: flights[i]["date"] for i in range(len(flights))}
-    for i in which:
-        new_dates[i] = rng.choice([d for d in future if d != flights[i]["date"]])
+    new_dates = [rng.choice([d for d in future if d != f["date"]]) for f in flights]
     if len(flights) == 2 and new_dates[0] >= new_dates[1]:
         raise _Skip("the return would come before the outbound flight")
     new_legs = []
-    for i, f in enumerate(flights):
-        if i in which:
-            offers = g.call(
-                "search_direct_flight",
-                origin=f["origin"],
-                destination=f["destination"],
-                date=new_dates[i],
-            )
-            new_legs.append(_leg(_cheapest(offers, res["cabin"], len(res["passengers"]))[0]))
-        else:
-            new_legs.append(_leg(f))
+    for f, day in zip(flights, new_dates, strict=True):
+        offers = g.call(
+            "search_direct_flight", origin=f["origin"], destination=f["destination"], date=day
+        )
+        new_legs.append(_leg(_cheapest(offers, res["cabin"], len(res["passengers"]))[0]))
     if pay is None:
         pay = _pick_payment(
             g, rng, user, "update_reservation_flights", reservation_id=rid, flights=new_legs
         )
     g.call("update_reservation_flights", reservation_id=rid, flights=new_legs, payment_id=pay)
     facts["payment method"] = pay
-    labels = ["new date"] if len(which) == 1 else ["new date", "new return date"]
-    for label, i in zip(labels, which, strict=True):
-        facts[label] = new_dates[i]
+    for label, day in zip(["new date", "new return date"], new_dates, strict=False):
+        facts[label] = day
     method = _describe_method(user["payment_methods"][pay])
-    if len(which) == 2:
+    if len(flights) == 2:
         what = f"fly out on {_say_date(new_dates[0])} and back on {_say_date(new_dates[1])}"
-    elif res["flight_type"] == "round_trip":
-        what = f"move my {'outbound' if which[0] == 0 else 'return'} flight to {_say_date(new_dates[which[0]])}"
     else:
         what = f"move my flight to {_say_date(new_dates[0])}"
     return rng.choice(
@@ -643,42 +700,59 @@ def _op_change(
     )
 
 
-def _single_change(
+def _on_reservations(
     db: Database,
     rng: random.Random,
+    k: int,
     keep: Callable[[Reservation], bool],
-    op: Callable[[_Gold, dict[str, Any], str, dict[str, str]], str],
+    op: Callable[[_Gold, Mapping[str, Any], str, dict[str, str], str | None], str],
     what: str,
 ) -> Draft:
-    def build(res: Reservation) -> Draft:
-        g = _Gold(db)
-        user = g.call("get_user_details", user_id=res.user_id)
-        facts = {"user id": res.user_id, "reservation id": res.reservation_id}
-        request = op(g, user, res.reservation_id, facts)
-        g.end_turn(request)
-        return Draft(user=_profile(user, rng, facts), turns=tuple(g.turns))
+    """One turn applying ``op`` to ``k`` reservations of one user (one payment method)."""
+    if k == 1:
+        candidates = [[r] for r in _candidates(db, rng, keep)]
+    else:
+        by_user: dict[str, list[Reservation]] = {}
+        for res in db.values("reservations"):
+            if keep(res):
+                by_user.setdefault(res.user_id, []).append(res)
+        candidates = [rng.sample(rs, k) for _, rs in sorted(by_user.items()) if len(rs) >= k]
+        rng.shuffle(candidates)
 
-    return _over_candidates(_candidates(db, rng, keep), build, what)
+    def build(group: list[Reservation]) -> Draft:
+        uid = group[0].user_id
+        g = _Gold(db)
+        user = g.call("get_user_details", user_id=uid)
+        pay = None if k == 1 else _pay_options(user, rng, cards_only=True)[0]
+        facts = {"user id": uid, "reservation id": ", ".join(r.reservation_id for r in group)}
+        asks = [op(g, user, r.reservation_id, facts, pay) for r in group]
+        request = " Also, ".join(a[0].lower() + a[1:] if i else a for i, a in enumerate(asks))
+        g.end_turn(request)
+        return _draft(g, user, rng, facts)
+
+    return _over_candidates(candidates, build, what)
 
 
 def change_flights(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
-    """Move a non-basic-economy reservation to the cheapest direct flights on new dates."""
-    moved = int(shape.get("legs", 1))
+    """Move a direct reservation (not basic economy) to the cheapest direct flights on new
+    dates: ``legs`` 1 is a one-way trip, 2 a round trip with both flights moved."""
+    legs = int(shape.get("legs", 1))
 
     def keep(res: Reservation) -> bool:
         return (
             res.cabin != "basic_economy"
             and _direct_legs(res)
-            and (moved == 1 or res.flight_type == "round_trip")
+            and len(res.flights) == legs
             and _bookable_now(db, res)
         )
 
-    return _single_change(
+    return _on_reservations(
         db,
         rng,
+        1,
         keep,
-        lambda g, u, rid, facts: _op_change(g, rng, u, rid, facts, None, moved),
-        f"change {shape}",
+        lambda g, u, rid, facts, pay: _op_change(g, rng, u, rid, facts, pay),
+        f"change {dict(shape)}",
     )
 
 
@@ -703,57 +777,55 @@ def change_refused(db: Database, rng: random.Random, shape: Mapping[str, int]) -
         )
         facts = {"user id": res.user_id, "reservation id": rid}
         g.end_turn(request, outputs=(rid,))
-        return Draft(user=_profile(user, rng, facts), turns=tuple(g.turns))
+        return _draft(g, user, rng, facts)
 
     return _over_candidates(_candidates(db, rng, keep), build, "a refused flight change")
 
 
 def upgrade_cabin(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
-    """Move every flight of a reservation to a higher cabin and pay the difference."""
-    n = int(shape.get("passengers", 1))
+    """Move every flight of ``reservations`` reservations to a higher cabin, paying the
+    difference (several reservations all go to business)."""
+    k = int(shape.get("reservations", 1))
 
     def keep(res: Reservation) -> bool:
-        return res.cabin != "business" and len(res.passengers) == n and _bookable_now(db, res)
+        return res.cabin != "business" and _bookable_now(db, res)
 
-    return _single_change(
+    cabin = None if k == 1 else "business"
+    return _on_reservations(
         db,
         rng,
+        k,
         keep,
-        lambda g, u, rid, facts: _op_upgrade(g, rng, u, rid, facts, None),
-        f"upgrade {shape}",
+        lambda g, u, rid, facts, pay: _op_upgrade(g, rng, u, rid, facts, pay, cabin),
+        f"upgrade {dict(shape)}",
     )
 
 
 def add_bags(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
-    """Add checked bags to a reservation, paying for those beyond the free allowance."""
-    added = int(shape.get("bags", 1))
+    """Add one to three checked bags to ``reservations`` reservations, paying for those
+    beyond the free allowance."""
+    k = int(shape.get("reservations", 1))
 
     def keep(res: Reservation) -> bool:
         return _not_departed(db, res)
 
-    return _single_change(
-        db,
-        rng,
-        keep,
-        lambda g, u, rid, facts: _op_bags(g, rng, u, rid, facts, None, added),
-        f"bags {shape}",
-    )
+    def op(g: _Gold, u: Mapping[str, Any], rid: str, facts: dict[str, str], pay: str | None) -> str:
+        label = "total checked bags" if k == 1 else f"total checked bags on {rid.lower()}"
+        return _op_bags(g, rng, u, rid, facts, pay, rng.randint(1, 3), label)
+
+    return _on_reservations(db, rng, k, keep, op, f"bags {dict(shape)}")
 
 
 def update_passengers(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
-    """Replace passengers with saved ones, or correct a date of birth; the count stays."""
-    changes = int(shape.get("passengers", 1))
+    """Replace one or two passengers of a reservation with saved passengers; the count stays."""
 
     def keep(res: Reservation) -> bool:
-        return len(res.passengers) >= changes and _not_departed(db, res)
+        return len(res.passengers) >= 2 and _not_departed(db, res)
 
-    return _single_change(
-        db,
-        rng,
-        keep,
-        lambda g, u, rid, facts: _op_passengers(g, rng, u, rid, facts, changes),
-        f"passengers {shape}",
-    )
+    def op(g: _Gold, u: Mapping[str, Any], rid: str, facts: dict[str, str], pay: str | None) -> str:
+        return _op_passengers(g, rng, u, rid, facts, rng.choice([1, 1, 2]))
+
+    return _on_reservations(db, rng, 1, keep, op, "passenger change")
 
 
 # -- compensation ------------------------------------------------------------------------------
@@ -771,50 +843,36 @@ def _eligible(db: Database, res: Reservation) -> bool:
     return user.membership != "regular" or res.insurance == "yes" or res.cabin == "business"
 
 
-def _complaint(rng: random.Random, res: Reservation, db: Database, kind: str) -> str:
-    bad = next(
-        f
-        for f in res.flights
-        if db.require("flights", f.flight_number).dates[f.date].status == kind
-    )
+def _complaint(g: _Gold, rng: random.Random, res: Reservation, kind: str) -> str:
+    """Look the reservation and the disrupted flight up; the customer's complaint."""
+    g.call("get_reservation_details", reservation_id=res.reservation_id)
+    bad = next(f for f in res.flights if g.status(f.flight_number, f.date) == kind)
+    g.call("get_flight_status", flight_number=bad.flight_number, date=bad.date)
     trip = f"flight {bad.flight_number} on {_say_date(bad.date)}"
+    rid = res.reservation_id
     return rng.choice(
         [
-            f"My {trip} on reservation {res.reservation_id} was {kind}. This is really "
-            "inconvenient; I'd like some compensation.",
-            f"Your airline {kind} my {trip} (booking {res.reservation_id}). What compensation can "
-            "you give me?",
-            f"I'm upset: {trip} of my reservation {res.reservation_id} is {kind}. I want to be "
-            "compensated.",
+            f"My {trip} on reservation {rid} was {kind}. This is really inconvenient; I'd like "
+            "some compensation.",
+            f"Your airline {kind} my {trip} (booking {rid}). What compensation can you give me?",
+            f"I'm upset: {trip} of my reservation {rid} is {kind}. I want to be compensated.",
         ]
     )
 
 
-def _status_lookups(g: _Gold, rid: str) -> dict[str, Any]:
-    res = g.call("get_reservation_details", reservation_id=rid)
-    for f in res["flights"]:
-        g.call("get_flight_status", flight_number=f["flight_number"], date=f["date"])
-    return res
-
-
 def compensation(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
     """Send the policy's certificate for a delayed or cancelled flight when asked."""
-    n = int(shape.get("passengers", 1))
 
     def keep(res: Reservation) -> bool:
-        return (
-            res.status == "active"
-            and len(res.passengers) == n
-            and _disrupted(db, res) is not None
-            and _eligible(db, res)
-        )
+        return res.status == "active" and _disrupted(db, res) is not None and _eligible(db, res)
 
     def build(res: Reservation) -> Draft:
         kind = _disrupted(db, res)
         assert kind is not None
         g = _Gold(db)
         user = g.call("get_user_details", user_id=res.user_id)
-        _status_lookups(g, res.reservation_id)
+        request = _complaint(g, rng, res, kind)
+        n = len(res.passengers)
         amount = g.call("calculate", expression=f"{COMPENSATION[kind]} * {n}")
         g.call(
             "send_certificate",
@@ -823,10 +881,10 @@ def compensation(db: Database, rng: random.Random, shape: Mapping[str, int]) -> 
             amount=amount,
         )
         facts = {"user id": res.user_id, "reservation id": res.reservation_id}
-        g.end_turn(_complaint(rng, res, db, kind))
-        return Draft(user=_profile(user, rng, facts), turns=tuple(g.turns))
+        g.end_turn(request)
+        return _draft(g, user, rng, facts)
 
-    return _over_candidates(_candidates(db, rng, keep), build, f"compensation {shape}")
+    return _over_candidates(_candidates(db, rng, keep), build, "compensation")
 
 
 def compensation_refused(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
@@ -840,140 +898,135 @@ def compensation_refused(db: Database, rng: random.Random, shape: Mapping[str, i
         assert kind is not None
         g = _Gold(db)
         user = g.call("get_user_details", user_id=res.user_id)
-        _status_lookups(g, res.reservation_id)
+        request = _complaint(g, rng, res, kind)
         facts = {"user id": res.user_id, "reservation id": res.reservation_id}
-        g.end_turn(_complaint(rng, res, db, kind), outputs=(res.reservation_id,))
-        return Draft(user=_profile(user, rng, facts), turns=tuple(g.turns))
+        g.end_turn(request, outputs=(res.reservation_id,))
+        return _draft(g, user, rng, facts)
 
     return _over_candidates(_candidates(db, rng, keep), build, "a refused compensation")
 
 
 # -- information -------------------------------------------------------------------------------
 def flight_info(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
-    """Answer one to three questions (flight status, gift card balance, cheapest fare)."""
-    k = int(shape.get("questions", 1))
+    """Answer questions, asked in this order: the ``status`` of a flight of the user's
+    reservation, the total ``balance`` of their gift cards, the cheapest direct ``fare`` on a
+    route (each axis 0 or 1; at least one)."""
+    asked = [q for q in ("status", "balance", "fare") if int(shape.get(q, 0)) > 0]
+    if not asked:
+        raise SkillUnavailable("flight_info needs at least one of status, balance, fare")
     users = sorted(db.keys("users"))
     rng.shuffle(users)
     future = _future_dates(db)
     flights = list(db.values("flights"))
 
     def build(uid: str) -> Draft:
-        user_rec = db.require("users", uid)
-        kinds = ["status", "gift", "fare"]
-        gifts = [m for m in user_rec.payment_methods.values() if m.source == "gift_card"]
-        if not gifts or any(m.amount < 10 for m in gifts):
-            kinds.remove("gift")
-        disrupted = [
+        record = db.require("users", uid)
+        gifts = sorted(
+            (m for m in record.payment_methods.values() if m.source == "gift_card"),
+            key=lambda m: m.id,
+        )
+        if "balance" in asked and (len(gifts) < 2 or any(m.amount < 10 for m in gifts)):
+            raise _Skip("fewer than two gift cards")
+        watched = [
             rid
-            for rid in user_rec.reservations
+            for rid in record.reservations
             if db.require("reservations", rid).status == "active"
             and any(
                 s in ("delayed", "cancelled", "on time", "flying")
                 for s in _statuses(db, db.require("reservations", rid))
             )
         ]
-        if not disrupted:
-            kinds.remove("status")
-        if len(kinds) < k:
-            raise _Skip("not enough to ask about")
-        asked = rng.sample(kinds, k)
+        if "status" in asked and not watched:
+            raise _Skip("no flight worth asking about")
         g = _Gold(db)
         user = g.call("get_user_details", user_id=uid)
         facts = {"user id": uid}
         questions: list[str] = []
         outputs: list[str] = []
-        for kind in asked:
-            if kind == "status":
-                rid = rng.choice(disrupted)
-                res = g.call("get_reservation_details", reservation_id=rid)
-                f = next(
-                    f for f in res["flights"] if g.status(f["flight_number"], f["date"]) != "landed"
-                )
-                status = g.call(
-                    "get_flight_status", flight_number=f["flight_number"], date=f["date"]
-                )["status"]
-                facts["reservation id"] = rid
-                questions.append(
-                    f"what is the status of my flight from {_place(db, f['origin'])} to "
-                    f"{_place(db, f['destination'])} on {_say_date(f['date'])} (reservation {rid})?"
-                )
-                outputs.append(status)
-            elif kind == "gift":
-                amounts = [
-                    user["payment_methods"][m.id]["amount"]
-                    for m in sorted(gifts, key=lambda m: m.id)
-                ]
-                if len(amounts) == 1:
-                    total = amounts[0]
-                    questions.append("how much is left on my gift card?")
-                else:
-                    total = g.call("calculate", expression=" + ".join(str(a) for a in amounts))
-                    questions.append("what is the total balance left on all my gift cards?")
-                outputs.append(str(total))
-            else:
-                f = rng.choice(flights)
-                day = rng.choice(future)
-                cabin = rng.choice(CABINS)
-                offers = g.call(
-                    "search_direct_flight", origin=f.origin, destination=f.destination, date=day
-                )
-                best = _cheapest(offers, cabin, 1)[0]
-                facts.update(
-                    {"origin": f.origin, "destination": f.destination, "date": day, "cabin": cabin}
-                )
-                questions.append(
-                    f"which direct flight from {_place(db, f.origin)} to {_place(db, f.destination)} "
-                    f"on {_say_date(day)} is the cheapest in {CABIN_WORDS[cabin]}, and what does it cost?"
-                )
-                outputs += [best["flight_number"], str(best["prices"][cabin])]
+        if "status" in asked:
+            rid = rng.choice(watched)
+            res = g.call("get_reservation_details", reservation_id=rid)
+            f = next(
+                f for f in res["flights"] if g.status(f["flight_number"], f["date"]) != "landed"
+            )
+            status = g.call("get_flight_status", flight_number=f["flight_number"], date=f["date"])[
+                "status"
+            ]
+            facts["reservation id"] = rid
+            questions.append(
+                f"what is the status of my flight from {_place(db, f['origin'])} to "
+                f"{_place(db, f['destination'])} on {_say_date(f['date'])} (reservation {rid})?"
+            )
+            outputs.append(status)
+        if "balance" in asked:
+            amounts = [user["payment_methods"][m.id]["amount"] for m in gifts]
+            total = g.call("calculate", expression=" + ".join(str(a) for a in amounts))
+            questions.append("what is the total balance left on all my gift cards?")
+            outputs.append(str(total))
+        if "fare" in asked:
+            f = rng.choice(flights)
+            day = rng.choice(future)
+            cabin = rng.choice(CABINS)
+            offers = g.call(
+                "search_direct_flight", origin=f.origin, destination=f.destination, date=day
+            )
+            best = _cheapest(offers, cabin, 1)[0]
+            facts.update(
+                {"origin": f.origin, "destination": f.destination, "date": day, "cabin": cabin}
+            )
+            questions.append(
+                f"which direct flight from {_place(db, f.origin)} to {_place(db, f.destination)} "
+                f"on {_say_date(day)} is the cheapest in {CABIN_WORDS[cabin]}, and what does it "
+                "cost?"
+            )
+            outputs += [best["flight_number"], str(best["prices"][cabin])]
         lead = rng.choice(
             ["I have a few questions.", "Quick question.", "Could you help me with something?"]
         )
         body = " Also, ".join(q[0].upper() + q[1:] for q in questions)
         g.end_turn(f"{lead} {body}", outputs=tuple(outputs))
-        return Draft(user=_profile(user, rng, facts), turns=tuple(g.turns))
+        return _draft(g, user, rng, facts)
 
-    return _over_candidates(users, build, f"questions {shape}")
+    return _over_candidates(users, build, f"questions {dict(shape)}")
 
 
 # -- several turns -----------------------------------------------------------------------------
-def multi_turn(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
-    """Two or three requests on one reservation, each its own turn; later turns build on earlier ones.
+MULTI_TURN_PLAN: tuple[str, ...] = ("upgrade", "change", "bags")
+"""The turns of :func:`multi_turn`, in order (``turns`` takes the first two or all three)."""
 
-    A basic economy reservation is upgraded before its flights change (the policy forbids
-    changing basic economy flights), so the order of the turns matters.
-    """
+
+def multi_turn(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
+    """Upgrade the cabin of a one-way reservation, then move its flight (basic economy flights
+    can only change after the upgrade), then add bags: each request its own turn."""
     turns = int(shape.get("turns", 2))
+    if not 1 <= turns <= len(MULTI_TURN_PLAN):
+        raise SkillUnavailable(f"multi_turn has 1 to {len(MULTI_TURN_PLAN)} turns, not {turns}")
 
     def keep(res: Reservation) -> bool:
-        return res.cabin != "business" and _direct_legs(res) and _bookable_now(db, res)
+        return (
+            res.cabin != "business"
+            and res.flight_type == "one_way"
+            and len(res.flights) == 1
+            and _bookable_now(db, res)
+        )
 
     def build(res: Reservation) -> Draft:
-        ops = ["upgrade", "bags", "passengers", "change"]
-        plan = rng.sample(ops, turns)
-        if res.cabin == "basic_economy" and "change" in plan and "upgrade" in plan:
-            plan.remove("upgrade")
-            plan.insert(plan.index("change"), "upgrade")
-        elif res.cabin == "basic_economy" and "change" in plan:
-            raise _Skip("basic economy flights cannot change")
         g = _Gold(db)
         user = g.call("get_user_details", user_id=res.user_id)
         rid = res.reservation_id
         pay = _pay_options(user, rng, cards_only=True)[0]
         facts = {"user id": res.user_id, "reservation id": rid}
-        for op in plan:
+        for op in MULTI_TURN_PLAN[:turns]:
             if op == "upgrade":
                 request = _op_upgrade(g, rng, user, rid, facts, pay)
-            elif op == "bags":
-                request = _op_bags(g, rng, user, rid, facts, pay, rng.randint(1, 2))
-            elif op == "passengers":
-                request = _op_passengers(g, rng, user, rid, facts, 1)
+            elif op == "change":
+                request = _op_change(g, rng, user, rid, facts, pay)
             else:
-                request = _op_change(g, rng, user, rid, facts, pay, 1)
+                request = _op_bags(g, rng, user, rid, facts, pay, rng.randint(1, 2))
             g.end_turn(request)
-        return Draft(user=_profile(user, rng, facts), turns=tuple(g.turns))
+        return _draft(g, user, rng, facts)
 
-    return _over_candidates(_candidates(db, rng, keep), build, f"multi-turn {shape}")
+    return _over_candidates(_candidates(db, rng, keep), build, f"multi-turn {dict(shape)}")
 
 
 SKILLS: tuple[Skill, ...] = (
@@ -981,22 +1034,27 @@ SKILLS: tuple[Skill, ...] = (
         "book_direct",
         "Book the cheapest direct flight(s) for the user and saved passengers.",
         book_direct,
-        shape={"passengers": 1, "legs": 1},
-        limits={"passengers": (1, 5), "legs": (1, 2)},
+        shape={"legs": 1, "payments": 1},
+        limits={"legs": (1, 2), "payments": (1, 2)},
     ),
     Skill(
         "book_onestop",
-        "Book the cheapest one-stop itinerary.",
+        "Book the cheapest one-stop itinerary for the user and saved passengers.",
         book_onestop,
-        shape={"passengers": 1, "legs": 1},
-        limits={"passengers": (1, 5), "legs": (1, 2)},
+        shape={"legs": 1, "payments": 1},
+        limits={"legs": (1, 2), "payments": (1, 2)},
     ),
     Skill(
         "cancel",
-        "Cancel reservations that the policy allows to cancel.",
+        "Cancel reservations booked within 24 hours, in business, or insured for the reason.",
         cancel,
         shape={"reservations": 1},
         limits={"reservations": (1, 2)},
+    ),
+    Skill(
+        "cancel_after_flight_cancelled",
+        "Cancel a reservation after checking that the airline cancelled one of its flights.",
+        cancel_after_flight_cancelled,
     ),
     Skill(
         "cancel_refused",
@@ -1019,35 +1077,31 @@ SKILLS: tuple[Skill, ...] = (
     ),
     Skill(
         "upgrade_cabin",
-        "Move a reservation to a higher cabin and pay the difference.",
+        "Move reservations to a higher cabin and pay the difference.",
         upgrade_cabin,
-        shape={"passengers": 1},
-        limits={"passengers": (1, 3)},
+        shape={"reservations": 1},
+        limits={"reservations": (1, 2)},
     ),
     Skill(
         "add_bags",
-        "Add checked bags, paying those beyond the free allowance.",
+        "Add checked bags to reservations, paying those beyond the free allowance.",
         add_bags,
-        shape={"bags": 1},
-        limits={"bags": (1, 3)},
+        shape={"reservations": 1},
+        limits={"reservations": (1, 2)},
     ),
     Skill(
         "update_passengers",
-        "Replace passengers or correct their details.",
+        "Replace passengers of a reservation with saved passengers.",
         update_passengers,
-        shape={"passengers": 1},
-        limits={"passengers": (1, 2)},
     ),
     Skill(
         "compensation",
         "Send the policy's certificate for a delayed or cancelled flight.",
         compensation,
-        shape={"passengers": 1},
-        limits={"passengers": (1, 3)},
     ),
     Skill(
         "compensation_refused",
-        "Refuse compensation to an ineligible customer.",
+        "Refuse compensation to an ineligible customer and name the reservation.",
         compensation_refused,
         writes=False,
     ),
@@ -1055,19 +1109,20 @@ SKILLS: tuple[Skill, ...] = (
         "flight_info",
         "Answer questions: flight status, gift card balance, cheapest fare.",
         flight_info,
-        shape={"questions": 1},
-        limits={"questions": (1, 3)},
+        shape={"status": 1, "balance": 0, "fare": 0},
+        limits={"status": (0, 1), "balance": (0, 1), "fare": (0, 1)},
         writes=False,
     ),
     Skill(
         "multi_turn",
-        "Two or three dependent requests on one reservation.",
+        "Upgrade, then change flights, then add bags on one reservation, one turn each.",
         multi_turn,
         shape={"turns": 2},
         limits={"turns": (2, 3)},
     ),
 )
-"""The Airline skills."""
+"""The Airline skills. Every shape axis adds gold calls when it grows (what synthesis
+"expand" requires), and a skill at a given shape always yields the same signature."""
 
 
 def unrelated_write(task: Task, db: Database) -> ToolCall:
