@@ -1,0 +1,402 @@
+"""Augment: derived variants whose semantics the environment and reward already enforce.
+
+``missing_parameter``
+    The first request that states a fact a gold call needs no longer states it; the fact
+    is listed in :attr:`Turn.hidden_facts`. The :class:`~rods_env.user.ScriptedUser` tells
+    a fact only when the agent's question names it, so the agent has to ask. The fact is
+    chosen so that guessing fails: with a plausible wrong value (the same fact of another
+    task, or a near miss of the value) the gold calls either fail or leave a different
+    state or different outputs (checked by replaying them; else ``guess_passes``).
+``missing_function``
+    The first turn with a write is split in two. In the first copy its write tools are
+    withheld (:attr:`Turn.withheld_tools`, removed from the tool list by the env), it has no
+    gold calls (so any write is collateral and fails the turn) and one required output,
+    :data:`CANNOT`: the agent must say it cannot do it. The second copy repeats the request
+    with the tools back and the original gold calls.
+``long_context``
+    The skill runs again on the domain's ``"long"`` database (users with many orders,
+    products with many variants...), so records and tool outputs are much larger.
+``distractor``
+    Irrelevant sentences (no fact values, nothing the task needs) are added to the requests.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from rods_env.domain import Domain
+from rods_env.gold import Gold, GoldError, replay_gold
+from rods_env.rewards import mentions
+from rods_env.synthesis.execute import Candidate, execute, replay
+from rods_env.synthesis.plan import Reject
+from rods_env.synthesis.rewrite import rewrite, strip_frame
+from rods_env.task import Signature, Task, ToolCall, Turn
+
+AUGMENTS: tuple[str, ...] = ("missing_parameter", "missing_function", "long_context", "distractor")
+"""The augmentation kinds, in the order the pipeline applies them."""
+
+CANNOT = "cannot"
+"""Required output of a withheld turn: the agent must tell the user it cannot do it now."""
+
+LONG_SIZE = "long"
+"""Database size preset used by ``long_context``."""
+
+_RETRY = (
+    "Could you try again now?",
+    "Let's try once more.",
+    "Is it possible now? I still need this.",
+    "Please try again, it's important to me.",
+)
+
+
+# -- missing parameter ---------------------------------------------------------------------
+def _string_leaves(value: Any) -> Iterator[str]:
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _string_leaves(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _string_leaves(v)
+    elif isinstance(value, str) and value:
+        yield value
+
+
+def needed_facts(task: Task, start: int = 0) -> list[str]:
+    """Labels of facts that a gold call of turn ``start`` or later takes (string arguments).
+
+    A fact is needed when one of its string argument values is part of the fact's value,
+    the same rule the :class:`~rods_env.oracle.OracleAgent` uses to decide what to ask.
+    """
+    leaves = {
+        leaf
+        for turn in task.turns[start:]
+        for c in turn.calls
+        for leaf in _string_leaves(c.arguments)
+    }
+    return [
+        label
+        for label, value in task.user.facts.items()
+        if value and any(leaf in value for leaf in leaves)
+    ]
+
+
+_PREPOSITIONS = frozenset(
+    ("to", "for", "from", "on", "in", "with", "at", "by", "of", "into", "onto", "about", "via")
+)
+_NOUNS = frozenset(
+    [
+        *("order", "booking", "reservation", "account", "trip", "flight"),
+        *("card", "number", "id", "code", "item", "product"),
+    ]
+)
+
+
+def states(text: str, value: str) -> bool:
+    """Whether ``text`` states ``value`` as a whole token (not inside a longer word)."""
+    if not value:
+        return False
+    pattern = re.escape(value)
+    if value[0].isalnum():
+        pattern = r"(?<![\w])" + pattern
+    if value[-1].isalnum():
+        pattern += r"(?![\w])"
+    return re.search(pattern, text) is not None
+
+
+def remove_value(text: str, value: str, label: str) -> str:
+    """``text`` without ``value``: dropped where a noun already names it, else replaced.
+
+    "Cancel order #W123." gives "Cancel order."; "change my address to 1 Main St?" with
+    label ``new address`` gives "change my address to my new address?"; a value in
+    parentheses is dropped with them.
+    """
+    words = {w for w in re.findall(r"[a-z]+", label.lower()) if len(w) > 2}
+    out = text
+    for _ in range(text.count(value)):
+        i = out.find(value)
+        if i < 0:
+            break
+        before, after = out[:i], out[i + len(value) :]
+        if before.rstrip().endswith("(") and after.lstrip().startswith(")"):
+            out = before.rstrip()[:-1].rstrip() + after.lstrip()[1:]
+            continue
+        tail = [w.lower() for w in re.findall(r"[A-Za-z]+", before)[-3:]]
+        last = tail[-1] if tail else ""
+        if last not in _PREPOSITIONS and (last in _NOUNS or words & set(tail)):
+            out = re.sub(r"\s*(?:\bis|:|=|#)?\s*$", "", before) + after
+        else:
+            out = f"{before}my {label}{after}"
+    out = re.sub(r"\(\s*\)", "", out)
+    out = re.sub(r"\s+([.,;!?)])", r"\1", out)
+    return re.sub(r"\s{2,}", " ", out).strip()
+
+
+def near_miss(value: str) -> str:
+    """A value that looks like ``value`` but differs in its last digit or letter."""
+    chars = list(value)
+    for i in range(len(chars) - 1, -1, -1):
+        c = chars[i]
+        if c.isdigit():
+            chars[i] = str((int(c) + 1) % 10)
+            return "".join(chars)
+        if c.isalpha():
+            base = "a" if c.islower() else "A"
+            chars[i] = chr((ord(c) - ord(base) + 1) % 26 + ord(base))
+            return "".join(chars)
+    return value + "x"
+
+
+def _substitute(value: Any, old: str, new: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _substitute(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, old, new) for v in value]
+    if isinstance(value, str) and value:
+        if old in value:
+            return value.replace(old, new)
+        if value in old:  # part of the fact (e.g. one line of an address): a near miss of it
+            return near_miss(value)
+    return value
+
+
+def guessed_calls(task: Task, label: str, guess: str) -> tuple[tuple[ToolCall, ...], ...]:
+    """Every turn's gold calls as an agent that guessed ``guess`` for fact ``label`` makes them."""
+    true = task.user.facts[label]
+    return tuple(
+        tuple(
+            ToolCall(name=c.name, arguments=_substitute(c.arguments, true, guess))
+            for c in turn.calls
+        )
+        for turn in task.turns
+    )
+
+
+def guess_fails(domain: Domain, task: Task, gold: Gold, label: str, guess: str, start: int) -> bool:
+    """Whether guessing ``guess`` for fact ``label`` (instead of asking) fails the task.
+
+    It fails when the guessed calls are rejected by a tool, or from turn ``start`` on they
+    leave a different effect or no longer produce a required output.
+    """
+    calls = guessed_calls(task, label, guess)
+    trial = task.model_copy(
+        update={
+            "turns": tuple(
+                t.model_copy(update={"calls": c}) for t, c in zip(task.turns, calls, strict=True)
+            )
+        }
+    )
+    try:
+        other = replay_gold(domain, trial)
+    except GoldError:
+        return True
+    except Exception:  # a tool bug on odd input still means the guess does not work
+        return True
+    k = 0
+    for i, (turn, tg, og) in enumerate(zip(task.turns, gold.turns, other.turns, strict=True)):
+        n = len(turn.calls)
+        if i >= start:
+            if tg.effect != og.effect:
+                return True
+            seen = repr(other.call_outputs[k : k + n])
+            if any(not mentions(seen, out) for out in tg.outputs):
+                return True
+        k += n
+    return False
+
+
+def missing_parameter(
+    domain: Domain,
+    cand: Candidate,
+    rng: random.Random,
+    alternatives: Mapping[str, Sequence[str]] | None = None,
+    prefer: Sequence[str] = (),
+) -> Candidate:
+    """Hide from the first request a fact a gold call needs (see the module docstring).
+
+    Args:
+        domain: The domain.
+        cand: An accepted base candidate.
+        rng: The augmentation's generator.
+        alternatives: Fact label -> values of that fact in other tasks (plausible guesses).
+        prefer: Labels to try first (the seed's hidden facts, when resampling one).
+
+    Raises:
+        Reject: ``augment_unavailable`` when no request states a needed fact;
+            ``guess_passes`` when every hideable fact can be guessed without failing.
+    """
+    task = cand.task
+    facts = task.user.facts
+    options: list[tuple[int, str]] = []
+    for t, turn in enumerate(task.turns):
+        earlier = " ".join(x.request for x in task.turns[:t])
+        for label in needed_facts(task, t):
+            value = facts[label]
+            if states(turn.request, value) and value not in earlier:
+                options.append((t, label))
+        if options:
+            break
+    if not options:
+        raise Reject("augment_unavailable", "missing_parameter: no request states a needed fact")
+    rng.shuffle(options)
+    # Ids first (values with digits): a name or a code can often be inferred from the rest of
+    # the request ("Dallas (DFW)"), an order number cannot.
+    options.sort(key=lambda o: (o[1] not in prefer, not any(ch.isdigit() for ch in facts[o[1]])))
+    alternatives = alternatives or {}
+    for t, label in options[:3]:
+        value = facts[label]
+        pool = sorted(v for v in alternatives.get(label, ()) if v != value)
+        guess = rng.choice(pool) if pool else near_miss(value)
+        if not guess_fails(domain, task, cand.gold, label, guess, t):
+            continue
+        turns = list(task.turns)
+        request = remove_value(turns[t].request, value, label)
+        hidden = tuple(
+            lb for lb, v in facts.items() if v and v in turns[t].request and v not in request
+        )
+        if value in request:
+            continue
+        turns[t] = turns[t].model_copy(update={"request": request, "hidden_facts": hidden})
+        new = task.model_copy(update={"turns": tuple(turns), "variant": "missing_parameter"})
+        return Candidate(task=new, gold=cand.gold, plan=cand.plan)
+    raise Reject(
+        "guess_passes",
+        f"missing_parameter: guessing {', '.join(lb for _, lb in options[:3])} does not fail",
+    )
+
+
+# -- missing function ----------------------------------------------------------------------
+def missing_function(domain: Domain, cand: Candidate, rng: random.Random) -> Candidate:
+    """Withhold the write tools of the first writing turn for one turn (module docstring).
+
+    Raises:
+        Reject: ``augment_unavailable`` when no turn writes.
+    """
+    task = cand.task
+    writes = domain.toolkit.write_names()
+    for t, turn in enumerate(task.turns):  # noqa: B007 - t and turn are used after the loop
+        withheld = sorted({c.name for c in turn.calls if c.name in writes})
+        if withheld:
+            break
+    else:
+        raise Reject("augment_unavailable", "missing_function: no turn writes")
+    blocked = Turn(request=turn.request, outputs=(CANNOT,), withheld_tools=tuple(withheld))
+    again = turn.model_copy(update={"request": f"{rng.choice(_RETRY)} {strip_frame(turn.request)}"})
+    turns = (*task.turns[:t], blocked, again, *task.turns[t + 1 :])
+    new = task.model_copy(update={"turns": turns, "variant": "missing_function"})
+    gold, new = replay(domain, new)
+    return Candidate(task=new, gold=gold, plan=cand.plan)
+
+
+# -- long context --------------------------------------------------------------------------
+def long_context(domain: Domain, cand: Candidate, rng: random.Random) -> Candidate:
+    """Run the candidate's skill and shape again on the ``long`` database.
+
+    Raises:
+        Reject: ``augment_unavailable`` when the domain has no ``long`` size; what
+            :func:`~rods_env.synthesis.execute.execute` raises.
+    """
+    if LONG_SIZE not in domain.sizes:
+        raise Reject(
+            "augment_unavailable", f"long_context: domain {domain.name} has no 'long' size"
+        )
+    plan = replace(cand.plan, db_size=LONG_SIZE)
+    out = execute(domain, plan, rng)
+    task = rewrite(out.task, rng).model_copy(update={"variant": "long_context"})
+    return Candidate(task=task, gold=out.gold, plan=plan)
+
+
+# -- distractor ----------------------------------------------------------------------------
+_DISTRACTORS = (
+    "By the way, I'm writing from my phone, so sorry for any typos.",
+    "I tried to get in touch earlier but got distracted by {chore}.",
+    "It's {weather} here in {city} today.",
+    "My cousin {name} had a similar question a while ago, but that was a different matter.",
+    "I've got {n} things on my to-do list today, so I'm trying to be quick.",
+    "Funny enough, my {relative} just started a new job in {city}.",
+    "I'm also planning a {event} for next month, but that's not why I'm here.",
+    "Last {day} I spent the whole afternoon {chore}.",
+    "My {relative} says hello, by the way.",
+    "I read somewhere that {city} is lovely in the spring.",
+)
+_FILL: dict[str, tuple[str, ...]] = {
+    "chore": ("fixing a leaky tap", "walking the dog", "cleaning the garage", "baking bread"),
+    "weather": ("raining", "sunny", "freezing", "really windy"),
+    "city": ("Lisbon", "Osaka", "Nairobi", "Montreal", "Oslo", "Lima"),
+    "name": ("Priya", "Tomasz", "Aiko", "Mateo", "Fatima", "Lars"),
+    "n": ("three", "four", "a dozen", "twenty"),
+    "relative": ("sister", "uncle", "neighbour", "grandmother"),
+    "event": ("birthday party", "garden barbecue", "book club meeting"),
+    "day": ("Sunday", "Tuesday", "weekend"),
+}
+
+
+def distractor_sentence(rng: random.Random) -> str:
+    """One irrelevant sentence."""
+    template = rng.choice(_DISTRACTORS)
+    return re.sub(r"\{(\w+)\}", lambda m: rng.choice(_FILL[m.group(1)]), template)
+
+
+def distractor(domain: Domain, cand: Candidate, rng: random.Random) -> Candidate:
+    """Add one or two irrelevant sentences to every request (module docstring)."""
+    task = cand.task
+    values = [v for v in task.user.facts.values() if v]
+    lowered = [v.lower() for v in values]
+    turns = []
+    for i, turn in enumerate(task.turns):
+        extra = []
+        for _ in range(2 if i == 0 else 1):
+            sentence = distractor_sentence(rng)
+            if not any(v in sentence.lower() for v in lowered):
+                extra.append(sentence)
+        if rng.random() < 0.5:
+            request = " ".join([*extra, turn.request])
+        else:
+            request = " ".join([turn.request, *extra])
+        turns.append(turn.model_copy(update={"request": request}))
+    new = task.model_copy(update={"turns": tuple(turns), "variant": "distractor"})
+    return Candidate(task=new, gold=cand.gold, plan=cand.plan)
+
+
+# -- dispatch ------------------------------------------------------------------------------
+AugmentFn = Callable[..., Candidate]
+
+
+def apply_augment(
+    kind: str,
+    domain: Domain,
+    cand: Candidate,
+    rng: random.Random,
+    *,
+    alternatives: Mapping[str, Sequence[str]] | None = None,
+    prefer: Sequence[str] = (),
+) -> Candidate:
+    """Apply augmentation ``kind`` to a base candidate (see the module docstring).
+
+    Raises:
+        ValueError: for an unknown kind.
+        Reject: when the augmentation does not apply or its result is invalid.
+    """
+    if kind == "missing_parameter":
+        return missing_parameter(domain, cand, rng, alternatives, prefer)
+    if kind == "missing_function":
+        return missing_function(domain, cand, rng)
+    if kind == "long_context":
+        return long_context(domain, cand, rng)
+    if kind == "distractor":
+        return distractor(domain, cand, rng)
+    raise ValueError(f"unknown augmentation '{kind}'; kinds: {', '.join(AUGMENTS)}")
+
+
+def expected_signature(kind: str, base: Signature) -> Signature:
+    """The signature an augmentation of a task with signature ``base`` must have.
+
+    Only ``missing_function`` changes the structure: one more turn (the withheld one, with
+    no calls), the same calls and value flow.
+    """
+    if kind == "missing_function":
+        return base.model_copy(update={"turns": base.turns + 1})
+    return base

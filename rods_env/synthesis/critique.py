@@ -1,0 +1,336 @@
+"""Critique: reject candidates that are invalid, trivial, off-structure or already known.
+
+Every check works on the candidate's already-replayed gold (no episode is run), so the
+whole critique costs microseconds to a few milliseconds. Checks, cheapest first, each with
+the reason counted in summaries:
+
+``no_state_change``
+    The skill writes but the gold changes nothing, or a turn's write calls change nothing.
+``do_nothing_passes``
+    A turn has no gold effect and no required output: an agent that does nothing would
+    pass it (and earn progress for nothing).
+``signature_mismatch``
+    *resample*: the signature differs from the seed's; *expand*: the signature is not one
+    step larger (see :func:`check_one_step`); augmented variants: the signature is not the
+    one the augmentation implies.
+``underivable_argument``
+    A gold argument value that the agent could not know: it is not in an earlier gold
+    call's output, a user fact, a request so far, the policy text, or the tool schema's
+    enum constants (see :func:`underivable_arguments`). Such a task asks for a guess, which
+    the policy forbids.
+``policy_violation``
+    A domain-supplied check (:data:`PolicyCheck`) found a breach of the policy.
+``duplicate``
+    Same dedupe key as a task already in the pool or batch (:func:`dedupe_key`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator, Sequence
+from functools import cache
+from typing import Any
+
+from rods_env.database import record_digest
+from rods_env.domain import Domain
+from rods_env.gold import Gold
+from rods_env.synthesis.plan import Reject
+from rods_env.task import Signature, Task
+from rods_env.tools import Toolkit
+
+PolicyCheck = Callable[[Domain, Task, Gold], "str | None"]
+"""A domain rule check: returns what is wrong with the task, or None when it complies."""
+
+REASONS: tuple[str, ...] = (
+    "unknown_skill",
+    "cannot_expand",
+    "skill_unavailable",
+    "execution_error",
+    "no_state_change",
+    "do_nothing_passes",
+    "signature_mismatch",
+    "underivable_argument",
+    "policy_violation",
+    "duplicate",
+    "augment_unavailable",
+    "guess_passes",
+)
+"""Every rejection reason, in pipeline order (plan, execute, critique, augment)."""
+
+SMALL_NUMBER = 10
+"""Numbers below this magnitude (counts, quantities, flags) need no source."""
+
+_NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?")
+_ARITHMETIC = re.compile(r"^[\d\s.,+\-*/()%]+$")
+
+
+# -- individual checks ---------------------------------------------------------------------
+def check_state_change(domain: Domain, task: Task, gold: Gold) -> None:
+    """Reject when a writing skill (or a turn with write calls) changes nothing."""
+    skill = domain.skill_map.get(task.skill)
+    if skill is not None and skill.writes and not gold.final:
+        raise Reject("no_state_change", f"skill {task.skill} writes but the gold changes nothing")
+    writes = domain.toolkit.write_names()
+    for i, (turn, tg) in enumerate(zip(task.turns, gold.turns, strict=True)):
+        if not tg.effect and any(c.name in writes for c in turn.calls):
+            raise Reject("no_state_change", f"turn {i}: its write calls change nothing")
+
+
+def free_turns(gold: Gold) -> list[int]:
+    """Turns that a do-nothing agent passes: no gold effect and no required output."""
+    return [i for i, tg in enumerate(gold.turns) if not tg.effect and not tg.outputs]
+
+
+def check_do_nothing(gold: Gold) -> None:
+    """Reject when doing nothing would pass a turn (see :func:`free_turns`)."""
+    free = free_turns(gold)
+    if free:
+        raise Reject(
+            "do_nothing_passes",
+            f"turn(s) {', '.join(map(str, free))} have no gold effect and no required output",
+        )
+
+
+def check_one_step(old: Signature, new: Signature, axis: str | None) -> None:
+    """Reject unless ``new`` is one step harder than ``old``.
+
+    One step: the size order ``(turns, calls, depth, writes)`` grows; the turns grow by
+    exactly one when the grown axis is ``turns`` and stay equal otherwise; every call of
+    ``old`` still occurs in ``new`` (the tool multiset only grows); and, within the same
+    turns, the writes and the depth grow by at most one.
+    """
+    if new.size <= old.size:
+        raise Reject("signature_mismatch", f"expand: {new.key} is not larger than {old.key}")
+    want_turns = old.turns + 1 if axis == "turns" else old.turns
+    if new.turns != want_turns:
+        raise Reject(
+            "signature_mismatch",
+            f"expand along {axis}: {new.turns} turns, expected {want_turns}",
+        )
+    missing = Counter(old.tools) - Counter(new.tools)
+    if missing:
+        raise Reject(
+            "signature_mismatch", f"expand along {axis}: lost calls {dict(sorted(missing.items()))}"
+        )
+    if axis != "turns" and (new.writes - old.writes > 1 or new.depth - old.depth > 1):
+        raise Reject(
+            "signature_mismatch",
+            f"expand along {axis}: more than one step ({old.key} -> {new.key})",
+        )
+
+
+def check_signature(expected: Signature, actual: Signature, mode: str, axis: str | None) -> None:
+    """Reject when ``actual`` is not the planned structure.
+
+    Args:
+        expected: The seed's signature (or, for an augmentation, the implied one).
+        actual: The candidate's signature.
+        mode: ``"resample"`` (must be equal) or ``"expand"`` (one step larger).
+        axis: The grown shape axis (expand).
+    """
+    if mode == "expand":
+        check_one_step(expected, actual, axis)
+    elif actual.key != expected.key:
+        raise Reject("signature_mismatch", f"{actual.key} != {expected.key}")
+
+
+# -- derivability --------------------------------------------------------------------------
+def _schema_constants(node: Any, out: set[Any]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "enum" and isinstance(value, list):
+                out.update(v for v in value if isinstance(v, (str, int, float)))
+            elif key == "const" and isinstance(value, (str, int, float)):
+                out.add(value)
+            else:
+                _schema_constants(value, out)
+    elif isinstance(node, list):
+        for value in node:
+            _schema_constants(value, out)
+
+
+@cache
+def tool_constants(toolkit: type[Toolkit]) -> dict[str, frozenset[Any]]:
+    """Enum and const values of each tool's parameter schema."""
+    out: dict[str, frozenset[Any]] = {}
+    for name, spec in toolkit.specs().items():
+        found: set[Any] = set()
+        _schema_constants(spec.schema["function"]["parameters"], found)
+        out[name] = frozenset(found)
+    return out
+
+
+def _leaves(value: Any, name: str = "") -> Iterator[tuple[str, Any]]:
+    """``(argument name, scalar)`` pairs of a JSON value (list items keep the list's name)."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, str(key))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item, name)
+    else:
+        yield name, value
+
+
+def _numbers_in(text: str) -> set[float]:
+    return {round(float(m.replace(",", "")), 6) for m in _NUMBER.findall(text)}
+
+
+@cache
+def _policy_numbers(policy: str) -> frozenset[float]:
+    return frozenset(_numbers_in(policy))
+
+
+class _Known:
+    """What the agent can know at some point: the text it has seen and the numbers in it.
+
+    Tool outputs are kept as their JSON text (fast to build, and a string value that needs
+    no JSON escaping occurs in it verbatim); numbers inside texts are parsed only when a
+    numeric argument is not found among the numbers already known.
+    """
+
+    def __init__(self, policy: str, texts: Sequence[str]) -> None:
+        facts = "\x00".join(texts)
+        self.text = f"{policy}\x00{facts}"
+        self.numbers: set[float] = set(_policy_numbers(policy))
+        self.pending: list[str] = [facts]
+
+    def add_text(self, text: str) -> None:
+        self.text = f"{self.text}\x00{text}"
+        self.pending.append(text)
+
+    def add_output(self, value: Any) -> None:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        self.text = f"{self.text}\x00{text}"
+        self.pending.append(text)
+
+    def number(self, value: float) -> bool:
+        if abs(value) < SMALL_NUMBER:
+            return True
+        key = round(float(value), 6)
+        if key in self.numbers:
+            return True
+        if self.pending:
+            for text in self.pending:
+                self.numbers |= _numbers_in(text)
+            self.pending = []
+        return key in self.numbers
+
+    def string(self, value: str) -> bool:
+        if value in self.text:
+            return True
+        needs_escape = json.dumps(value, ensure_ascii=False)[1:-1] != value
+        if needs_escape and json.dumps(value, ensure_ascii=False)[1:-1] in self.text:
+            return True
+        if _ARITHMETIC.match(value):  # an expression for a calculator: its numbers must be known
+            return all(self.number(n) for n in _numbers_in(value))
+        return False
+
+
+def underivable_arguments(domain: Domain, task: Task, gold: Gold) -> list[str]:
+    """Gold argument values the agent has no way to know, as ``"tool.arg=value"`` strings.
+
+    A value is derivable when it is a boolean or null, a number below
+    :data:`SMALL_NUMBER`, one of the tool schema's enum constants, or it occurs in a user
+    fact, a request of this or an earlier turn, the policy text, or the output of an earlier
+    gold call (numbers compare by value; a calculator expression is derivable when its
+    numbers are).
+    """
+    constants = tool_constants(domain.toolkit)
+    known = _Known(domain.policy, list(task.user.facts.values()))
+    bad: list[str] = []
+    k = 0
+    for turn in task.turns:
+        known.add_text(turn.request)
+        for call in turn.calls:
+            allowed = constants.get(call.name, frozenset())
+            for name, value in _leaves(call.arguments):
+                if value is None or isinstance(value, bool) or value in allowed:
+                    continue
+                if isinstance(value, (int, float)):
+                    ok = known.number(value)
+                else:
+                    ok = known.string(str(value))
+                if not ok:
+                    bad.append(f"{call.name}.{name}={value!r}")
+            known.add_output(gold.call_outputs[k])
+            k += 1
+    return bad
+
+
+def check_derivable(domain: Domain, task: Task, gold: Gold) -> None:
+    """Reject when a gold argument value cannot be derived (see :func:`underivable_arguments`)."""
+    bad = underivable_arguments(domain, task, gold)
+    if bad:
+        raise Reject("underivable_argument", "; ".join(bad[:3]))
+
+
+# -- duplicates ----------------------------------------------------------------------------
+def dedupe_key(task: Task, gold: Gold) -> str:
+    """Key under which two tasks count as duplicates.
+
+    Same domain, variant, database (seed and size), per-turn gold effect and required
+    outputs (and withheld tools / hidden facts). A task whose gold writes nothing is also
+    keyed by its gold calls, so look-ups of different entities that happen to give the same
+    answer stay distinct.
+    """
+    h = hashlib.sha256()
+    h.update(f"{task.domain}\x1f{task.variant}\x1f{task.db_seed}\x1f{task.db_size}\x1e".encode())
+    for turn, tg in zip(task.turns, gold.turns, strict=True):
+        for (table, key), value in sorted(tg.effect.items()):
+            h.update(f"{table}\x1f{key}\x1f{record_digest(value)}\x1e".encode())
+        h.update(
+            json.dumps(
+                [list(turn.outputs), list(turn.withheld_tools), sorted(turn.hidden_facts)]
+            ).encode()
+        )
+        h.update(b"\x1d")
+    if not gold.final:
+        h.update("\x1f".join(c.key() for c in task.gold_calls).encode())
+    return h.hexdigest()[:32]
+
+
+# -- all together --------------------------------------------------------------------------
+def critique(
+    domain: Domain,
+    task: Task,
+    gold: Gold,
+    *,
+    expected: Signature | None,
+    mode: str = "resample",
+    axis: str | None = None,
+    seen: Collection[str] = (),
+    policy_checks: Sequence[PolicyCheck] = (),
+) -> str:
+    """Run every check on a candidate and return its dedupe key.
+
+    Args:
+        domain: The candidate's domain.
+        task: The candidate.
+        gold: Its gold replay.
+        expected: The signature to compare with (None skips the signature check).
+        mode: ``"resample"`` or ``"expand"``.
+        axis: The grown axis (expand).
+        seen: Dedupe keys of the tasks already in the pool or batch.
+        policy_checks: Extra domain rule checks.
+
+    Raises:
+        Reject: with the first failed check's reason (see the module docstring).
+    """
+    check_state_change(domain, task, gold)
+    check_do_nothing(gold)
+    if expected is not None:
+        assert task.signature is not None, "candidates carry their signature"
+        check_signature(expected, task.signature, mode, axis)
+    check_derivable(domain, task, gold)
+    for check in policy_checks:
+        problem = check(domain, task, gold)
+        if problem:
+            raise Reject("policy_violation", problem)
+    key = dedupe_key(task, gold)
+    if key in seen:
+        raise Reject("duplicate", "same gold effect and outputs as a task already in the pool")
+    return key

@@ -1,0 +1,126 @@
+"""Execute: run the skill for the planned structure and replay the gold calls.
+
+This is :func:`rods_env.seeds.make_task` (the same steps, the same result for the same
+generator), except that the replayed :class:`~rods_env.gold.Gold` is kept with the task so
+the later stages never replay it again, and failures become :class:`~.plan.Reject` verdicts
+instead of exceptions.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+
+from rods_env.domain import Domain, SkillUnavailable
+from rods_env.gold import Gold, GoldError, replay_gold
+from rods_env.signature import compute_signature
+from rods_env.synthesis.plan import Plan, Reject
+from rods_env.task import Provenance, Task
+
+PENDING_ID = "pending"
+"""Id of a candidate until it is accepted (then :func:`content_id` names it)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A task under construction, with its replayed gold and the plan it came from.
+
+    Attributes:
+        task: The task (id :data:`PENDING_ID` until accepted).
+        gold: The gold replay of ``task``.
+        plan: The plan that produced it.
+    """
+
+    task: Task
+    gold: Gold
+    plan: Plan
+
+
+def replay(domain: Domain, task: Task) -> tuple[Gold, Task]:
+    """Replay ``task``'s gold calls and return the gold and the task with its signature.
+
+    Raises:
+        Reject: ``execution_error`` when a gold call fails or a tool raises.
+    """
+    try:
+        gold = replay_gold(domain, task)
+    except GoldError as exc:
+        raise Reject("execution_error", str(exc)) from None
+    except Exception as exc:  # a tool bug must not stop the data engine
+        raise Reject("execution_error", f"a tool raised {type(exc).__name__}: {exc}") from None
+    signature = compute_signature(task, gold, domain.toolkit.write_names())
+    return gold, task.model_copy(update={"signature": signature})
+
+
+def precheck_tools(plan: Plan, tools: tuple[str, ...]) -> None:
+    """Reject a draft whose gold tools already rule out the planned signature.
+
+    Comparing the tool sequence is free, whereas the full signature needs the gold replay;
+    skills that draw their structure at random (e.g. which look-up identifies the user)
+    miss the seed's structure often, and are turned away here at no cost.
+
+    Raises:
+        Reject: ``signature_mismatch`` (resample: other tools than the seed's; expand: a
+            call of the seed is missing).
+    """
+    old = plan.parent_signature.tools
+    if plan.mode == "resample":
+        if tools != old:
+            raise Reject("signature_mismatch", f"tools {'+'.join(tools)} != {'+'.join(old)}")
+    elif Counter(old) - Counter(tools):
+        raise Reject(
+            "signature_mismatch",
+            f"expand along {plan.axis}: tools {'+'.join(tools)} lack calls of {'+'.join(old)}",
+        )
+
+
+def execute(domain: Domain, plan: Plan, rng: random.Random) -> Candidate:
+    """Generate a task for ``plan`` with new entities drawn by ``rng``, and replay its gold.
+
+    Args:
+        domain: The domain.
+        plan: What to build.
+        rng: The variant's own generator (the skill draws entities from it).
+
+    Raises:
+        Reject: ``skill_unavailable`` when the skill finds no entities for the shape;
+            ``execution_error`` when the skill or a gold call fails.
+    """
+    db = domain.database(plan.db_seed, plan.db_size)
+    try:
+        draft = plan.skill.generate(db, rng, dict(plan.shape))
+        precheck_tools(plan, tuple(c.name for turn in draft.turns for c in turn.calls))
+        parent = plan.parent
+        task = Task(
+            id=PENDING_ID,
+            domain=domain.name,
+            skill=plan.skill.name,
+            shape=dict(plan.shape),
+            split=parent.split,
+            db_seed=plan.db_seed,
+            db_size=plan.db_size,
+            user=draft.user,
+            turns=draft.turns,
+            provenance=Provenance(
+                origin="synthesized",
+                parent_id=parent.id,
+                generation=parent.provenance.generation + 1,
+                mode=plan.mode,  # type: ignore[arg-type]
+            ),
+        )
+    except SkillUnavailable as exc:
+        raise Reject("skill_unavailable", f"{plan.skill.name} {plan.shape}: {exc}") from None
+    except Reject:
+        raise
+    except Exception as exc:  # a skill bug is counted, not fatal
+        raise Reject(
+            "execution_error", f"skill {plan.skill.name} raised {type(exc).__name__}: {exc}"
+        ) from None
+    gold, task = replay(domain, task)
+    return Candidate(task=task, gold=gold, plan=plan)
+
+
+def content_id(task: Task) -> str:
+    """A stable id from the task's content: ``<domain>-syn-<hash>``."""
+    return f"{task.domain}-syn-{task.content_hash()[:12]}"

@@ -1,0 +1,306 @@
+"""The synthesis pipeline: Plan -> Execute -> Rewrite -> Critique -> Augment.
+
+One entry point, :func:`synthesize` (or a :class:`Synthesizer` kept across calls, as the
+training loop does), takes seed tasks and yields an :class:`Accepted` or a
+:class:`Rejection` (with its reason) for every candidate it builds. The output depends only
+on the seed tasks, the configuration and the databases: every random choice comes from a
+generator seeded by ``(config.seed, seed task id, mode, variant number, attempt, stage)``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from rods_env.domain import Domain
+from rods_env.errors import ConfigError
+from rods_env.gold import GOLD_CACHE, Gold
+from rods_env.synthesis.augment import AUGMENTS, apply_augment, expected_signature
+from rods_env.synthesis.critique import PolicyCheck, critique, dedupe_key
+from rods_env.synthesis.execute import Candidate, content_id, execute
+from rods_env.synthesis.plan import MODES, Reject, plan
+from rods_env.synthesis.rewrite import rewrite
+from rods_env.task import Task
+
+FINAL_PLAN_REASONS = frozenset({"unknown_skill", "cannot_expand"})
+"""Plan verdicts that hold for every variant of a seed (the seed is skipped)."""
+
+
+@dataclass(frozen=True)
+class SynthesisConfig:
+    """How many variants to make, and how.
+
+    Attributes:
+        per_seed: Accepted base variants wanted per seed task.
+        mode: ``"resample"`` (same signature, new entities) or ``"expand"`` (one step harder).
+        augment: Augmentation kinds applied to every accepted base variant (each gives one
+            more task): any of ``missing_parameter``, ``missing_function``,
+            ``long_context``, ``distractor``.
+        seed: Seed of every random choice.
+        attempts: Tries per wanted variant before giving up on it.
+        rewrite: Whether to rephrase requests (the Rewrite stage).
+        policy_checks: Extra domain rule checks run by the critique.
+    """
+
+    per_seed: int = 5
+    mode: str = "resample"
+    augment: tuple[str, ...] = ()
+    seed: int = 0
+    attempts: int = 3
+    rewrite: bool = True
+    policy_checks: tuple[PolicyCheck, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.per_seed < 0:
+            raise ConfigError(f"per_seed must be 0 or more, got {self.per_seed}")
+        if self.attempts < 1:
+            raise ConfigError(f"attempts must be at least 1, got {self.attempts}")
+        bad = [a for a in self.augment if a not in AUGMENTS]
+        if bad:
+            raise ConfigError(
+                f"unknown augmentation {', '.join(map(repr, bad))}; kinds: {', '.join(AUGMENTS)}"
+            )
+        object.__setattr__(self, "augment", tuple(dict.fromkeys(self.augment)))
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A task that passed the critique.
+
+    Attributes:
+        task: The new task (id from its content, provenance filled).
+        gold: Its gold replay (reusable, e.g. to warm a gold cache).
+        key: Its dedupe key.
+    """
+
+    task: Task
+    gold: Gold
+    key: str
+    accepted: Literal[True] = field(default=True, init=False)
+
+    @property
+    def augment(self) -> str | None:
+        """The augmentation kind, None for a base variant."""
+        return self.task.provenance.augment
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A candidate that was rejected.
+
+    Attributes:
+        parent_id: The seed task (or, for an augmentation, the base variant) it came from.
+        reason: One of :data:`rods_env.synthesis.critique.REASONS`.
+        detail: What exactly was wrong.
+        mode: The synthesis mode.
+        augment: The augmentation kind, None for a base variant.
+    """
+
+    parent_id: str
+    reason: str
+    detail: str
+    mode: str
+    augment: str | None = None
+    accepted: Literal[False] = field(default=False, init=False)
+
+
+Outcome = Accepted | Rejection
+
+
+class Synthesizer:
+    """Makes validated variants of seed tasks; remembers what it accepted (for dedupe).
+
+    Args:
+        config: What to make.
+        domains: A domain, or domain name -> domain; other domains are loaded from the
+            registry by the tasks' domain names.
+        known: Dedupe keys of tasks already in the pool (see :meth:`TaskPool.keys`).
+    """
+
+    def __init__(
+        self,
+        config: SynthesisConfig | None = None,
+        *,
+        domains: Domain | Mapping[str, Domain] | None = None,
+        known: Iterable[str] = (),
+    ) -> None:
+        self.config = config or SynthesisConfig()
+        if isinstance(domains, Domain):
+            domains = {domains.name: domains}
+        self._domains: dict[str, Domain] = dict(domains or {})
+        self.seen: set[str] = set(known)
+        self._alternatives: dict[str, dict[str, set[str]]] = {}
+
+    # -- helpers ---------------------------------------------------------------------------
+    def domain(self, name: str) -> Domain:
+        """The domain called ``name`` (given at construction, or from the registry)."""
+        domain = self._domains.get(name)
+        if domain is None:
+            from rods_env.registry import load_domain
+
+            domain = self._domains[name] = load_domain(name)
+        return domain
+
+    def remember(self, tasks: Iterable[Task]) -> None:
+        """Count ``tasks`` as already in the pool (their duplicates are rejected)."""
+        for task in tasks:
+            domain = self.domain(task.domain)
+            self.seen.add(dedupe_key(task, GOLD_CACHE.get(domain, task)))
+            self._note_facts(task)
+
+    def _note_facts(self, task: Task) -> None:
+        bank = self._alternatives.setdefault(task.domain, {})
+        for label, value in task.user.facts.items():
+            if value:
+                bank.setdefault(label, set()).add(value)
+
+    def _rng(self, tag: str, stage: str) -> random.Random:
+        return random.Random(f"rods-synth:{tag}:{stage}")
+
+    def _accept(self, cand: Candidate, key: str) -> Candidate:
+        task = cand.task.model_copy(update={"id": content_id(cand.task)})
+        self.seen.add(key)
+        self._note_facts(task)
+        return replace(cand, task=task)
+
+    # -- stages ----------------------------------------------------------------------------
+    def _base(self, domain: Domain, parent: Task, index: int, tag: str) -> tuple[Candidate, str]:
+        cfg = self.config
+        p = plan(domain, parent, cfg.mode, index)
+        cand = execute(domain, p, self._rng(tag, "execute"))
+        if cfg.rewrite:
+            cand = replace(cand, task=rewrite(cand.task, self._rng(tag, "rewrite")))
+        if p.variant != "base":  # keep the seed's augmentation: it is part of its structure
+            if p.variant == "long_context":
+                task = cand.task.model_copy(update={"variant": "long_context"})
+                cand = replace(cand, task=task)
+            else:
+                prefer = [f for t in parent.turns for f in t.hidden_facts]
+                cand = apply_augment(
+                    p.variant,
+                    domain,
+                    cand,
+                    self._rng(tag, "inherit"),
+                    alternatives=self._guesses(domain.name),
+                    prefer=prefer,
+                )
+            prov = cand.task.provenance.model_copy(update={"augment": p.variant})
+            cand = replace(cand, task=cand.task.model_copy(update={"provenance": prov}))
+        key = critique(
+            domain,
+            cand.task,
+            cand.gold,
+            expected=p.parent_signature,
+            mode=cfg.mode,
+            axis=p.axis,
+            seen=self.seen,
+            policy_checks=cfg.policy_checks,
+        )
+        return self._accept(cand, key), key
+
+    def _augmented(
+        self, domain: Domain, base: Candidate, kind: str, tag: str
+    ) -> tuple[Candidate, str]:
+        aug = apply_augment(
+            kind,
+            domain,
+            base,
+            self._rng(tag, f"augment:{kind}"),
+            alternatives=self._guesses(domain.name),
+        )
+        prov = base.task.provenance.model_copy(update={"parent_id": base.task.id, "augment": kind})
+        task = aug.task.model_copy(update={"provenance": prov})
+        assert base.task.signature is not None
+        key = critique(
+            domain,
+            task,
+            aug.gold,
+            expected=expected_signature(kind, base.task.signature),
+            seen=self.seen,
+            policy_checks=self.config.policy_checks,
+        )
+        return self._accept(replace(aug, task=task), key), key
+
+    def _augmentations(
+        self, domain: Domain, base: Candidate, kind: str, tag: str
+    ) -> Iterator[Outcome]:
+        # Only long_context draws new entities, so only it is worth another attempt.
+        tries = self.config.attempts if kind == "long_context" else 1
+        for attempt in range(tries):
+            try:
+                aug, key = self._augmented(domain, base, kind, f"{tag}:{attempt}")
+            except Reject as r:
+                yield Rejection(base.task.id, r.reason, r.detail, self.config.mode, kind)
+                if r.reason == "augment_unavailable":
+                    return
+                continue
+            yield Accepted(aug.task, aug.gold, key)
+            return
+
+    def _guesses(self, domain: str) -> dict[str, list[str]]:
+        return {label: sorted(vals) for label, vals in self._alternatives.get(domain, {}).items()}
+
+    # -- entry points ----------------------------------------------------------------------
+    def variants(self, parent: Task) -> Iterator[Outcome]:
+        """Yield the outcomes of every candidate built from ``parent``.
+
+        Up to ``attempts`` candidates are tried for each of the ``per_seed`` wanted
+        variants; every accepted base variant is followed by its augmentations.
+        """
+        cfg = self.config
+        domain = self.domain(parent.domain)
+        for index in range(cfg.per_seed):
+            for attempt in range(cfg.attempts):
+                tag = f"{cfg.seed}:{parent.id}:{cfg.mode}:{index}:{attempt}"
+                try:
+                    base, key = self._base(domain, parent, index, tag)
+                except Reject as r:
+                    yield Rejection(parent.id, r.reason, r.detail, cfg.mode)
+                    if r.reason in FINAL_PLAN_REASONS:
+                        return
+                    continue
+                yield Accepted(base.task, base.gold, key)
+                if base.task.variant == "base":
+                    for kind in cfg.augment:
+                        yield from self._augmentations(domain, base, kind, tag)
+                break
+
+    def run(self, seeds: Iterable[Task]) -> Iterator[Outcome]:
+        """Yield the outcomes for every seed task, after counting the seeds as known."""
+        seeds = list(seeds)
+        self.remember(seeds)
+        for parent in seeds:
+            yield from self.variants(parent)
+
+
+def synthesize(
+    seeds: Iterable[Task],
+    config: SynthesisConfig | None = None,
+    *,
+    domains: Domain | Mapping[str, Domain] | None = None,
+    known: Iterable[str] = (),
+    **options: object,
+) -> Iterator[Outcome]:
+    """Make validated variants of ``seeds``: the pipeline's one entry point.
+
+    Args:
+        seeds: Seed tasks (boundary tasks, or a domain's seed split).
+        config: What to make; ``options`` (e.g. ``per_seed=5, mode="expand"``) build one.
+        domains: A domain or name -> domain (default: from the registry).
+        known: Dedupe keys of tasks already in the pool.
+
+    Yields:
+        :class:`Accepted` and :class:`Rejection` outcomes, in a deterministic order.
+
+    Example:
+        >>> accepted = [o.task for o in synthesize(seeds, per_seed=3) if o.accepted]
+    """
+    if config is None:
+        config = SynthesisConfig(**options)  # type: ignore[arg-type]
+    elif options:
+        config = replace(config, **options)  # type: ignore[arg-type]
+    return Synthesizer(config, domains=domains, known=known).run(seeds)

@@ -1,0 +1,240 @@
+"""Augmentations: the semantics the environment and the reward enforce."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from rods_env import OracleAgent, ToolCall, ToolEnv, Turn, UserProfile
+from rods_env.domain import Draft, Skill
+from rods_env.oracle import tool_call_text
+from rods_env.seeds import make_task
+from rods_env.synthesis import AUGMENTS, CANNOT, synthesize
+from rods_env.synthesis.augment import guessed_calls, near_miss, remove_value, states
+from tests.core.toy_domain import TOY
+from tests.synthesis.conftest import run_oracle
+from tests.synthesis.toy_synth import SHAPED
+
+WRITES = SHAPED.toolkit.write_names()
+
+
+def _variants(seeds, kind, **kw):
+    out = list(synthesize(seeds, domains=SHAPED, augment=(kind,), **kw))
+    return [o.task for o in out if o.accepted and o.task.variant == kind], out
+
+
+@pytest.fixture(scope="module")
+def transfer_seeds(seeds):
+    return [t for t in seeds if t.skill == "transfer"]
+
+
+# -- missing parameter ---------------------------------------------------------------------
+def test_missing_parameter_hides_a_needed_fact_from_the_request(transfer_seeds):
+    tasks, _ = _variants(transfer_seeds, "missing_parameter", per_seed=2)
+    assert len(tasks) >= len(transfer_seeds)
+    for task in tasks:
+        (label,) = task.turns[0].hidden_facts
+        value = task.user.facts[label]
+        assert value not in task.turns[0].request
+        assert any(value in str(c.arguments) for c in task.gold_calls)
+
+
+def test_missing_parameter_asking_succeeds_and_guessing_fails(transfer_seeds):
+    tasks, _ = _variants(transfer_seeds, "missing_parameter", per_seed=2)
+    for task in tasks:
+        (label,) = task.turns[0].hidden_facts
+        value = task.user.facts[label]
+        out = run_oracle(SHAPED, task)
+        assert out["success"], out["transcript"]
+        # the oracle asked for the fact by name, and the user told it
+        assert f"tell me your {label}" in out["transcript"]
+        assert f"my {label} is {value}" in out["transcript"]
+
+        # a plausible wrong value: another real account of the database
+        guess = next(
+            a
+            for a in sorted(SHAPED.database().keys("accounts"))
+            if a != value and a not in str(task.gold_calls)
+        )
+        calls = guessed_calls(task, label, guess)
+        facts = {k: v for k, v in task.user.facts.items() if k != label}
+        believed = task.model_copy(
+            update={
+                "user": task.user.model_copy(update={"facts": facts}),
+                "turns": tuple(
+                    t.model_copy(update={"calls": c})
+                    for t, c in zip(task.turns, calls, strict=True)
+                ),
+            }
+        )
+        env = ToolEnv(SHAPED, tasks=[task], split=None, max_steps=40, render_mode="ansi")
+        obs, info = env.reset(options={"task": task})
+        agent = OracleAgent(believed, WRITES)
+        done = False
+        while not done:
+            obs, _, term, trunc, info = env.step(agent.act(obs, info))
+            done = term or trunc
+        transcript = env.render()
+        assert f"tell me your {label}" not in transcript  # it did not ask
+        assert not info["success"] and info["turn_results"][0]["effect_ok"] is False
+
+
+def _guessable(db, rng, shape):
+    """The email only feeds a look-up whose result is not used: guessing it changes nothing."""
+    a, b = rng.sample(sorted(db.values("accounts"), key=lambda x: x.id), 2)
+    calls = (
+        ToolCall(name="find_account", arguments={"email": a.owner_email}),
+        ToolCall(
+            name="set_frozen", arguments={"account_id": b.id, "frozen": True, "reason": "fraud"}
+        ),
+    )
+    user = UserProfile(name="Al", facts={"email": a.owner_email})
+    turn = Turn(request=f"I'm {a.owner_email}. Freeze account {b.id} (fraud).", calls=calls)
+    return Draft(user=user, turns=(turn,))
+
+
+def test_missing_parameter_rejects_a_fact_that_can_be_guessed():
+    skill = Skill("g", "", _guessable)
+    dom = replace(SHAPED, skills=(skill,))
+    seed = make_task(dom, skill, random.Random(0), task_id="g0")
+    out = list(synthesize([seed], domains=dom, per_seed=2, augment=("missing_parameter",)))
+    assert sum(o.accepted for o in out) == 2
+    assert [o.reason for o in out if not o.accepted and o.augment] == ["guess_passes"] * 2
+
+
+def test_missing_parameter_unavailable_when_no_request_states_a_fact(seeds):
+    balance = [t for t in seeds if t.skill == "balance"]
+    tasks, out = _variants(balance, "missing_parameter", per_seed=1)
+    assert not tasks
+    assert {o.reason for o in out if not o.accepted} == {"augment_unavailable"}
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "label", "expected"),
+    [
+        ("Cancel order #W123 please.", "#W123", "order id", "Cancel order please."),
+        (
+            "Send 20 dollars to account ACC0003.",
+            "ACC0003",
+            "recipient account",
+            "Send 20 dollars to account.",
+        ),
+        (
+            "Change my address to 1 Main St, Springfield?",
+            "1 Main St, Springfield",
+            "new address",
+            "Change my address to my new address?",
+        ),
+        ("Fly from Dallas (DFW) to Boston.", "DFW", "origin", "Fly from Dallas to Boston."),
+        ("My email is a@b.com, thanks.", "a@b.com", "email", "My email, thanks."),
+        ("Use ZX9 for it.", "ZX9", "code", "Use my code for it."),
+    ],
+)
+def test_remove_value(text, value, label, expected):
+    assert remove_value(text, value, label) == expected
+
+
+def test_states_and_near_miss():
+    assert states("order #W12 now", "#W12") and not states("order #W123", "#W12")
+    assert not states("businesses", "business")
+    assert near_miss("ACC0009") == "ACC0000" and near_miss("abc") == "abd"
+
+
+# -- missing function ----------------------------------------------------------------------
+def test_missing_function_withholds_the_write_for_one_turn(transfer_seeds):
+    tasks, _ = _variants(transfer_seeds, "missing_function", per_seed=1)
+    assert len(tasks) == len(transfer_seeds)
+    for task in tasks:
+        blocked, again = task.turns
+        assert blocked.withheld_tools == ("transfer",) and blocked.calls == ()
+        assert blocked.outputs == (CANNOT,)
+        assert again.withheld_tools == () and again.calls
+        env = ToolEnv(SHAPED, tasks=[task], split=None)
+        _, info = env.reset(options={"task": task})
+        names = {t["function"]["name"] for t in info["tools"]}
+        assert "transfer" not in names and "set_frozen" in names
+        out = run_oracle(SHAPED, task)  # says it cannot, then does it when the tool is back
+        assert out["success"] and out["turn_results"][0]["passed"], out["transcript"]
+
+
+def _play(task, first_turn_actions):
+    """Play ``first_turn_actions`` in the withheld turn, then the oracle for the rest."""
+    env = ToolEnv(SHAPED, tasks=[task], split=None, max_steps=40, render_mode="ansi")
+    obs, info = env.reset(options={"task": task})
+    for action in first_turn_actions:
+        obs, _, term, trunc, info = env.step(action)
+        if info["turn"] != 0 or term or trunc:
+            break
+    oracle = OracleAgent(task, WRITES)
+    while not (term or trunc):
+        obs, _, term, trunc, info = env.step(oracle.act(obs, info))
+    return info, env
+
+
+def test_missing_function_saying_so_passes_and_calling_around_it_fails(transfer_seeds):
+    tasks, _ = _variants(transfer_seeds, "missing_function", per_seed=1)
+    task = tasks[0]
+    call = task.turns[1].calls[1]  # the transfer
+    src = call.arguments["from_account"]
+
+    # no write, and say so: the turn passes
+    info, _ = _play(task, ["I'm sorry, I cannot make transfers at the moment."])
+    assert info["turn_results"][0]["passed"] and info["success"]
+
+    # the withheld tool itself is unknown in that turn and changes nothing
+    info, env = _play(task, [tool_call_text(call), "Sorry, I cannot do that right now."])
+    assert "Unknown tool 'transfer'" in env.render()
+    assert info["turn_results"][0]["passed"]
+
+    # calling around it (another write in the withheld turn) fails the turn
+    around = ToolCall(
+        name="set_frozen", arguments={"account_id": src, "frozen": True, "reason": "fraud"}
+    )
+    info, _ = _play(task, [tool_call_text(around), "Sorry, I cannot do that right now."])
+    assert not info["turn_results"][0]["passed"]
+    assert info["turn_results"][0]["collateral"] and not info["success"]
+
+    # claiming success, never saying it cannot be done, fails the turn (the user gives up)
+    info, _ = _play(task, ["Done, the money is on its way."] * 5)
+    assert not info["turn_results"][0]["passed"] and not info["success"]
+
+
+def test_missing_function_unavailable_for_read_only_tasks(seeds):
+    balance = [t for t in seeds if t.skill == "balance"]
+    tasks, out = _variants(balance, "missing_function", per_seed=1)
+    assert not tasks and {o.reason for o in out if not o.accepted} == {"augment_unavailable"}
+
+
+# -- long context and distractors ----------------------------------------------------------
+def test_long_context_runs_on_the_long_database(transfer_seeds):
+    tasks, _ = _variants(transfer_seeds, "long_context", per_seed=1)
+    assert tasks and all(t.db_size == "long" for t in tasks)
+    ids = {c.arguments.get("to_account") for t in tasks for c in t.gold_calls}
+    assert any(int(i[3:]) >= 40 for i in ids if i)  # accounts only the long database has
+
+
+def test_long_context_unavailable_without_a_long_size():
+    seed = make_task(TOY, TOY.skill("transfer"), random.Random(0), task_id="t")
+    out = list(synthesize([seed], domains=TOY, per_seed=1, augment=("long_context",)))
+    assert [getattr(o, "reason", "ok") for o in out] == ["ok", "augment_unavailable"]
+
+
+def test_distractors_add_irrelevant_sentences_only(transfer_seeds):
+    tasks, out = _variants(transfer_seeds, "distractor", per_seed=1)
+    base = {o.task.id: o.task for o in out if o.accepted and o.task.variant == "base"}
+    for task in tasks:
+        parent = base[task.provenance.parent_id]
+        for t, p in zip(task.turns, parent.turns, strict=True):
+            assert p.request in t.request and len(t.request) > len(p.request)
+            assert t.calls == p.calls and t.outputs == p.outputs
+        extra = task.turns[0].request.replace(parent.turns[0].request, "")
+        assert not any(v in extra for v in task.user.facts.values())
+
+
+def test_every_kind_keeps_the_gold_valid(seeds):
+    out = list(synthesize(seeds[:6], domains=SHAPED, per_seed=1, augment=AUGMENTS))
+    for o in out:
+        if o.accepted:
+            assert run_oracle(SHAPED, o.task)["success"]
