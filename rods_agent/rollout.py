@@ -401,7 +401,7 @@ def run_rollouts(
         if len(completions) != len(live):
             completions = [Completion.failed("engine returned a wrong number of completions")] * len(live)
         still = []
-        for ep, completion in zip(live, completions):
+        for ep, completion in zip(live, completions, strict=True):
             ep.record.gen_seconds += dt
             ep.apply(completion)
             if ep.done:

@@ -104,7 +104,7 @@ class TransformersEngine:
                 results = self._generate_batch(chunk, params)
             except Exception as exc:  # out of memory, a bad prompt: data, not a crash
                 results = [Completion.failed(f"generation failed: {type(exc).__name__}: {exc}")] * len(chunk)
-            for (i, _, _), comp in zip(chunk, results):
+            for (i, _, _), comp in zip(chunk, results, strict=True):
                 out[i] = comp
         return [c if c is not None else Completion.failed("no completion") for c in out]
 

@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rods_agent.engines.base import Completion, GenerationRequest, SamplingParams, request_max_tokens
+from rods_agent.engines.base import (
+    Completion,
+    GenerationRequest,
+    SamplingParams,
+    request_max_tokens,
+)
 from rods_agent.engines.chat import ChatTemplate
 
 

@@ -136,12 +136,12 @@ class VLLMEngine:
                 results = [None] * len(prompts)
                 for i in index:
                     out[i] = Completion.failed(msg)
-            for i, res in zip(index, results):
+            for i, res in zip(index, results, strict=True):
                 if res is None:
                     continue
                 seq = res.outputs[0]
                 toks = list(seq.token_ids)
-                lps = [float(step[t].logprob) for step, t in zip(seq.logprobs or [], toks)]
+                lps = [float(step[t].logprob) for step, t in zip(seq.logprobs or [], toks, strict=False)]
                 finish = "stop" if seq.finish_reason == "stop" else "length"
                 out[i] = Completion(
                     text=self.chat.completion_text(toks),
