@@ -80,9 +80,11 @@ class Domain:
         policy: The policy text the agent receives as its system prompt.
         skills: Task generators.
         seeds_path: JSONL file of frozen seed tasks (None if the domain ships none).
-        unrelated_write: ``(task, db) -> ToolCall``: a write that is valid in ``db`` (the
-            state after the task's gold calls) but not part of the task; used by the test
-            suite and by synthesis critique.
+        unrelated_write: ``(task, db) -> ToolCall``: a write on the task's own customer that
+            the task does not ask for. It must be valid in ``db`` as it is right after the
+            task's first gold call (the customer is verified, nothing written yet) and change
+            a record that the task's gold never touches. The shared test suite uses it to
+            check that collateral changes fail a turn.
         version: Environment version in the id.
     """
 

@@ -1,8 +1,9 @@
 """Structural signature of a task, from value-flow tracing of its executed gold calls.
 
 An edge ``i -> j`` means an argument of gold call ``j`` is a value that gold call ``i``
-returned (and that the user could not have said: values found in the user's facts do not
-count as flow). Leaves compared are strings of 3+ characters and numbers of magnitude >= 10,
+returned (and that the user could not have said: values that appear in a user fact as a
+whole token, with the matching rules of :func:`rods_env.rewards.mentions`, do not count as
+flow). Leaves compared are strings of 3+ characters and numbers of magnitude >= 10,
 so small quantities and flags do not create spurious edges.
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from rods_env.gold import Gold
+from rods_env.rewards import mentions
 from rods_env.task import Signature, Task
 
 
@@ -49,7 +51,7 @@ def compute_signature(task: Task, gold: Gold, write_tools: Collection[str]) -> S
     edges: set[tuple[int, int]] = set()
     for j, call in enumerate(calls):
         for leaf in value_leaves(call.arguments):
-            if any(leaf in fact for fact in facts):
+            if any(mentions(fact, leaf) for fact in facts):
                 continue
             for i in range(j - 1, -1, -1):
                 if leaf in produced[i]:

@@ -98,7 +98,7 @@ def _asked_labels(message: str, facts: dict[str, str]) -> list[str]:
     text = message.lower()
     asked = []
     for label in facts:
-        words = (*FACT_ALIASES.get(label, ()), label)
+        words = (*FACT_ALIASES.get(label.lower(), ()), label.lower())
         if any(re.search(r"(?<![a-z])" + re.escape(w) + r"(?![a-z])", text) for w in words):
             asked.append(label)
     return asked
