@@ -29,10 +29,21 @@ class SkillUnavailable(RodsError):
 
 @dataclass(frozen=True)
 class Draft:
-    """What a skill emits: the user and the turns with gold calls (no id, no signature)."""
+    """What a skill emits: the user and the turns with gold calls (no id, no signature).
+
+    Attributes:
+        user: The simulated user.
+        turns: The turns with their gold calls.
+        shape: The complete shape the skill used, including structural choices it drew
+            itself when the given shape left them open (e.g. which look-up verifies the
+            customer, which requests a multi-turn task combines). It is recorded as the
+            task's shape, so generating again with it reproduces the structure (the
+            signature) with new entities. None means the shape given.
+    """
 
     user: UserProfile
     turns: tuple[Turn, ...]
+    shape: Mapping[str, int] | None = None
 
 
 SkillFn = Callable[[Database, random.Random, Mapping[str, int]], Draft]
@@ -48,7 +59,8 @@ class Skill:
         generate: ``(db, rng, shape) -> Draft``; picks entities that satisfy the skill's
             preconditions on ``db`` and returns the gold calls (look-ups included), the
             user's facts and the request text. Raises :class:`SkillUnavailable` when no
-            entity fits. Must be deterministic given ``rng``.
+            entity fits. Must be deterministic given ``rng``, and the same complete shape
+            (see :attr:`Draft.shape`) must give the same structure.
         shape: Default shape, e.g. ``{"items": 1}``.
         limits: Inclusive range of each shape axis; *expand* grows one axis by one step.
         writes: Whether the gold calls change the database.

@@ -44,6 +44,8 @@ def make_task(
     shape = dict(skill.shape if shape is None else shape)
     db = domain.database(db_seed, db_size)
     draft = skill.generate(db, rng, shape)
+    if draft.shape is not None:
+        shape = dict(draft.shape)
     task = Task(
         id=task_id,
         domain=domain.name,

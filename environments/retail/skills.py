@@ -594,13 +594,27 @@ def _name_zip_unique(db: Database, user: User) -> bool:
     return True
 
 
+_EMAIL, _NAME_ZIP = 0, 1
+
+
+def _identity_choice(rng: random.Random, shape: Mapping[str, int]) -> int:
+    """Which look-up verifies the customer: the shape's ``identity`` or a draw (60% email)."""
+    if "identity" in shape:
+        return int(shape["identity"])
+    return _EMAIL if rng.random() < 0.6 else _NAME_ZIP
+
+
 def _identity(
-    db: Database, rng: random.Random, user: User
-) -> tuple[list[ToolCall], dict[str, str]]:
+    db: Database, user: User, method: int
+) -> tuple[list[ToolCall], dict[str, str]] | None:
+    """The verifying look-up and the identity facts; None when ``method`` cannot single the
+    customer out (another customer shares the name and zip code)."""
     names = {"first name": user.name.first_name, "last name": user.name.last_name}
-    if rng.random() < 0.6 or not _name_zip_unique(db, user):
+    if method == _EMAIL:
         facts = {"email": user.email, **names, "zip code": user.address.zip}
         return [_call("find_user_id_by_email", email=user.email)], facts
+    if not _name_zip_unique(db, user):
+        return None
     call = _call(
         "find_user_id_by_name_zip",
         first_name=user.name.first_name,
@@ -640,11 +654,15 @@ def _single(builder: Builder) -> Callable[[Database, random.Random, Mapping[str,
     """A skill made of one request on one user's account."""
 
     def generate(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
+        method = _identity_choice(rng, shape)
         for user in _users(db, rng):
             part = builder(db, rng, user, shape, frozenset())
             if part is None or (_writes(part.calls) and not _has_spare(db, user, part.orders)):
                 continue
-            calls, facts = _identity(db, rng, user)
+            identity = _identity(db, user, method)
+            if identity is None:
+                continue
+            calls, facts = identity
             if part.needs_user_details:
                 calls.append(_call("get_user_details", user_id=user.user_id))
             turn = Turn(
@@ -652,7 +670,11 @@ def _single(builder: Builder) -> Callable[[Database, random.Random, Mapping[str,
                 calls=tuple(calls + part.calls),
                 outputs=tuple(part.outputs),
             )
-            return Draft(user=_profile(rng, user, {**facts, **part.facts}), turns=(turn,))
+            return Draft(
+                user=_profile(rng, user, {**facts, **part.facts}),
+                turns=(turn,),
+                shape={**shape, "identity": method},
+            )
         raise SkillUnavailable(f"no user satisfies the preconditions for shape {dict(shape)}")
 
     return generate
@@ -674,31 +696,50 @@ _TURN_BUILDERS: tuple[Builder, ...] = (
 _READ_BUILDERS = (_order_info, _product_info)
 
 
+def _multi_turn_plan(count: int, plan: int) -> list[Builder]:
+    """The requests of a multi-turn task, fixed by ``plan``: the first ``count`` builders of
+    a plan-seeded shuffle, with at least one write among them. Growing ``count`` keeps the
+    earlier turns, so *expand* adds exactly one request."""
+    order = list(_TURN_BUILDERS)
+    random.Random(f"retail-multi-turn:{plan}").shuffle(order)
+    if all(b in _READ_BUILDERS for b in order[:count]):
+        first_write = next(i for i, b in enumerate(order) if b not in _READ_BUILDERS)
+        order.insert(0, order.pop(first_write))
+    return order[:count]
+
+
 def _multi_turn(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
     """Two or three requests of one customer; each turn is drawn on the state the previous
-    turns' gold calls leave, so later turns stay valid."""
+    turns' gold calls leave, so later turns stay valid. Which requests, in which order, is
+    fixed by the shape's ``plan`` (drawn when absent), so a resample keeps the structure."""
     count = shape.get("turns", 2)
-    for user in _users(db, rng)[:50]:
+    method = _identity_choice(rng, shape)
+    # a given plan is kept (resample, expand); otherwise draw plans until one is feasible
+    plans = [int(shape["plan"])] if "plan" in shape else [rng.randrange(1_000) for _ in range(8)]
+    for plan in plans:
+        draft = _multi_turn_with_plan(db, rng, shape, count, plan, method)
+        if draft is not None:
+            return draft
+    raise SkillUnavailable(f"no user supports the {count} requests of plans {plans}")
+
+
+def _multi_turn_with_plan(
+    db: Database, rng: random.Random, shape: Mapping[str, int], count: int, plan: int, method: int
+) -> Draft | None:
+    builders = _multi_turn_plan(count, plan)
+    for user in _users(db, rng)[:100]:
+        identity = _identity(db, user, method)
+        if identity is None:
+            continue
+        calls, facts = identity
+        calls.append(_call("get_user_details", user_id=user.user_id))
         state = db.fork()
         tools = RetailTools(state)
-        calls, facts = _identity(db, rng, user)
-        calls.append(_call("get_user_details", user_id=user.user_id))
         turns: list[Turn] = []
         used_orders: frozenset[str] = frozenset()
-        builders = list(_TURN_BUILDERS)
-        rng.shuffle(builders)
-        # At least one turn changes something, so the task cannot be solved by reading only.
-        write_turn = rng.randrange(count)
-        for index in range(count):
+        for index, builder in enumerate(builders):
             current = state.get("users", user.user_id)
-            part = None
-            for builder in list(builders):
-                if index == write_turn and builder in _READ_BUILDERS:
-                    continue
-                part = builder(state, rng, current, {}, used_orders)
-                if part is not None:
-                    builders.remove(builder)
-                    break
+            part = builder(state, rng, current, {}, used_orders)
             if part is None:
                 break
             turn_calls = calls + part.calls if index == 0 else part.calls
@@ -714,8 +755,12 @@ def _multi_turn(db: Database, rng: random.Random, shape: Mapping[str, int]) -> D
                 Turn(request=part.request, calls=tuple(turn_calls), outputs=tuple(part.outputs))
             )
         if len(turns) == count and _has_spare(state, user, used_orders):
-            return Draft(user=_profile(rng, user, facts), turns=tuple(turns))
-    raise SkillUnavailable(f"no user supports {count} distinct requests")
+            return Draft(
+                user=_profile(rng, user, facts),
+                turns=tuple(turns),
+                shape={**shape, "turns": count, "plan": plan, "identity": method},
+            )
+    return None
 
 
 def _gold_replay(task: Task, db: Database) -> tuple[str, set[tuple[str, str]]]:

@@ -69,13 +69,13 @@ def _describe_method(method: PaymentMethod) -> str:
     return f"{method.id} (PayPal)"
 
 
-
 def _email_key(user: User) -> str:
     return user.email.lower()
 
 
 def _name_zip_key(user: User) -> tuple[str, str, str]:
     return (user.name.first_name.lower(), user.name.last_name.lower(), user.address.zip)
+
 
 class RetailTools(Toolkit):
     """Tools of the Retail domain, bound to one episode's database.
