@@ -92,11 +92,14 @@ def execute(domain: Domain, plan: Plan, rng: random.Random) -> Candidate:
         draft = plan.skill.generate(db, rng, dict(plan.shape))
         precheck_tools(plan, tuple(c.name for turn in draft.turns for c in turn.calls))
         parent = plan.parent
+        # The skill may report the complete shape it used (structural choices it drew
+        # itself); recording it lets a later resample reproduce the structure.
+        drawn = getattr(draft, "shape", None)
         task = Task(
             id=PENDING_ID,
             domain=domain.name,
             skill=plan.skill.name,
-            shape=dict(plan.shape),
+            shape=dict(plan.shape if drawn is None else drawn),
             split=parent.split,
             db_seed=plan.db_seed,
             db_size=plan.db_size,
