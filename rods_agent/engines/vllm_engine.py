@@ -42,7 +42,7 @@ class VLLMEngine:
         dtype: ``"float32"`` on CPU; ``"bfloat16"``/``"auto"`` on GPU.
         max_model_len: Context length to reserve.
         enforce_eager: Skip graph capture (faster start; required on CPU here).
-        seed: Seed of the engine's sampler.
+        seed: Seed of the engine's sampler (``SamplingParams.seed`` is not used per request).
         **llm_kwargs: Passed to ``vllm.LLM`` as is (e.g. ``gpu_memory_utilization``).
     """
 
@@ -85,17 +85,14 @@ class VLLMEngine:
         gen_eos = [gen_eos] if isinstance(gen_eos, int) else list(gen_eos or [])
         self.chat = ChatTemplate(self.tokenizer, stop_ids=gen_eos)
         self.max_model_len = int(max_model_len)
-        self._calls = 0
 
-    def _params(self, cap: int, params: SamplingParams, index: int) -> Any:
-        seed = None
-        if params.seed is not None:
-            seed = (params.seed * 1_000_003 + self._calls * 10_007 + index) % (1 << 31)
+    def _params(self, cap: int, params: SamplingParams) -> Any:
+        # No per-request seed: the engine is seeded once at construction. (Seeded requests
+        # also fail on CPU as soon as a long prompt is prefilled in chunks.)
         return self._vllm.SamplingParams(
             max_tokens=cap,
             temperature=params.temperature,
             top_p=params.top_p if params.temperature > 0 else 1.0,
-            seed=seed,
             logprobs=0,
             stop_token_ids=sorted(self.chat.end_of_turn_ids),
             skip_special_tokens=False,
@@ -125,9 +122,8 @@ class VLLMEngine:
                 )
                 continue
             prompts.append({"prompt_token_ids": ids})
-            sampling.append(self._params(cap, params, i))
+            sampling.append(self._params(cap, params))
             index.append(i)
-        self._calls += 1
         if prompts:
             try:
                 results = self.llm.generate(prompts, sampling, use_tqdm=False)

