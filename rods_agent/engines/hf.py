@@ -27,7 +27,13 @@ class TransformersEngine:
         tokenizer: A loaded tokenizer (default: loaded from ``model``).
         device: ``"cpu"``, ``"cuda"``, ...
         dtype: Torch dtype name for loading (``"float32"``, ``"bfloat16"``, ``"auto"``).
-        max_batch_size: Most sequences per forward batch (larger requests are chunked).
+        max_batch_size: Most sequences per generation batch.
+        max_batch_tokens: Most padded prompt tokens (rows x longest prompt) per batch. A
+            left-padded batch needs an explicit attention mask, which on CPU is slower than
+            one unpadded prompt at a time once prompts are long (8 prompts of 6,400 tokens:
+            9.1 s batched, 3.2 s one by one), while short prompts gain from batching (8 of
+            ~100 tokens: 0.12 s batched, 0.33 s one by one). Default: 4,096 on CPU,
+            65,536 elsewhere.
         gguf_file: Name of a GGUF file inside ``model`` to load from.
     """
 
@@ -39,6 +45,7 @@ class TransformersEngine:
         device: str = "cpu",
         dtype: str = "float32",
         max_batch_size: int = 64,
+        max_batch_tokens: int | None = None,
         gguf_file: str | None = None,
     ) -> None:
         import torch
@@ -61,6 +68,9 @@ class TransformersEngine:
         self.tokenizer = tokenizer
         self.device = device
         self.max_batch_size = int(max_batch_size)
+        if max_batch_tokens is None:
+            max_batch_tokens = 4096 if str(device).startswith("cpu") else 65536
+        self.max_batch_tokens = int(max_batch_tokens)
         gen_eos = getattr(self.model.generation_config, "eos_token_id", None)
         gen_eos = [gen_eos] if isinstance(gen_eos, int) else list(gen_eos or [])
         self.chat = ChatTemplate(tokenizer, stop_ids=gen_eos)
@@ -96,10 +106,7 @@ class TransformersEngine:
                 )
                 continue
             prompts.append((i, ids, cap))
-        # Similar lengths together: less padding.
-        prompts.sort(key=lambda p: len(p[1]))
-        for start in range(0, len(prompts), self.max_batch_size):
-            chunk = prompts[start : start + self.max_batch_size]
+        for chunk in self._chunks(prompts):
             try:
                 results = self._generate_batch(chunk, params)
             except Exception as exc:  # out of memory, a bad prompt: data, not a crash
@@ -107,6 +114,22 @@ class TransformersEngine:
             for (i, _, _), comp in zip(chunk, results, strict=True):
                 out[i] = comp
         return [c if c is not None else Completion.failed("no completion") for c in out]
+
+    def _chunks(self, prompts: list[tuple[int, list[int], int]]) -> list[list[tuple[int, list[int], int]]]:
+        """Batches of similar lengths within the row and padded-token budgets."""
+        chunks: list[list[tuple[int, list[int], int]]] = []
+        for p in sorted(prompts, key=lambda p: len(p[1])):
+            cur = chunks[-1] if chunks else None
+            # Sorted by length, so the newest prompt is the longest of its batch.
+            if (
+                cur is not None
+                and len(cur) < self.max_batch_size
+                and (len(cur) + 1) * len(p[1]) <= self.max_batch_tokens
+            ):
+                cur.append(p)
+            else:
+                chunks.append([p])
+        return chunks
 
     def _generate_batch(
         self, chunk: list[tuple[int, list[int], int]], params: SamplingParams
