@@ -144,6 +144,38 @@ def _write_json(data: dict[str, Any], path: Path) -> None:
         raise
 
 
+class _NoBar:
+    """Stands in for a tqdm bar when tqdm is not installed (it is not a core dependency)."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+    def __iter__(self) -> Any:
+        return iter(self.items)
+
+    def set_postfix(self, **_: Any) -> None:
+        """Ignore progress details."""
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def _progress(items: list[Any], desc: str, *, disable: bool) -> Any:
+    """A progress bar on stderr (off when asked, or when stderr is not a terminal)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar(items)
+    return tqdm(
+        items,
+        desc=desc,
+        unit="seed",
+        file=sys.stderr,
+        disable=True if disable else None,
+        dynamic_ncols=True,
+    )
+
+
 def summary_path(out: Path) -> Path:
     """Where the JSON summary of a pool goes: ``pool.jsonl`` -> ``pool.summary.json``."""
     return out.with_suffix(".summary.json")
@@ -151,8 +183,6 @@ def summary_path(out: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``rods synth``."""
-    from tqdm import tqdm
-
     from rods_env.errors import ConfigError
     from rods_env.registry import load_domain
     from rods_env.synthesis import SynthesisConfig, SynthesisReport, Synthesizer, TaskPool
@@ -179,14 +209,7 @@ def run(args: argparse.Namespace) -> int:
     synth = Synthesizer(config, domains=domain, known=pool.keys())
     synth.remember(seeds)
     report = SynthesisReport(seeds)
-    bar = tqdm(
-        seeds,
-        desc=f"synth {domain.name}",
-        unit="seed",
-        file=sys.stderr,
-        disable=True if args.no_progress else None,
-        dynamic_ncols=True,
-    )
+    bar = _progress(seeds, f"synth {domain.name}", disable=args.no_progress)
     try:
         for seed in bar:
             for outcome in synth.variants(seed):

@@ -4,9 +4,10 @@
     The first request that states a fact a gold call needs no longer states it; the fact
     is listed in :attr:`Turn.hidden_facts`. The :class:`~rods_env.user.ScriptedUser` tells
     a fact only when the agent's question names it, so the agent has to ask. The fact is
-    chosen so that guessing fails: with a plausible wrong value (the same fact of another
-    task, or a near miss of the value) the gold calls either fail or leave a different
-    state or different outputs (checked by replaying them; else ``guess_passes``).
+    chosen so that guessing fails: the gold calls replayed with a plausible wrong value
+    (:func:`plausible_guesses`: another id of the same kind in the tool outputs, the same
+    fact of another task, a near miss) leave a different state or lose a required output,
+    or the tools reject every such guess (:func:`first_usable_guess`; else ``guess_passes``).
 ``missing_function``
     The first turn with a write is split in two. In the first copy its write tools are
     withheld (:attr:`Turn.withheld_tools`, removed from the tool list by the env), it has no
@@ -15,13 +16,15 @@
     with the tools back and the original gold calls.
 ``long_context``
     The skill runs again on the domain's ``"long"`` database (users with many orders,
-    products with many variants...), so records and tool outputs are much larger.
+    products with many variants...); the variant is kept when its gold tool outputs are at
+    least :data:`LONG_MIN_RATIO` times as long as the base variant's (else ``not_longer``).
 ``distractor``
     Irrelevant sentences (no fact values, nothing the task needs) are added to the requests.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from rods_env.domain import Domain
-from rods_env.gold import Gold, GoldError, replay_gold
+from rods_env.gold import Gold, replay_gold
 from rods_env.rewards import mentions
 from rods_env.synthesis.execute import Candidate, execute, replay
 from rods_env.synthesis.plan import Reject
@@ -44,6 +47,9 @@ CANNOT = "cannot"
 
 LONG_SIZE = "long"
 """Database size preset used by ``long_context``."""
+
+LONG_MIN_RATIO = 1.5
+"""A long-context variant's tool outputs must be at least this many times the base's."""
 
 _RETRY = (
     "Could you try again now?",
@@ -175,13 +181,70 @@ def guessed_calls(task: Task, label: str, guess: str) -> tuple[tuple[ToolCall, .
     )
 
 
-def guess_fails(domain: Domain, task: Task, gold: Gold, label: str, guess: str, start: int) -> bool:
-    """Whether guessing ``guess`` for fact ``label`` (instead of asking) fails the task.
+def _kind(value: str) -> tuple[int, bool, bool, bool, str]:
+    """Length, character classes and punctuation of a value: ids of one kind share it."""
+    return (
+        len(value),
+        any(c.isupper() for c in value),
+        any(c.islower() for c in value),
+        any(c.isdigit() for c in value),
+        "".join(sorted({c for c in value if not c.isalnum()})),
+    )
 
-    It fails when the guessed calls are rejected by a tool, or from turn ``start`` on they
-    leave a different effect or no longer produce a required output.
+
+def _output_strings(value: Any) -> Iterator[str]:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            yield str(k)
+            yield from _output_strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _output_strings(v)
+    elif isinstance(value, str):
+        yield value
+
+
+def plausible_guesses(
+    task: Task, gold: Gold, label: str, alternatives: Mapping[str, Sequence[str]] | None = None
+) -> list[str]:
+    """Wrong values an agent might fill in for fact ``label`` instead of asking, best first.
+
+    Values of the same kind (length and character classes) that the agent sees in the gold
+    calls' outputs (the customer's other orders or reservations), then the same fact of
+    other tasks, then a near miss of the value.
+    """
+    value = task.user.facts[label]
+    kind = _kind(value)
+    seen: dict[str, None] = {}
+    for out in gold.call_outputs:
+        for s in _output_strings(out):
+            if s != value and _kind(s) == kind:
+                seen[s] = None
+    for s in sorted((alternatives or {}).get(label, ())):
+        if s != value:
+            seen[s] = None
+    seen[near_miss(value)] = None
+    return list(seen)
+
+
+def guess_result(
+    domain: Domain, task: Task, gold: Gold, label: str, guess: str, start: int
+) -> bool | None:
+    """What guessing ``guess`` for fact ``label`` instead of asking does to the task.
+
+    The gold calls are replayed with the guess in place of the fact's value (everything else
+    as in the gold). Returns None when a tool rejects the guessed calls (the guess cannot
+    be used), True when from turn ``start`` on they leave a different effect or lose a
+    required output (one that contains the true value, or one no longer found in the tool
+    outputs from the first guessed call on), False when the guess gives the same result.
     """
     calls = guessed_calls(task, label, guess)
+    flat_new = [c for turn in calls for c in turn]
+    changed = [k for k, (a, b) in enumerate(zip(task.gold_calls, flat_new, strict=True)) if a != b]
+    if not changed:
+        return False
+    first = changed[0]
+    true = task.user.facts[label]
     trial = task.model_copy(
         update={
             "turns": tuple(
@@ -191,21 +254,40 @@ def guess_fails(domain: Domain, task: Task, gold: Gold, label: str, guess: str, 
     )
     try:
         other = replay_gold(domain, trial)
-    except GoldError:
-        return True
-    except Exception:  # a tool bug on odd input still means the guess does not work
-        return True
+    except Exception:  # GoldError, or a tool bug on odd input: the guess cannot be used
+        return None
     k = 0
     for i, (turn, tg, og) in enumerate(zip(task.turns, gold.turns, other.turns, strict=True)):
         n = len(turn.calls)
         if i >= start:
             if tg.effect != og.effect:
                 return True
-            seen = repr(other.call_outputs[k : k + n])
+            if any(true in out for out in tg.outputs):
+                return True
+            seen = repr(other.call_outputs[max(k, first) : k + n])
             if any(not mentions(seen, out) for out in tg.outputs):
                 return True
         k += n
     return False
+
+
+GUESSES_TRIED = 4
+"""Plausible guesses replayed per fact before deciding whether guessing fails."""
+
+
+def first_usable_guess(
+    domain: Domain, task: Task, gold: Gold, label: str, start: int, guesses: Sequence[str]
+) -> tuple[str | None, bool]:
+    """The first guess the tools accept, and whether it fails the task.
+
+    Returns ``(None, True)`` when the tools reject every guess tried: an agent that guesses
+    cannot complete the task.
+    """
+    for guess in guesses[:GUESSES_TRIED]:
+        result = guess_result(domain, task, gold, label, guess, start)
+        if result is not None:
+            return guess, result
+    return None, True
 
 
 def missing_parameter(
@@ -245,12 +327,11 @@ def missing_parameter(
     # Ids first (values with digits): a name or a code can often be inferred from the rest of
     # the request ("Dallas (DFW)"), an order number cannot.
     options.sort(key=lambda o: (o[1] not in prefer, not any(ch.isdigit() for ch in facts[o[1]])))
-    alternatives = alternatives or {}
     for t, label in options[:3]:
         value = facts[label]
-        pool = sorted(v for v in alternatives.get(label, ()) if v != value)
-        guess = rng.choice(pool) if pool else near_miss(value)
-        if not guess_fails(domain, task, cand.gold, label, guess, t):
+        guesses = plausible_guesses(task, cand.gold, label, alternatives)
+        _, fails = first_usable_guess(domain, task, cand.gold, label, t, guesses)
+        if not fails:
             continue
         turns = list(task.turns)
         request = remove_value(turns[t].request, value, label)
@@ -292,11 +373,20 @@ def missing_function(domain: Domain, cand: Candidate, rng: random.Random) -> Can
 
 
 # -- long context --------------------------------------------------------------------------
-def long_context(domain: Domain, cand: Candidate, rng: random.Random) -> Candidate:
+def long_context(
+    domain: Domain, cand: Candidate, rng: random.Random, min_ratio: float = LONG_MIN_RATIO
+) -> Candidate:
     """Run the candidate's skill and shape again on the ``long`` database.
 
+    Args:
+        domain: The domain.
+        cand: An accepted base candidate.
+        rng: The augmentation's generator (draws the new entities).
+        min_ratio: How many times longer than the base's its tool outputs must be.
+
     Raises:
-        Reject: ``augment_unavailable`` when the domain has no ``long`` size; what
+        Reject: ``augment_unavailable`` when the domain has no ``long`` size;
+            ``not_longer`` when the outputs are not long enough; what
             :func:`~rods_env.synthesis.execute.execute` raises.
     """
     if LONG_SIZE not in domain.sizes:
@@ -305,8 +395,19 @@ def long_context(domain: Domain, cand: Candidate, rng: random.Random) -> Candida
         )
     plan = replace(cand.plan, db_size=LONG_SIZE)
     out = execute(domain, plan, rng)
+    long, base = output_chars(out.gold), output_chars(cand.gold)
+    if long < min_ratio * base:
+        raise Reject(
+            "not_longer",
+            f"long_context: tool outputs of {long:,} characters, {base:,} in the base variant",
+        )
     task = rewrite(out.task, rng).model_copy(update={"variant": "long_context"})
     return Candidate(task=task, gold=out.gold, plan=plan)
+
+
+def output_chars(gold: Gold) -> int:
+    """Characters of every gold call's output as JSON: the tool-output text an agent reads."""
+    return sum(len(json.dumps(v, ensure_ascii=False)) for v in gold.call_outputs)
 
 
 # -- distractor ----------------------------------------------------------------------------
@@ -373,6 +474,7 @@ def apply_augment(
     *,
     alternatives: Mapping[str, Sequence[str]] | None = None,
     prefer: Sequence[str] = (),
+    long_ratio: float = LONG_MIN_RATIO,
 ) -> Candidate:
     """Apply augmentation ``kind`` to a base candidate (see the module docstring).
 
@@ -385,7 +487,7 @@ def apply_augment(
     if kind == "missing_function":
         return missing_function(domain, cand, rng)
     if kind == "long_context":
-        return long_context(domain, cand, rng)
+        return long_context(domain, cand, rng, long_ratio)
     if kind == "distractor":
         return distractor(domain, cand, rng)
     raise ValueError(f"unknown augmentation '{kind}'; kinds: {', '.join(AUGMENTS)}")

@@ -57,6 +57,7 @@ REASONS: tuple[str, ...] = (
     "duplicate",
     "augment_unavailable",
     "guess_passes",
+    "not_longer",
 )
 """Every rejection reason, in pipeline order (plan, execute, critique, augment)."""
 

@@ -17,7 +17,7 @@ from typing import Literal
 from rods_env.domain import Domain
 from rods_env.errors import ConfigError
 from rods_env.gold import GOLD_CACHE, Gold
-from rods_env.synthesis.augment import AUGMENTS, apply_augment, expected_signature
+from rods_env.synthesis.augment import AUGMENTS, LONG_MIN_RATIO, apply_augment, expected_signature
 from rods_env.synthesis.critique import PolicyCheck, critique, dedupe_key
 from rods_env.synthesis.execute import Candidate, content_id, execute
 from rods_env.synthesis.plan import MODES, Reject, plan
@@ -42,6 +42,8 @@ class SynthesisConfig:
         attempts: Tries per wanted variant before giving up on it.
         rewrite: Whether to rephrase requests (the Rewrite stage).
         policy_checks: Extra domain rule checks run by the critique.
+        long_ratio: A long-context variant's tool outputs must be at least this many times
+            as long as its base variant's.
     """
 
     per_seed: int = 5
@@ -51,6 +53,7 @@ class SynthesisConfig:
     attempts: int = 3
     rewrite: bool = True
     policy_checks: tuple[PolicyCheck, ...] = ()
+    long_ratio: float = LONG_MIN_RATIO
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -187,6 +190,7 @@ class Synthesizer:
                     self._rng(tag, "inherit"),
                     alternatives=self._guesses(domain.name),
                     prefer=prefer,
+                    long_ratio=cfg.long_ratio,
                 )
             prov = cand.task.provenance.model_copy(update={"augment": p.variant})
             cand = replace(cand, task=cand.task.model_copy(update={"provenance": prov}))
@@ -211,6 +215,7 @@ class Synthesizer:
             base,
             self._rng(tag, f"augment:{kind}"),
             alternatives=self._guesses(domain.name),
+            long_ratio=self.config.long_ratio,
         )
         prov = base.task.provenance.model_copy(update={"parent_id": base.task.id, "augment": kind})
         task = aug.task.model_copy(update={"provenance": prov})

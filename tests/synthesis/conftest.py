@@ -61,3 +61,78 @@ def assert_valid(domain: Domain, task: Task) -> None:
             assert not talk["turn_results"][i]["passed"], (task.id, i)
     # critique rejects free turns, so doing nothing earns nothing at all
     assert talk["progress"] == 0.0, (task.id, talk["turn_results"])
+
+
+def play(domain: Domain, task: Task, at_turn: int, actions: list[str], agent=None) -> dict:
+    """The oracle plays ``task``, except that ``actions`` open turn ``at_turn``.
+
+    Returns the final info, with ``transcript`` and ``injected`` (the observations of the
+    injected actions).
+    """
+    env = ToolEnv(domain, tasks=[task], split=None, max_steps=80, render_mode="ansi")
+    agent = agent or OracleAgent(task, domain.toolkit.write_names())
+    obs, info = env.reset(options={"task": task})
+    term = trunc = False
+    injected: list[str] = []
+    pending = list(actions)
+    while not (term or trunc):
+        if info["turn"] == at_turn and pending:
+            obs, _, term, trunc, info = env.step(pending.pop(0))
+            injected.append(obs)
+            continue
+        obs, _, term, trunc, info = env.step(agent.act(obs, info))
+    return {**info, "transcript": env.render(), "injected": injected}
+
+
+def believed_task(task: Task, label: str, guess: str) -> Task:
+    """What an agent that guessed ``guess`` for fact ``label`` (and never asked) would do."""
+    from rods_env.synthesis.augment import guessed_calls
+
+    calls = guessed_calls(task, label, guess)
+    true = task.user.facts[label]
+    facts = {k: v for k, v in task.user.facts.items() if k != label}
+    return task.model_copy(
+        update={
+            "user": task.user.model_copy(update={"facts": facts}),
+            "turns": tuple(
+                t.model_copy(
+                    update={"calls": c, "outputs": tuple(o.replace(true, guess) for o in t.outputs)}
+                )
+                for t, c in zip(task.turns, calls, strict=True)
+            ),
+        }
+    )
+
+
+class GuessingAgent:
+    """Plays a task as if ``guess`` were the value of the hidden fact ``label``.
+
+    It never asks for that fact, makes the calls with the guess, and reports only the
+    outputs it can read in the tool results it got since its first guessed call (an honest
+    agent that guessed: it says what the tools told it).
+    """
+
+    def __init__(self, domain: Domain, task: Task, label: str, guess: str) -> None:
+        self.believed = believed_task(task, label, guess)
+        self.inner = OracleAgent(self.believed, domain.toolkit.write_names())
+        self.guess = guess
+
+    def act(self, observation: str, info: dict) -> str:
+        from rods_env.rewards import mentions
+
+        action = self.inner.act(observation, info)
+        if "<tool_call>" in action or not action.startswith(("All done.", "I'm sorry")):
+            return action
+        messages = info["messages"]
+        start = next(
+            (
+                i
+                for i, m in enumerate(messages)
+                if m.get("tool_calls")
+                and any(self.guess in tc["function"]["arguments"] for tc in m["tool_calls"])
+            ),
+            len(messages),
+        )
+        seen = "\n".join(m["content"] for m in messages[start:] if m["role"] == "tool")
+        said = [o for o in self.believed.turns[info["turn"]].outputs if mentions(seen, o)]
+        return " ".join([action.split(".")[0] + ".", *said])

@@ -9,12 +9,19 @@ import pytest
 
 from rods_env import OracleAgent, ToolCall, ToolEnv, Turn, UserProfile
 from rods_env.domain import Draft, Skill
+from rods_env.gold import replay_gold
 from rods_env.oracle import tool_call_text
 from rods_env.seeds import make_task
 from rods_env.synthesis import AUGMENTS, CANNOT, synthesize
-from rods_env.synthesis.augment import guessed_calls, near_miss, remove_value, states
+from rods_env.synthesis.augment import (
+    first_usable_guess,
+    near_miss,
+    plausible_guesses,
+    remove_value,
+    states,
+)
 from tests.core.toy_domain import TOY
-from tests.synthesis.conftest import run_oracle
+from tests.synthesis.conftest import GuessingAgent, run_oracle
 from tests.synthesis.toy_synth import SHAPED
 
 WRITES = SHAPED.toolkit.write_names()
@@ -52,33 +59,16 @@ def test_missing_parameter_asking_succeeds_and_guessing_fails(transfer_seeds):
         assert f"tell me your {label}" in out["transcript"]
         assert f"my {label} is {value}" in out["transcript"]
 
-        # a plausible wrong value: another real account of the database
-        guess = next(
-            a
-            for a in sorted(SHAPED.database().keys("accounts"))
-            if a != value and a not in str(task.gold_calls)
-        )
-        calls = guessed_calls(task, label, guess)
-        facts = {k: v for k, v in task.user.facts.items() if k != label}
-        believed = task.model_copy(
-            update={
-                "user": task.user.model_copy(update={"facts": facts}),
-                "turns": tuple(
-                    t.model_copy(update={"calls": c})
-                    for t, c in zip(task.turns, calls, strict=True)
-                ),
-            }
-        )
-        env = ToolEnv(SHAPED, tasks=[task], split=None, max_steps=40, render_mode="ansi")
-        obs, info = env.reset(options={"task": task})
-        agent = OracleAgent(believed, WRITES)
-        done = False
-        while not done:
-            obs, _, term, trunc, info = env.step(agent.act(obs, info))
-            done = term or trunc
-        transcript = env.render()
-        assert f"tell me your {label}" not in transcript  # it did not ask
-        assert not info["success"] and info["turn_results"][0]["effect_ok"] is False
+        # a plausible wrong value: another account of the same kind, which the tools accept
+        gold = replay_gold(SHAPED, task)
+        others = {label: [t.user.facts.get(label, value) for t in transfer_seeds]}
+        guesses = plausible_guesses(task, gold, label, others)
+        guess, fails = first_usable_guess(SHAPED, task, gold, label, 0, guesses)
+        assert guess is not None and guess.startswith("ACC") and fails
+        out = run_oracle(SHAPED, task, GuessingAgent(SHAPED, task, label, guess))
+        assert f"tell me your {label}" not in out["transcript"]  # it did not ask
+        assert guess in out["transcript"]
+        assert not out["success"] and out["turn_results"][0]["effect_ok"] is False
 
 
 def _guessable(db, rng, shape):
@@ -209,10 +199,19 @@ def test_missing_function_unavailable_for_read_only_tasks(seeds):
 
 # -- long context and distractors ----------------------------------------------------------
 def test_long_context_runs_on_the_long_database(transfer_seeds):
-    tasks, _ = _variants(transfer_seeds, "long_context", per_seed=1)
+    # the toy's long database has more accounts, not longer records: no length requirement
+    tasks, _ = _variants(transfer_seeds, "long_context", per_seed=1, long_ratio=1.0)
     assert tasks and all(t.db_size == "long" for t in tasks)
     ids = {c.arguments.get("to_account") for t in tasks for c in t.gold_calls}
     assert any(int(i[3:]) >= 40 for i in ids if i)  # accounts only the long database has
+
+
+def test_long_context_must_have_longer_tool_outputs(transfer_seeds):
+    tasks, out = _variants(transfer_seeds[:2], "long_context", per_seed=1)
+    assert not tasks
+    reasons = [o.reason for o in out if not o.accepted]
+    assert reasons and set(reasons) == {"not_longer"}
+    assert "characters" in next(o.detail for o in out if not o.accepted)
 
 
 def test_long_context_unavailable_without_a_long_size():
@@ -234,7 +233,7 @@ def test_distractors_add_irrelevant_sentences_only(transfer_seeds):
 
 
 def test_every_kind_keeps_the_gold_valid(seeds):
-    out = list(synthesize(seeds[:6], domains=SHAPED, per_seed=1, augment=AUGMENTS))
+    out = list(synthesize(seeds[:6], domains=SHAPED, per_seed=1, augment=AUGMENTS, long_ratio=1))
     for o in out:
         if o.accepted:
             assert run_oracle(SHAPED, o.task)["success"]

@@ -15,9 +15,8 @@ pytestmark = pytest.mark.skipif("retail" not in rods_env.domain_names(), reason=
 
 def _synth(tmp_path, *extra, name="pool.jsonl"):
     out = tmp_path / name
-    argv = ["synth", "--env", "rods/Retail-v0", "--from", "seeds", "--split", "train",
-            "--per-seed", "2", "--limit", "6", "--out", str(out), "--seed", "0",
-            "--no-progress", *extra]
+    argv = ["synth", "--env", "rods/Retail-v0", "--per-seed", "2", "--limit", "6"]
+    argv += ["--out", str(out), "--seed", "0", "--no-progress", *extra]
     return main(argv), out
 
 

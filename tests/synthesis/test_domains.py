@@ -12,8 +12,11 @@ from collections import defaultdict
 import pytest
 
 import rods_env
+from rods_env.gold import replay_gold
+from rods_env.oracle import tool_call_text
 from rods_env.synthesis import AUGMENTS, check_one_step, synthesize
-from tests.synthesis.conftest import assert_valid
+from rods_env.synthesis.augment import first_usable_guess, plausible_guesses
+from tests.synthesis.conftest import GuessingAgent, assert_valid, play
 
 SEEDS_PER_SKILL = 2
 
@@ -66,6 +69,10 @@ def test_accepted_variants_of_real_seeds_are_valid(name, mode):
     for task in accepted:
         if task.variant != "base":
             assert task.provenance.parent_id in base
+        if task.variant == "missing_parameter":
+            _guessing_fails(domain, task, seeds)
+        if task.variant == "missing_function":
+            _calling_around_fails(domain, task)
     if mode == "resample":
         # A skill whose structure is not fixed by its shape (it draws, say, the look-up that
         # identifies the user at random) misses its seed's signature on most tries; flag it.
@@ -77,3 +84,32 @@ def test_accepted_variants_of_real_seeds_are_valid(name, mode):
                 stacklevel=1,
             )
         assert len(missing) <= len(by_skill) // 2
+
+
+def _guessing_fails(domain, task, others):
+    """An agent that fills the hidden fact with a plausible wrong value fails."""
+    t, label = next((i, t.hidden_facts[0]) for i, t in enumerate(task.turns) if t.hidden_facts)
+    gold = replay_gold(domain, task)
+    alternatives = {label: [o.user.facts[label] for o in others if label in o.user.facts]}
+    guesses = plausible_guesses(task, gold, label, alternatives)
+    guess, fails = first_usable_guess(domain, task, gold, label, t, guesses)
+    assert fails
+    guess = guess or guesses[0]  # every guess is rejected by the tools: still a failure
+    out = play(domain, task, 0, [], agent=GuessingAgent(domain, task, label, guess))
+    assert not out["success"], (task.id, label, guess, out["transcript"])
+    assert not out["turn_results"][t]["passed"]
+
+
+def _calling_around_fails(domain, task):
+    """A write in the withheld turn fails that turn; no write and "cannot" passes it."""
+    t = next(i for i, turn in enumerate(task.turns) if turn.withheld_tools)
+    assert play(domain, task, t, [])["turn_results"][t]["passed"]
+    env_db = domain.database(task.db_seed, task.db_size)
+    write = domain.unrelated_write(task, env_db) if domain.unrelated_write else None
+    if write is None:
+        return
+    out = play(domain, task, t, [tool_call_text(write), "Sorry, I cannot do that right now."])
+    if out["injected"][0].startswith("Error"):
+        return  # the write is not valid before the gold runs; nothing to show
+    assert not out["turn_results"][t]["passed"] and out["turn_results"][t]["collateral"]
+    assert not out["success"]

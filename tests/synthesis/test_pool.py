@@ -16,7 +16,11 @@ from tests.synthesis.toy_synth import SHAPED
 def pool(seeds):
     pool = TaskPool(seeds, domains=SHAPED)
     outcomes = synthesize(
-        pool.tasks, domains=SHAPED, per_seed=2, mode="expand", augment=("distractor",),
+        pool.tasks,
+        domains=SHAPED,
+        per_seed=2,
+        mode="expand",
+        augment=("distractor",),
         known=pool.keys(),
     )
     added = pool.extend(outcomes)
@@ -39,9 +43,9 @@ def test_provenance_and_stats(pool, seeds):
     assert stats["augment"]["distractor"] > 0
     for task in pool.query(origin="synthesized"):
         assert task.provenance.parent_id in pool
-        assert task.provenance.generation == pool[task.provenance.parent_id].provenance.generation + (
-            task.provenance.augment is None
-        )
+        parent = pool[task.provenance.parent_id]
+        step = task.provenance.augment is None  # an augmentation keeps its base's generation
+        assert task.provenance.generation == parent.provenance.generation + step
 
 
 def test_query(pool):
