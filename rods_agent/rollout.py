@@ -34,7 +34,11 @@ log = logging.getLogger(__name__)
 
 Termination = Literal["user_stop", "max_turns", "max_tokens", "terminal_tool", "error"]
 TERMINATIONS: tuple[str, ...] = ("user_stop", "max_turns", "max_tokens", "terminal_tool", "error")
-_ENV_TERMINATION = {"user_stop": "user_stop", "terminal_tool": "terminal_tool", "max_steps": "max_turns"}
+_ENV_TERMINATION = {
+    "user_stop": "user_stop",
+    "terminal_tool": "terminal_tool",
+    "max_steps": "max_turns",
+}
 
 
 @dataclass(frozen=True)
@@ -176,7 +180,9 @@ class RolloutStats:
 class _Episode:
     """A live episode: its environment, its token sequence and its record so far."""
 
-    def __init__(self, index: int, spec: EpisodeSpec, env: Any, engine: Engine, config: RolloutConfig):
+    def __init__(
+        self, index: int, spec: EpisodeSpec, env: Any, engine: Engine, config: RolloutConfig
+    ):
         self.index, self.spec, self.env, self.config = index, spec, env, config
         self.chat = getattr(engine, "chat", None)
         self.format = get_tool_format(config.tool_format)
@@ -244,7 +250,11 @@ class _Episode:
             self._append(completion.token_ids, mask=1, logprobs=lps)
             self._append(self.chat.close_ids(completion.token_ids), mask=0)
         else:
-            prompt = completion.prompt_tokens if completion.prompt_tokens is not None else self.conv_tokens
+            prompt = (
+                completion.prompt_tokens
+                if completion.prompt_tokens is not None
+                else self.conv_tokens
+            )
             self.conv_tokens = int(prompt) + completion.n_tokens
         self.render.append({"role": "assistant", "content": completion.text})
         self.ends_with_prompt = False
@@ -287,7 +297,9 @@ class _Episode:
         elif self.budget() < 1:
             self._finish("max_tokens")
 
-    def _append(self, ids: Sequence[int], *, mask: int, logprobs: Sequence[float] | None = None) -> None:
+    def _append(
+        self, ids: Sequence[int], *, mask: int, logprobs: Sequence[float] | None = None
+    ) -> None:
         r = self.record
         r.token_ids.extend(int(i) for i in ids)
         r.assistant_mask.extend([mask] * len(ids))
@@ -311,7 +323,10 @@ class _Episode:
         if self.config.check_tokens and self.chat is not None and r.token_ids:
             try:
                 r.token_check = self.chat.check(
-                    r.token_ids, self.render, self.tools, add_generation_prompt=self.ends_with_prompt
+                    r.token_ids,
+                    self.render,
+                    self.tools,
+                    add_generation_prompt=self.ends_with_prompt,
                 )
             except Exception as exc:
                 r.token_check = "mismatch"
@@ -319,7 +334,9 @@ class _Episode:
         self.done = True
 
 
-def _after_assistant(messages: Sequence[Mapping[str, Any]], n_before: int) -> list[Mapping[str, Any]]:
+def _after_assistant(
+    messages: Sequence[Mapping[str, Any]], n_before: int
+) -> list[Mapping[str, Any]]:
     """The messages the environment added after the assistant message of this step."""
     i = n_before
     if i < len(messages) and messages[i].get("role") == "assistant":
@@ -394,12 +411,16 @@ def run_rollouts(
         try:
             completions = engine.generate(requests, config.sampling)
         except Exception as exc:  # engines should not raise; if one does, it is still data
-            completions = [Completion.failed(f"engine raised {type(exc).__name__}: {exc}")] * len(live)
+            completions = [Completion.failed(f"engine raised {type(exc).__name__}: {exc}")] * len(
+                live
+            )
         dt = time.perf_counter() - t0
         stats.gen_seconds += dt
         stats.batches += 1
         if len(completions) != len(live):
-            completions = [Completion.failed("engine returned a wrong number of completions")] * len(live)
+            completions = [
+                Completion.failed("engine returned a wrong number of completions")
+            ] * len(live)
         still = []
         for ep, completion in zip(live, completions, strict=True):
             ep.record.gen_seconds += dt

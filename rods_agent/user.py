@@ -69,15 +69,23 @@ class LLMUser:
         last = view.turn + 1 >= len(task.turns)
         if view.goal_reached or self._replies >= self.patience:
             abandoned = not view.goal_reached
-            lead = "You give up on this request." if abandoned else "The agent has done what you asked."
+            lead = (
+                "You give up on this request."
+                if abandoned
+                else "The agent has done what you asked."
+            )
             if last:
-                text = self._say(f"{lead} Thank the agent and say goodbye.", fallback="Thank you, goodbye!")
+                text = self._say(
+                    f"{lead} Thank the agent and say goodbye.", fallback="Thank you, goodbye!"
+                )
                 kind = "abandon" if abandoned else "stop"
                 return self._answer(UserReply(text, advance=True, stop=True, kind=kind))
             self._turn, self._replies = view.turn + 1, 0
             request = task.turns[self._turn].request
             text = self._say(f"{lead} Now ask for this: {request}", fallback=request)
-            return self._answer(UserReply(text, advance=True, kind="abandon" if abandoned else "advance"))
+            return self._answer(
+                UserReply(text, advance=True, kind="abandon" if abandoned else "advance")
+            )
         self._replies += 1
         text = self._say(
             "Answer the agent's last message. Confirm an action only if it is what you asked for.",
@@ -113,7 +121,9 @@ class LLMUser:
         )
 
     def _say(self, situation: str, *, fallback: str) -> str:
-        messages: list[dict[str, Any]] = [{"role": "system", "content": self.system_prompt(situation)}]
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.system_prompt(situation)}
+        ]
         # The model plays the user: the agent's messages are its "user" turns.
         messages += self._history or [{"role": "user", "content": "Hello, how can I help you?"}]
         if messages[-1]["role"] == "assistant":

@@ -164,7 +164,9 @@ class ChatTemplate:
         )
 
     def prompt_ids(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None = None
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[int]:
         """Token ids of the conversation followed by the generation prompt."""
         return self.encode(self.render(messages, tools, add_generation_prompt=True))

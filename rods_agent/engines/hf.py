@@ -110,12 +110,16 @@ class TransformersEngine:
             try:
                 results = self._generate_batch(chunk, params)
             except Exception as exc:  # out of memory, a bad prompt: data, not a crash
-                results = [Completion.failed(f"generation failed: {type(exc).__name__}: {exc}")] * len(chunk)
+                results = [
+                    Completion.failed(f"generation failed: {type(exc).__name__}: {exc}")
+                ] * len(chunk)
             for (i, _, _), comp in zip(chunk, results, strict=True):
                 out[i] = comp
         return [c if c is not None else Completion.failed("no completion") for c in out]
 
-    def _chunks(self, prompts: list[tuple[int, list[int], int]]) -> list[list[tuple[int, list[int], int]]]:
+    def _chunks(
+        self, prompts: list[tuple[int, list[int], int]]
+    ) -> list[list[tuple[int, list[int], int]]]:
         """Batches of similar lengths within the row and padded-token budgets."""
         chunks: list[list[tuple[int, list[int], int]]] = []
         for p in sorted(prompts, key=lambda p: len(p[1])):

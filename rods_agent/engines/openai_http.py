@@ -96,13 +96,17 @@ class OpenAIEngine:
             transport=transport,
             limits=httpx.Limits(max_connections=self.concurrency),
         )
-        self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rods-http")
+        self._pool = ThreadPoolExecutor(
+            max_workers=self.concurrency, thread_name_prefix="rods-http"
+        )
         self._rng = random.Random()
         self._lock = threading.Lock()
         self.stats = {"requests": 0, "retries": 0, "failures": 0}
 
     def __repr__(self) -> str:
-        return f"OpenAIEngine({self.base_url!r}, model={self.model!r}, key from ${self.api_key_env})"
+        return (
+            f"OpenAIEngine({self.base_url!r}, model={self.model!r}, key from ${self.api_key_env})"
+        )
 
     def generate(
         self, requests: Sequence[GenerationRequest], params: SamplingParams

@@ -137,7 +137,10 @@ class VLLMEngine:
                     continue
                 seq = res.outputs[0]
                 toks = list(seq.token_ids)
-                lps = [float(step[t].logprob) for step, t in zip(seq.logprobs or [], toks, strict=False)]
+                lps = [
+                    float(step[t].logprob)
+                    for step, t in zip(seq.logprobs or [], toks, strict=False)
+                ]
                 finish = "stop" if seq.finish_reason == "stop" else "length"
                 out[i] = Completion(
                     text=self.chat.completion_text(toks),

@@ -40,10 +40,14 @@ def _forward_logprobs(engine, prompt: list[int], completion: list[int]) -> list[
 def test_batched_generation_returns_consistent_ids_text_and_logprobs(tiny_engine):
     requests = [
         GenerationRequest(OPENING, TOOLS),
-        GenerationRequest([*OPENING[:1], {"role": "user", "content": "Cancel it please " * 5}], TOOLS),
+        GenerationRequest(
+            [*OPENING[:1], {"role": "user", "content": "Cancel it please " * 5}], TOOLS
+        ),
         GenerationRequest([{"role": "user", "content": "hello"}]),
     ]
-    completions = tiny_engine.generate(requests, SamplingParams(max_tokens=12, temperature=1.0, seed=3))
+    completions = tiny_engine.generate(
+        requests, SamplingParams(max_tokens=12, temperature=1.0, seed=3)
+    )
     assert len(completions) == 3
     for req, comp in zip(requests, completions, strict=True):
         assert comp.error is None
@@ -54,14 +58,21 @@ def test_batched_generation_returns_consistent_ids_text_and_logprobs(tiny_engine
         prompt = tiny_engine.chat.prompt_ids(req.messages, req.tools)
         assert comp.prompt_tokens == len(prompt)
         # Log-probabilities re-computed by a forward pass without padding match.
-        assert comp.logprobs == pytest.approx(_forward_logprobs(tiny_engine, prompt, comp.token_ids), abs=1e-4)
+        assert comp.logprobs == pytest.approx(
+            _forward_logprobs(tiny_engine, prompt, comp.token_ids), abs=1e-4
+        )
         assert all(lp <= 0 for lp in comp.logprobs)
 
 
 def test_prompt_token_ids_are_continued_exactly(tiny_engine):
     prompt = tiny_engine.chat.prompt_ids(OPENING, TOOLS)
-    by_ids = tiny_engine.generate([GenerationRequest([], prompt_token_ids=prompt)], SamplingParams(max_tokens=6, temperature=0))
-    by_messages = tiny_engine.generate([GenerationRequest(OPENING, TOOLS)], SamplingParams(max_tokens=6, temperature=0))
+    by_ids = tiny_engine.generate(
+        [GenerationRequest([], prompt_token_ids=prompt)],
+        SamplingParams(max_tokens=6, temperature=0),
+    )
+    by_messages = tiny_engine.generate(
+        [GenerationRequest(OPENING, TOOLS)], SamplingParams(max_tokens=6, temperature=0)
+    )
     assert by_ids[0].token_ids == by_messages[0].token_ids
     assert by_ids[0].logprobs == pytest.approx(by_messages[0].logprobs, abs=1e-5)
 
@@ -81,7 +92,8 @@ def test_seeded_sampling_is_reproducible_and_per_request_caps_hold(tiny_model_di
 def test_a_prompt_longer_than_the_model_is_a_failed_completion_not_a_crash(tiny_engine):
     huge = list(range(10, 20)) * 2000  # 20,000 tokens > 16,384 positions
     out = tiny_engine.generate(
-        [GenerationRequest([], prompt_token_ids=huge), GenerationRequest(OPENING)], SamplingParams(max_tokens=4)
+        [GenerationRequest([], prompt_token_ids=huge), GenerationRequest(OPENING)],
+        SamplingParams(max_tokens=4),
     )
     assert out[0].finish_reason == "error" and "positions" in out[0].error
     assert out[1].error is None and out[1].token_ids
@@ -93,8 +105,18 @@ def test_incremental_tokens_equal_the_full_rendering(tiny_engine):
     assistant = 'Let me look. <tool_call>{"name": "get_order_details", "arguments": {"order_id": "#W0000001"}}</tool_call>'
     sampled = [*chat.encode(assistant), chat.tokenizer.convert_tokens_to_ids("<|im_end|>")]
     observation = [
-        {"role": "tool", "tool_call_id": "c1", "name": "get_order_details", "content": '{"status": "pending"}'},
-        {"role": "tool", "tool_call_id": "c2", "name": "get_order_details", "content": "Error: no order"},
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "name": "get_order_details",
+            "content": '{"status": "pending"}',
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c2",
+            "name": "get_order_details",
+            "content": "Error: no order",
+        },
     ]
     ids = chat.prompt_ids(OPENING, TOOLS) + sampled + chat.close_ids(sampled)
     history = [*OPENING, {"role": "assistant", "content": assistant}]
@@ -152,9 +174,14 @@ def test_tool_call_formats(monkeypatch):
         tool_calls=[{"id": "1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
     )
     assert get_tool_format("auto")(structured)["tool_calls"][0]["function"]["name"] == "f"
-    assert get_tool_format("auto")(Completion(text="<tool_call>{}</tool_call>")) == "<tool_call>{}</tool_call>"
+    assert (
+        get_tool_format("auto")(Completion(text="<tool_call>{}</tool_call>"))
+        == "<tool_call>{}</tool_call>"
+    )
     assert get_tool_format("hermes")(structured) == ""
-    mistral = get_tool_format("mistral")(Completion(text='ok [TOOL_CALLS] [{"name": "g", "arguments": {"a": 1}}]'))
+    mistral = get_tool_format("mistral")(
+        Completion(text='ok [TOOL_CALLS] [{"name": "g", "arguments": {"a": 1}}]')
+    )
     assert mistral["content"] == "ok"
     assert json.loads(mistral["tool_calls"][0]["function"]["arguments"]) == {"a": 1}
     assert get_tool_format("mistral")(Completion(text="[TOOL_CALLS] [oops")) == "[TOOL_CALLS] [oops"

@@ -72,7 +72,17 @@ def test_eval_the_oracle_on_a_pool_file(tmp_path, retail_tasks, capsys):
     assert rods_main(argv) == 0
     assert len(_lines(out / "results.jsonl")) == 3
     # Another model into the same folder is refused, not mixed in.
-    other = ["eval", "--env", "rods/Retail-v0", "--pool", str(pool), "--model", "x", "--out", str(out)]
+    other = [
+        "eval",
+        "--env",
+        "rods/Retail-v0",
+        "--pool",
+        str(pool),
+        "--model",
+        "x",
+        "--out",
+        str(out),
+    ]
     assert rods_main(other) == 2
     assert "different run" in capsys.readouterr().err
 

@@ -12,12 +12,16 @@ from rods_agent.engines import GenerationRequest, SamplingParams
 from rods_agent.engines.openai_http import OpenAIEngine
 
 SECRET = "sk-test-0123456789abcdef"
-REQ = GenerationRequest([{"role": "user", "content": "hi"}], tools=[{"type": "function", "function": {"name": "f"}}])
+REQ = GenerationRequest(
+    [{"role": "user", "content": "hi"}], tools=[{"type": "function", "function": {"name": "f"}}]
+)
 
 
 def _ok(content: str = "hello") -> dict:
     return {
-        "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [
+            {"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
         "usage": {"prompt_tokens": 7, "completion_tokens": 2},
     }
 
@@ -37,7 +41,9 @@ def test_request_body_auth_header_and_parsed_answer(monkeypatch):
         message = {
             "role": "assistant",
             "content": None,
-            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
         }
         choice = {
             "message": message,
@@ -47,12 +53,16 @@ def test_request_body_auth_header_and_parsed_answer(monkeypatch):
         }
         return httpx.Response(200, json={"choices": [choice], "usage": {"prompt_tokens": 7}})
 
-    engine = _engine(handler, api_key_env="RODS_TEST_KEY", logprobs=True, extra_body={"return_token_ids": True})
+    engine = _engine(
+        handler, api_key_env="RODS_TEST_KEY", logprobs=True, extra_body={"return_token_ids": True}
+    )
     [c] = engine.generate([REQ], SamplingParams(max_tokens=9, temperature=0.5, seed=3))
     assert seen["auth"] == f"Bearer {SECRET}"
     body = seen["body"]
     assert body["model"] == "m" and body["max_tokens"] == 9 and body["temperature"] == 0.5
-    assert body["tools"] == REQ.tools and body["logprobs"] is True and body["return_token_ids"] is True
+    assert (
+        body["tools"] == REQ.tools and body["logprobs"] is True and body["return_token_ids"] is True
+    )
     assert "seed" not in body  # a fixed seed would make repeated trials identical
     assert c.error is None and c.text == ""
     assert c.tool_calls[0]["function"]["name"] == "f"
@@ -68,7 +78,9 @@ def test_retries_429_and_5xx_with_backoff_then_succeeds():
     def handler(request):
         calls.append(time.monotonic())
         if len(calls) == 1:
-            return httpx.Response(429, headers={"retry-after": "0.05"}, json={"error": {"message": "slow down"}})
+            return httpx.Response(
+                429, headers={"retry-after": "0.05"}, json={"error": {"message": "slow down"}}
+            )
         if len(calls) == 2:
             return httpx.Response(503, text="overloaded")
         return httpx.Response(200, json=_ok("fine"))

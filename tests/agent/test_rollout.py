@@ -8,7 +8,14 @@ import pytest
 from rods_agent.engines import Completion, SamplingParams
 from rods_agent.engines.chat import ChatTemplate
 from rods_agent.engines.scripted import ScriptedEngine
-from rods_agent.rollout import TERMINATIONS, EpisodeRecord, EpisodeSpec, RolloutConfig, RolloutStats, run_rollouts
+from rods_agent.rollout import (
+    TERMINATIONS,
+    EpisodeRecord,
+    EpisodeSpec,
+    RolloutConfig,
+    RolloutStats,
+    run_rollouts,
+)
 from rods_env import OracleAgent
 
 
@@ -47,7 +54,9 @@ class ScriptAgent:
 def check_accounting(record: EpisodeRecord, chat: ChatTemplate) -> None:
     n = len(record.token_ids)
     assert n == len(record.assistant_mask) == len(record.logprobs)
-    assert all(lp == 0.0 for lp, m in zip(record.logprobs, record.assistant_mask, strict=True) if m == 0)
+    assert all(
+        lp == 0.0 for lp, m in zip(record.logprobs, record.assistant_mask, strict=True) if m == 0
+    )
     # Each run of mask-1 tokens is one assistant completion, end-of-turn token included.
     runs, cur = [], []
     for tok, m in zip(record.token_ids, record.assistant_mask, strict=True):
@@ -84,12 +93,16 @@ def test_batched_rollouts_give_the_same_records_as_one_by_one(retail, retail_tas
     assert stats.episodes == len(specs) and stats.batches < sum(r.n_steps for r in batched)
 
 
-def test_tiny_model_rollout_logprobs_match_a_forward_pass_over_the_whole_conversation(retail_tasks, tiny_engine):
+def test_tiny_model_rollout_logprobs_match_a_forward_pass_over_the_whole_conversation(
+    retail_tasks, tiny_engine
+):
     import torch
 
     sampling = SamplingParams(max_tokens=8, temperature=1.0, seed=0)
     config = RolloutConfig(sampling=sampling, max_turns=3, batch_size=2, max_tokens=16_000)
-    records = run_rollouts(tiny_engine, make_env(), [EpisodeSpec(t) for t in retail_tasks[:2]], config)
+    records = run_rollouts(
+        tiny_engine, make_env(), [EpisodeSpec(t) for t in retail_tasks[:2]], config
+    )
     for r in records:
         assert r.termination in TERMINATIONS and r.n_steps >= 1
         assert r.token_check in ("exact", "text", "mismatch")
@@ -129,14 +142,20 @@ def _opening(task):
 def test_env_step_limit_maps_to_max_turns(retail, retail_tasks, chat):
     task = retail_tasks[0]
     engine = oracle_engine(retail, [task], chat)
-    [r] = run_rollouts(engine, make_env(max_steps=1), [EpisodeSpec(task)], RolloutConfig(max_tokens=40_000))
+    [r] = run_rollouts(
+        engine, make_env(max_steps=1), [EpisodeSpec(task)], RolloutConfig(max_tokens=40_000)
+    )
     assert r.termination == "max_turns" and r.n_steps == 1
 
 
 def test_unparseable_completions_are_observations_and_errors_are_data(retail_tasks, chat):
     task = retail_tasks[0]
-    bad = ScriptedEngine(lambda info: ScriptAgent(['<tool_call>{"name": oops</tool_call>']), chat=chat)
-    [r] = run_rollouts(bad, make_env(), [EpisodeSpec(task)], RolloutConfig(max_turns=3, max_tokens=40_000))
+    bad = ScriptedEngine(
+        lambda info: ScriptAgent(['<tool_call>{"name": oops</tool_call>']), chat=chat
+    )
+    [r] = run_rollouts(
+        bad, make_env(), [EpisodeSpec(task)], RolloutConfig(max_turns=3, max_tokens=40_000)
+    )
     assert r.termination == "max_turns" and r.n_steps == 3 and not r.errors
     assert any("not valid JSON" in str(m.get("content")) for m in r.messages)
 
@@ -161,7 +180,11 @@ def test_unparseable_completions_are_observations_and_errors_are_data(retail_tas
 
     class BrokenEnv:
         def reset(self, seed=None, options=None):
-            return "hi", {"messages": [{"role": "user", "content": "hi"}], "tools": [], "progress": 0.0}
+            return "hi", {
+                "messages": [{"role": "user", "content": "hi"}],
+                "tools": [],
+                "progress": 0.0,
+            }
 
         def step(self, action):
             raise KeyError("broken tool")
@@ -173,7 +196,9 @@ def test_unparseable_completions_are_observations_and_errors_are_data(retail_tas
 
 def test_remote_style_engines_keep_messages_without_token_ids(retail, retail_tasks):
     engine = oracle_engine(retail, retail_tasks[:2])  # no chat template, like an HTTP engine
-    records = run_rollouts(engine, make_env(), [EpisodeSpec(t) for t in retail_tasks[:2]], RolloutConfig())
+    records = run_rollouts(
+        engine, make_env(), [EpisodeSpec(t) for t in retail_tasks[:2]], RolloutConfig()
+    )
     for r in records:
         assert r.success and r.token_ids == [] and r.token_check == "skipped"
         assert r.to_dict(tokens=False).keys().isdisjoint({"token_ids", "logprobs"})

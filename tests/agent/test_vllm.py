@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -51,7 +50,13 @@ def _vllm_env(tmp: Path) -> dict[str, str]:
 def vllm_engine(tiny_model_dir, tmp_path_factory):
     if not vllm_available():
         pytest.skip("vllm is not installed here; the main suite runs these tests in .venv-vllm")
-    os.environ.update({k: v for k, v in _vllm_env(tmp_path_factory.mktemp("vllm")).items() if k.startswith(("VLLM", "DO_"))})
+    os.environ.update(
+        {
+            k: v
+            for k, v in _vllm_env(tmp_path_factory.mktemp("vllm")).items()
+            if k.startswith(("VLLM", "DO_"))
+        }
+    )
     from rods_agent.engines.vllm_engine import VLLMEngine
 
     engine = VLLMEngine(tiny_model_dir, max_model_len=16384, kv_cache_memory_bytes=256 << 20)
@@ -73,19 +78,29 @@ def _forward(model, prompt, completion):
     ids = torch.tensor([prompt + completion])
     with torch.inference_mode():
         logits = model(ids).logits[0, len(prompt) - 1 : -1].float()
-    return torch.log_softmax(logits, -1).gather(-1, torch.tensor(completion)[:, None]).squeeze(-1).tolist()
+    return (
+        torch.log_softmax(logits, -1)
+        .gather(-1, torch.tensor(completion)[:, None])
+        .squeeze(-1)
+        .tolist()
+    )
 
 
 class TestInProcess:
     def test_generation_matches_a_transformers_forward_pass(self, vllm_engine, hf_model):
-        requests = [GenerationRequest(OPENING), GenerationRequest([*OPENING, {"role": "user", "content": "and?"}])]
+        requests = [
+            GenerationRequest(OPENING),
+            GenerationRequest([*OPENING, {"role": "user", "content": "and?"}]),
+        ]
         out = vllm_engine.generate(requests, SamplingParams(max_tokens=10, temperature=1.0, seed=1))
         for req, comp in zip(requests, out, strict=True):
             assert comp.error is None and 1 <= len(comp.token_ids) <= 10
             assert len(comp.logprobs) == len(comp.token_ids)
             assert comp.text == vllm_engine.chat.completion_text(comp.token_ids)
             prompt = vllm_engine.chat.prompt_ids(req.messages)
-            assert comp.logprobs == pytest.approx(_forward(hf_model, prompt, comp.token_ids), abs=1e-3)
+            assert comp.logprobs == pytest.approx(
+                _forward(hf_model, prompt, comp.token_ids), abs=1e-3
+            )
 
     def test_load_weights_from_a_state_dict(self, vllm_engine, hf_model):
         import torch
@@ -104,7 +119,9 @@ class TestInProcess:
         [back] = vllm_engine.generate(req, greedy)
         assert back.logprobs == pytest.approx(_forward(hf_model, prompt, back.token_ids), abs=1e-3)
 
-    def test_rollout_on_retail_keeps_exact_token_accounting(self, vllm_engine, hf_model, retail_tasks):
+    def test_rollout_on_retail_keeps_exact_token_accounting(
+        self, vllm_engine, hf_model, retail_tasks
+    ):
         import gymnasium as gym
         import torch
 
@@ -112,9 +129,16 @@ class TestInProcess:
         from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
 
         assert rods_env.ENV_IDS
-        config = RolloutConfig(sampling=SamplingParams(max_tokens=8, seed=0), max_turns=3, max_tokens=16000)
-        make_env = lambda: gym.make("rods/Retail-v0", disable_env_checker=True)  # noqa: E731
-        records = run_rollouts(vllm_engine, make_env, [EpisodeSpec(t) for t in retail_tasks[:2]], config)
+        config = RolloutConfig(
+            sampling=SamplingParams(max_tokens=8, seed=0), max_turns=3, max_tokens=16000
+        )
+
+        def make_env():
+            return gym.make("rods/Retail-v0", disable_env_checker=True)
+
+        records = run_rollouts(
+            vllm_engine, make_env, [EpisodeSpec(t) for t in retail_tasks[:2]], config
+        )
         for r in records:
             assert r.n_steps >= 1 and r.termination != "error"
             ids = torch.tensor([r.token_ids])
@@ -133,7 +157,9 @@ def test_in_process_engine_suite_in_the_vllm_venv(tmp_path):
         pytest.skip(NO_VENV)
     cmd = [str(VENV_PYTHON), "-m", "pytest", str(Path(__file__)), "-k", "TestInProcess",
            "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "inner")]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=ROOT, env=_vllm_env(tmp_path), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=_vllm_env(tmp_path), capture_output=True, text=True, timeout=600
+    )
     tail = (proc.stdout + proc.stderr)[-4000:]
     assert proc.returncode == 0, tail
     summary = proc.stdout.strip().splitlines()[-1]
@@ -178,7 +204,13 @@ def test_rods_eval_against_vllm_serve(tmp_path, tiny_model_dir, monkeypatch):
            "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--disable-log-stats",
            "--uvicorn-log-level", "warning"]  # fmt: skip
     with log.open("w") as fh:
-        proc = subprocess.Popen(cmd, env=_vllm_env(tmp_path), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            env=_vllm_env(tmp_path),
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         _wait_for_models(url, proc, log, timeout=240)
         monkeypatch.setenv("RODS_TEST_API_KEY", "sk-never-written")
@@ -205,5 +237,7 @@ def test_rods_eval_against_vllm_serve(tmp_path, tiny_model_dir, monkeypatch):
         assert [m["role"] for m in e["messages"][:3]] == ["system", "user", "assistant"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["tasks"] == 3 and set(summary["pass_k"]) == {"1"}
-    written = "".join(p.read_text() for p in out.iterdir() if p.suffix in (".json", ".jsonl", ".md"))
+    written = "".join(
+        p.read_text() for p in out.iterdir() if p.suffix in (".json", ".jsonl", ".md")
+    )
     assert "sk-never-written" not in written and "RODS_TEST_API_KEY" in written
