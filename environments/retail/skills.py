@@ -292,33 +292,49 @@ def _change_text(old: OrderItem, new: Variant) -> str:
     return f"the {_item_text(old.name, old.options)} to {_options(changed)}"
 
 
-def _modify_items(
-    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
+_MODIFY_TEMPLATES = (
+    "My {ref} hasn't shipped yet and I'd like to change {changes}. Use my {pay} for any "
+    "difference.",
+    "Could you modify {ref}? I want to switch {changes}. Any price difference can go on my {pay}.",
+    "I picked the wrong options in {ref}. Please change {changes}; my {pay} is fine for the "
+    "difference.",
+    "For {ref}, I'd like to swap {changes}. Charge or refund the difference with my {pay}, please.",
+)
+_EXCHANGE_TEMPLATES = (
+    "I received {ref} and I'd like to exchange {changes}. Settle any difference with my {pay}.",
+    "Can I exchange something from {ref}? I want {changes}. My {pay} works for the price "
+    "difference.",
+    "The items in {ref} arrived but I need to exchange {changes}. Use my {pay} for the "
+    "difference, please.",
+)
+
+
+def _swap_items(
+    db: Database,
+    rng: random.Random,
+    user: User,
+    shape: Mapping[str, int],
+    exclude: frozenset[str],
+    *,
+    status: str,
+    tool_name: str,
+    templates: Sequence[str],
 ) -> Part | None:
-    picked = _replace_items(db, rng, user, shape.get("items", 1), "pending", exclude)
+    """Items of an order of ``status`` swapped for other variants of the same products:
+    modifying a pending order and exchanging a delivered one differ only in these."""
+    picked = _replace_items(db, rng, user, shape.get("items", 1), status, exclude)
     if picked is None:
         return None
     order, olds, news, method = picked
     changes = _join([_change_text(o, n) for o, n in zip(olds, news, strict=True)])
     ref = _order_ref(rng, order, db, user)
     pay = _method_text(method)
-    request = rng.choice(
-        (
-            f"My {ref} hasn't shipped yet and I'd like to change {changes}. "
-            f"Use my {pay} for any difference.",
-            f"Could you modify {ref}? I want to switch {changes}. Any price difference can go "
-            f"on my {pay}.",
-            f"I picked the wrong options in {ref}. Please change {changes}; my {pay} is fine "
-            "for the difference.",
-            f"For {ref}, I'd like to swap {changes}. Charge or refund the difference with my "
-            f"{pay}, please.",
-        )
-    )
+    request = rng.choice(templates).format(ref=ref, changes=changes, pay=pay)
     calls = [
         _call("get_order_details", order_id=order.order_id),
         *_products_calls(olds),
         _call(
-            "modify_pending_order_items",
+            tool_name,
             order_id=order.order_id,
             item_ids=[o.item_id for o in olds],
             new_item_ids=[n.item_id for n in news],
@@ -334,48 +350,36 @@ def _modify_items(
         "payment method": pay,
     }
     return Part(request, calls, facts, orders=(order.order_id,))
+
+
+def _modify_items(
+    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
+) -> Part | None:
+    return _swap_items(
+        db,
+        rng,
+        user,
+        shape,
+        exclude,
+        status="pending",
+        tool_name="modify_pending_order_items",
+        templates=_MODIFY_TEMPLATES,
+    )
 
 
 def _exchange_items(
     db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
 ) -> Part | None:
-    picked = _replace_items(db, rng, user, shape.get("items", 1), "delivered", exclude)
-    if picked is None:
-        return None
-    order, olds, news, method = picked
-    changes = _join([_change_text(o, n) for o, n in zip(olds, news, strict=True)])
-    ref = _order_ref(rng, order, db, user)
-    pay = _method_text(method)
-    request = rng.choice(
-        (
-            f"I received {ref} and I'd like to exchange {changes}. Settle any difference with "
-            f"my {pay}.",
-            f"Can I exchange something from {ref}? I want {changes}. My {pay} works for the "
-            "price difference.",
-            f"The items in {ref} arrived but I need to exchange {changes}. Use my {pay} for "
-            "the difference, please.",
-        )
+    return _swap_items(
+        db,
+        rng,
+        user,
+        shape,
+        exclude,
+        status="delivered",
+        tool_name="exchange_delivered_order_items",
+        templates=_EXCHANGE_TEMPLATES,
     )
-    calls = [
-        _call("get_order_details", order_id=order.order_id),
-        *_products_calls(olds),
-        _call(
-            "exchange_delivered_order_items",
-            order_id=order.order_id,
-            item_ids=[o.item_id for o in olds],
-            new_item_ids=[n.item_id for n in news],
-            payment_method_id=method.id,
-        ),
-    ]
-    facts = {
-        **_order_facts([order]),
-        **_item_facts("item", [_item_text(o.name, o.options) for o in olds]),
-        **_item_facts(
-            "new item", [_item_text(o.name, n.options) for o, n in zip(olds, news, strict=True)]
-        ),
-        "payment method": pay,
-    }
-    return Part(request, calls, facts, orders=(order.order_id,))
 
 
 def _return_items(
