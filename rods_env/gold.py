@@ -110,12 +110,17 @@ class GoldCache:
                 self._items.move_to_end(key)
                 return hit[1]
         gold = replay_gold(domain, task)
+        self.put(domain, task, gold)
+        return gold
+
+    def put(self, domain: Domain, task: Task, gold: Gold) -> None:
+        """Store a gold already replayed (synthesis does), so a reset does not replay it."""
+        key = (domain.name, task.id)
         with self._lock:
             self._items[key] = (task, gold)
             self._items.move_to_end(key)
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
-        return gold
 
 
 GOLD_CACHE = GoldCache()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any
 
 from rods_env.database import DELETED, Checkpoint, Database
@@ -50,8 +51,12 @@ def mentions(text: str, output: str) -> bool:
                 if value == target:
                     return True
             return False
-    pattern = r"(?<![0-9a-z_])" + re.escape(out.lower()) + r"(?![0-9a-z_])"
-    return re.search(pattern, text.lower()) is not None
+    return _token_pattern(out.lower()).search(text.lower()) is not None
+
+
+@lru_cache(maxsize=65536)
+def _token_pattern(token: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![0-9a-z_])" + re.escape(token) + r"(?![0-9a-z_])")
 
 
 @dataclass(frozen=True)

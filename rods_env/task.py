@@ -160,6 +160,15 @@ class Task(Frozen):
         return self.model_dump_json(exclude_none=False)
 
 
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()  # read once at import: os.umask can only be read by setting it
+
+
 def iter_tasks(path: str | Path) -> Iterator[Task]:
     """Read tasks from a JSONL file lazily.
 
@@ -219,6 +228,7 @@ def dump_tasks(tasks: Iterable[Task], path: str | Path) -> int:
                 n += 1
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; a pool is an ordinary file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -168,6 +168,8 @@ class Synthesizer:
         task = cand.task.model_copy(update={"id": content_id(cand.task)})
         self.seen.add(key)
         self._note_facts(task)
+        # an env reset on this task then finds its gold instead of replaying it
+        GOLD_CACHE.put(self.domain(task.domain), task, cand.gold)
         return replace(cand, task=task)
 
     # -- stages ----------------------------------------------------------------------------
