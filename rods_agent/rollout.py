@@ -221,8 +221,10 @@ class _Episode:
             self._finish("max_tokens")
 
     def budget(self) -> int:
-        """Tokens left in the conversation budget."""
-        return self.config.max_tokens - self.conv_tokens
+        """Tokens the next completion may use: what is left of the conversation budget,
+        less the tokens that will close the assistant message."""
+        reserve = self.chat.suffix_tokens if self.chat is not None else 0
+        return self.config.max_tokens - self.conv_tokens - reserve
 
     def request(self) -> GenerationRequest:
         r = self.record
@@ -288,7 +290,7 @@ class _Episode:
             except Exception as exc:
                 self._fail(f"chat template failed on the observation: {type(exc).__name__}: {exc}")
                 return
-            if len(obs_ids) >= self.budget():
+            if len(obs_ids) + 1 > self.budget():
                 self._finish("max_tokens")
                 return
             self._append(obs_ids, mask=0)

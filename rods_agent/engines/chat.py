@@ -124,6 +124,8 @@ class ChatTemplate:
         if _PROBE not in text:
             raise EngineError("the chat template does not render assistant content as given")
         self.assistant_suffix = text.split(_PROBE, 1)[1]
+        self.suffix_tokens = len(self.encode(self.assistant_suffix))
+        """Tokens that close an assistant message: room a token budget keeps for them."""
 
     # -- rendering -------------------------------------------------------------------------
     def _raw_render(

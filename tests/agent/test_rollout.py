@@ -126,11 +126,14 @@ def test_turn_and_token_limits_end_episodes(retail, retail_tasks, chat):
     assert r.termination == "max_turns" and r.n_steps == 2 and not r.success
 
     prompt = len(chat.prompt_ids(*_opening(task)))
-    limit = prompt + 40
-    config = RolloutConfig(max_tokens=limit)
-    [r] = run_rollouts(oracle_engine(retail, [task], chat), make_env(), [EpisodeSpec(task)], config)
-    assert r.termination == "max_tokens"
-    assert prompt < len(r.token_ids) <= limit
+    for extra in (1, 3, 17, 40, 90, 200):
+        limit = prompt + extra
+        config = RolloutConfig(max_tokens=limit)
+        [r] = run_rollouts(
+            oracle_engine(retail, [task], chat), make_env(), [EpisodeSpec(task)], config
+        )
+        assert r.termination == "max_tokens"
+        assert prompt <= len(r.token_ids) <= limit  # never past the budget, closing tokens included
 
 
 def _opening(task):
