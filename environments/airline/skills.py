@@ -23,8 +23,10 @@ Conventions every skill follows:
 
 from __future__ import annotations
 
+import itertools
+import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -135,10 +137,19 @@ def _statuses(db: Database, res: Reservation) -> list[str]:
 
 def _candidates(
     db: Database, rng: random.Random, keep: Callable[[Reservation], bool]
-) -> list[Reservation]:
-    out = [r for r in db.values("reservations") if keep(r)]
-    rng.shuffle(out)
-    return out
+) -> Iterator[Reservation]:
+    """Reservations that pass ``keep``, in a random order, filtered lazily: a skill usually
+    takes one of the first few, so testing all of them on every draw would waste its time."""
+    rows = list(db.values("reservations"))
+    n = len(rows)
+    if n == 0:
+        return iter(())
+    # a random start and a stride coprime with n visit every row once in a scattered order
+    start = rng.randrange(n)
+    stride = rng.randrange(1, n) if n > 1 else 1
+    while math.gcd(stride, n) != 1:
+        stride += 1
+    return (r for i in range(n) if keep(r := rows[(start + i * stride) % n]))
 
 
 def _bookable_now(db: Database, res: Reservation) -> bool:
@@ -246,8 +257,8 @@ def _attempts(rng: random.Random, build: Callable[[], Draft], what: str) -> Draf
     raise SkillUnavailable(f"no entities fit {what}")
 
 
-def _over_candidates(items: Sequence[Any], build: Callable[[Any], Draft], what: str) -> Draft:
-    for item in items[:_ATTEMPTS]:
+def _over_candidates(items: Iterable[Any], build: Callable[[Any], Draft], what: str) -> Draft:
+    for item in itertools.islice(items, _ATTEMPTS):
         try:
             return build(item)
         except _Skip:
@@ -710,7 +721,7 @@ def _on_reservations(
 ) -> Draft:
     """One turn applying ``op`` to ``k`` reservations of one user (one payment method)."""
     if k == 1:
-        candidates = [[r] for r in _candidates(db, rng, keep)]
+        candidates: Iterable[list[Reservation]] = ([r] for r in _candidates(db, rng, keep))
     else:
         by_user: dict[str, list[Reservation]] = {}
         for res in db.values("reservations"):
