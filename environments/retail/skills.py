@@ -849,8 +849,9 @@ SKILLS: tuple[Skill, ...] = (
         "return_items",
         "Return items of a delivered order to the original method or a gift card.",
         _single(_return_items),
+        # more items is one longer list in the same call: the structure does not grow, so the
+        # axis is not offered to *expand* (shape {"items": 2 or 3} still works when asked)
         shape={"items": 1},
-        limits={"items": (1, 3)},
     ),
     Skill(
         "exchange_items",
