@@ -44,7 +44,11 @@ def test_domains_do_not_import_each_other():
         for f in d.rglob("*.py"):
             tree = ast.parse(f.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
-                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("environments."):
+                if (
+                    isinstance(node, ast.ImportFrom)
+                    and node.module
+                    and node.module.startswith("environments.")
+                ):
                     assert node.module.split(".")[1] not in others, f"{f} imports another domain"
 
 
