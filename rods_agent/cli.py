@@ -65,6 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     except RodsError as exc:
         print(f"rods {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] in ("rods_env", "rods_agent", "environments"):
+            raise
+        print(
+            f"rods {args.command}: error: this needs the optional dependency '{exc.name}': "
+            "pip install -c constraints/cpu.txt -e '.[agent,openai]'",
+            file=sys.stderr,
+        )
+        return 2
     except KeyboardInterrupt:
         print(f"rods {args.command}: interrupted; results written so far are kept", file=sys.stderr)
         return 130
