@@ -127,10 +127,8 @@ class Database:
         """Iterate the current records of ``table``."""
         layer = self._overlay.get(table)
         if not layer:
-            yield from self._base[table].values()
-            return
-        for key in self.keys(table):
-            yield self.get(table, key)
+            return iter(self._base[table].values())  # the common case, at C speed
+        return (self.get(table, key) for key in self.keys(table))
 
     def items(self, table: str) -> Iterator[tuple[str, Any]]:
         """Iterate ``(key, record)`` pairs of ``table``."""

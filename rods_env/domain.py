@@ -9,18 +9,21 @@ A domain package (``environments/<name>/__init__.py``) builds one :class:`Domain
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from threading import Lock
-from typing import Any
+from typing import Any, TypeVar
 
 from rods_env.database import Database, Record, Tables, freeze_tables
 from rods_env.errors import ConfigError, RodsError
 from rods_env.task import Task, ToolCall, Turn, UserProfile, load_tasks
 from rods_env.tools import Toolkit
+
+T = TypeVar("T")
 
 
 class SkillUnavailable(RodsError):
@@ -72,6 +75,27 @@ class Skill:
     shape: Mapping[str, int] = field(default_factory=dict)
     limits: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     writes: bool = True
+
+
+def scattered(items: Sequence[T], rng: random.Random) -> Iterator[T]:
+    """Every item once, in a random order, produced lazily.
+
+    A skill usually takes one of the first few candidates, so shuffling a whole table on
+    every draw would dominate synthesis time. A random start and a random stride coprime
+    with ``len(items)`` visit each item exactly once in a scattered order, in O(1) setup.
+
+    Args:
+        items: The candidates.
+        rng: The skill's random generator.
+    """
+    n = len(items)
+    if n == 0:
+        return iter(())
+    start = rng.randrange(n)
+    stride = rng.randrange(1, n) if n > 1 else 1
+    while math.gcd(stride, n) != 1:
+        stride += 1
+    return (items[(start + i * stride) % n] for i in range(n))
 
 
 _BASE_CACHE: dict[tuple[str, int, str], Tables] = {}

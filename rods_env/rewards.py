@@ -51,7 +51,10 @@ def mentions(text: str, output: str) -> bool:
                 if value == target:
                     return True
             return False
-    return _token_pattern(out.lower()).search(text.lower()) is not None
+    token, haystack = out.lower(), text.lower()
+    if token not in haystack:  # cheap and common: no need to build a pattern
+        return False
+    return _token_pattern(token).search(haystack) is not None
 
 
 @lru_cache(maxsize=65536)

@@ -9,32 +9,57 @@ so small quantities and flags do not create spurious edges.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+import json
+import re
+from collections.abc import Collection
 from typing import Any
 
 from rods_env.gold import Gold
 from rods_env.rewards import mentions
 from rods_env.task import Signature, Task
 
+_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:)?')
+_JSON_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
-def _leaves(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _leaves(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _leaves(v)
-    elif isinstance(value, bool) or value is None:
-        return
-    elif isinstance(value, (int, float)) and abs(value) >= 10:
-        yield repr(value)
-    elif isinstance(value, str) and len(value) >= 3:
-        yield value
+
+def _scalar_leaf(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return repr(value) if abs(value) >= 10 else None
+    if isinstance(value, str):
+        return value if len(value) >= 3 else None
+    return None
 
 
 def value_leaves(value: Any) -> set[str]:
-    """The traceable scalar values inside a JSON value (see module docstring)."""
-    return set(_leaves(value))
+    """The traceable scalar values inside a JSON value (see module docstring).
+
+    Containers are serialized once and scanned with regular expressions (object keys are
+    skipped): tool outputs can hold thousands of values, and a Python-level walk of them
+    dominated synthesis time.
+    """
+    if not isinstance(value, (dict, list, tuple)):
+        leaf = _scalar_leaf(value)
+        return set() if leaf is None else {leaf}
+    found: set[str] = set()
+
+    def take_string(m: re.Match[str]) -> str:
+        if m.group(2) is None:
+            text = m.group(1)
+            if "\\" in text:
+                text = json.loads(f'"{text}"')
+            if len(text) >= 3:
+                found.add(text)
+        return " "
+
+    rest = _JSON_STRING.sub(take_string, json.dumps(value, ensure_ascii=False))
+    for number in _JSON_NUMBER.findall(rest):
+        parsed = float(number) if any(c in number for c in ".eE") else int(number)
+        leaf = _scalar_leaf(parsed)
+        if leaf is not None:
+            found.add(leaf)
+    return found
 
 
 def compute_signature(task: Task, gold: Gold, write_tools: Collection[str]) -> Signature:

@@ -24,7 +24,6 @@ Conventions every skill follows:
 from __future__ import annotations
 
 import itertools
-import math
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
@@ -34,7 +33,7 @@ from environments.airline.generator import BAG_FEE, FREE_BAGS, INSURANCE_FEE
 from environments.airline.schema import CABINS, CLOCK_KEY, Reservation
 from environments.airline.tools import COMPENSATION, AirlineTools
 from rods_env.database import Database
-from rods_env.domain import Draft, Skill, SkillUnavailable
+from rods_env.domain import Draft, Skill, SkillUnavailable, scattered
 from rods_env.task import Task, ToolCall, Turn, UserProfile
 from rods_env.tools import to_jsonable
 
@@ -138,18 +137,8 @@ def _statuses(db: Database, res: Reservation) -> list[str]:
 def _candidates(
     db: Database, rng: random.Random, keep: Callable[[Reservation], bool]
 ) -> Iterator[Reservation]:
-    """Reservations that pass ``keep``, in a random order, filtered lazily: a skill usually
-    takes one of the first few, so testing all of them on every draw would waste its time."""
-    rows = list(db.values("reservations"))
-    n = len(rows)
-    if n == 0:
-        return iter(())
-    # a random start and a stride coprime with n visit every row once in a scattered order
-    start = rng.randrange(n)
-    stride = rng.randrange(1, n) if n > 1 else 1
-    while math.gcd(stride, n) != 1:
-        stride += 1
-    return (r for i in range(n) if keep(r := rows[(start + i * stride) % n]))
+    """Reservations that pass ``keep``, in a random order, filtered lazily."""
+    return (r for r in scattered(list(db.values("reservations")), rng) if keep(r))
 
 
 def _bookable_now(db: Database, res: Reservation) -> bool:

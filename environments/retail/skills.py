@@ -10,9 +10,10 @@ the agent has to ask for them. Requests carry no greeting: the user simulator fr
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from faker import Faker
@@ -29,9 +30,9 @@ from environments.retail.schema import (
     User,
     Variant,
 )
-from environments.retail.tools import RetailTools
+from environments.retail.tools import RetailTools, name_zip_key
 from rods_env.database import Database
-from rods_env.domain import Draft, Skill, SkillUnavailable
+from rods_env.domain import Draft, Skill, SkillUnavailable, scattered
 from rods_env.task import Task, ToolCall, Turn, UserProfile
 
 PaymentMethod = CreditCard | GiftCard | PayPal
@@ -586,16 +587,8 @@ def _product_info(
 
 # -- assembling drafts ---------------------------------------------------------------------
 def _name_zip_unique(db: Database, user: User) -> bool:
-    first, last = user.name.first_name.lower(), user.name.last_name.lower()
-    for other in db.values("users"):
-        if (
-            other.user_id != user.user_id
-            and other.address.zip == user.address.zip
-            and other.name.first_name.lower() == first
-            and other.name.last_name.lower() == last
-        ):
-            return False
-    return True
+    key = name_zip_key(user)
+    return len(db.find("users", "name_zip", key, key=name_zip_key)) == 1
 
 
 _EMAIL, _NAME_ZIP = 0, 1
@@ -633,10 +626,8 @@ def _profile(rng: random.Random, user: User, facts: dict[str, str]) -> UserProfi
     return UserProfile(name=name, persona=rng.choice(_PERSONAS), facts=facts)
 
 
-def _users(db: Database, rng: random.Random) -> list[User]:
-    users = list(db.values("users"))
-    rng.shuffle(users)
-    return users
+def _users(db: Database, rng: random.Random) -> Iterator[User]:
+    return scattered(list(db.values("users")), rng)
 
 
 def _writes(calls: Sequence[ToolCall]) -> bool:
@@ -731,7 +722,7 @@ def _multi_turn_with_plan(
     db: Database, rng: random.Random, shape: Mapping[str, int], count: int, plan: int, method: int
 ) -> Draft | None:
     builders = _multi_turn_plan(count, plan)
-    for user in _users(db, rng)[:100]:
+    for user in itertools.islice(_users(db, rng), 100):
         identity = _identity(db, user, method)
         if identity is None:
             continue

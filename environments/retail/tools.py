@@ -69,11 +69,13 @@ def _describe_method(method: PaymentMethod) -> str:
     return f"{method.id} (PayPal)"
 
 
-def _email_key(user: User) -> str:
+def email_key(user: User) -> str:
+    """Index key of the email look-up (case-insensitive)."""
     return user.email.lower()
 
 
-def _name_zip_key(user: User) -> tuple[str, str, str]:
+def name_zip_key(user: User) -> tuple[str, str, str]:
+    """Index key of the name-and-zip look-up (names case-insensitive)."""
     return (user.name.first_name.lower(), user.name.last_name.lower(), user.address.zip)
 
 
@@ -268,7 +270,7 @@ class RetailTools(Toolkit):
             email: The customer's email address, such as 'jane.doe1234@example.com'.
         """
         wanted = email.strip().lower()
-        for user in self.db.find("users", "email", wanted, key=_email_key):
+        for user in self.db.find("users", "email", wanted, key=email_key):
             return self._verify(user.user_id)
         raise NotFoundError(
             f"No user with email '{email}'.",
@@ -285,7 +287,7 @@ class RetailTools(Toolkit):
             zip: The zip code of the customer's default address, such as '12345'.
         """
         wanted = (first_name.strip().lower(), last_name.strip().lower(), zip.strip())
-        for user in self.db.find("users", "name_zip", wanted, key=_name_zip_key):
+        for user in self.db.find("users", "name_zip", wanted, key=name_zip_key):
             return self._verify(user.user_id)
         raise NotFoundError(
             f"No user named '{first_name} {last_name}' with zip code '{zip}'.",
