@@ -1,0 +1,41 @@
+"""Issue contract: every accepted variant of every seed task is valid.
+
+One variant per seed task (train and test), in both modes, with every augmentation: the
+oracle solves it, a talk-only agent gets nothing, and its signature equals its parent's
+(resample) or is one step larger (expand). About 12 s for both domains.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import rods_env
+from rods_env.synthesis import AUGMENTS, check_one_step, synthesize
+from tests.synthesis.conftest import assert_valid
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["resample", "expand"])
+@pytest.mark.parametrize("name", rods_env.domain_names())
+def test_every_accepted_variant_of_every_seed_task_is_valid(name, mode):
+    domain = rods_env.load_domain(name)
+    seeds = domain.seed_tasks()
+    parents = {t.id: t for t in seeds}
+    outcomes = list(synthesize(seeds, per_seed=1, mode=mode, augment=AUGMENTS, seed=7))
+    accepted = [o.task for o in outcomes if o.accepted]
+    base = {t.id: t for t in accepted if t.variant == "base"}
+    # most seeds yield a variant; expand is limited to skills with a growable axis
+    assert len({t.provenance.parent_id for t in base.values()}) >= (
+        150 if mode == "resample" else 60
+    )
+    for task in accepted:
+        assert_valid(domain, task)
+        if task.variant == "base":
+            parent = parents[task.provenance.parent_id]
+            if mode == "resample":
+                assert task.signature == parent.signature, task.id
+            else:
+                (axis,) = [a for a in task.shape if task.shape[a] != parent.shape.get(a)]
+                check_one_step(parent.signature, task.signature, axis)
+        else:
+            assert task.provenance.parent_id in base, task.id
