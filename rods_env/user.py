@@ -110,7 +110,8 @@ class ScriptedUser:
 
     It opens each turn with the turn's request; answers questions with the facts the agent
     asks for (and only those); confirms an action when asked while the turn's write is still
-    to be done; moves to the next turn when the agent yields after the goal is reached; after
+    to be done (or when the turn needs no write: a look-up), and declines when the write is
+    done already or its tool is withheld (no workarounds); moves to the next turn when the agent yields after the goal is reached; after
     ``patience`` yields without progress it abandons the turn; it ends the conversation after
     the last turn. Phrasing varies with a generator seeded from the task id, so the same task
     gives the same transcript in every process.
@@ -187,9 +188,12 @@ class ScriptedUser:
         if view.goal_reached:
             return self._advance(view, abandoned=False)
         if is_question and _CONFIRM.search(message):
-            return UserReply(
-                "No, I don't want that. " + task.turns[view.turn].request, kind="decline"
-            )
+            turn = task.turns[view.turn]
+            if not view.needs_write and not turn.withheld_tools:
+                # permission for a look-up: harmless, and what the user wants
+                return UserReply(self._rng.choice(self._YES), kind="confirm")
+            # nothing more to write (done already, or the tool is withheld): no workaround
+            return UserReply("No, I don't want that. " + turn.request, kind="decline")
         self._nudges += 1
         if self._nudges > self.patience:
             return self._advance(view, abandoned=True)

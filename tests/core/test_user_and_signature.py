@@ -31,13 +31,28 @@ def test_user_answers_only_the_facts_asked_for():
     assert not reply.advance
 
 
-def test_user_confirms_pending_write_and_declines_when_nothing_is_needed():
+def test_user_confirms_pending_write_and_look_ups_but_declines_extra_writes():
     task = _task("transfer")
     user = ScriptedUser()
     user.start(task)
     assert user.reply("I will transfer it. Shall I proceed?", _view(task)).kind == "confirm"
-    reply = user.reply("Shall I proceed?", _view(task, needs_write=False))
-    assert reply.kind == "decline"
+    # the write is done but the turn is not over: another action is declined
+    assert user.reply("Shall I proceed?", _view(task, effect=True)).kind == "decline"
+    # a read-only turn: permission to look something up is granted
+    look = user.reply("Shall I look it up?", _view(task, needs_write=False))
+    assert look.kind == "confirm"
+    # a turn whose tool is withheld: no workaround
+    withheld = task.model_copy(
+        update={
+            "turns": (
+                task.turns[0].model_copy(update={"withheld_tools": ("transfer",), "calls": ()}),
+            )
+        }
+    )
+    user.start(withheld)
+    assert (
+        user.reply("Shall I try another way?", _view(withheld, needs_write=False)).kind == "decline"
+    )
 
 
 def test_user_advances_when_goal_reached_and_stops_after_last_turn():
