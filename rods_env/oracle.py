@@ -14,6 +14,7 @@ import random
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from rods_env.rewards import mentions
 from rods_env.task import Task, ToolCall
 
 
@@ -84,10 +85,12 @@ class OracleAgent:
                 return f"Here is what I will do: {call.name} with {args}. Shall I proceed?"
             self._next_call += 1
             return tool_call_text(call)
-        said = " ".join(spec.outputs)
-        if spec.withheld_tools:
-            return f"I'm sorry, I cannot do that for you right now. {said}".strip()
-        return f"All done. {said}".strip()
+        lead = (
+            "I'm sorry, I cannot do that for you right now." if spec.withheld_tools else "All done."
+        )
+        # an output with alternatives ("cannot|unable") is said once, in its first form
+        said = [o.split("|")[0] for o in spec.outputs if not mentions(lead, o)]
+        return " ".join([lead, *said])
 
 
 class TalkOnlyAgent:

@@ -34,12 +34,15 @@ def mentions(text: str, output: str) -> bool:
 
     Numbers compare by value ("1,234.5" matches "1234.50"; "10" never matches "100" or
     "10.5"); other outputs match case-insensitively with word boundaries ("W12" does not
-    match "W123").
+    match "W123"). An output with ``|`` is satisfied by any of its alternatives
+    (``"cannot|unable"``).
 
     Args:
         text: What the agent said.
         output: A required output value.
     """
+    if "|" in output:
+        return any(mentions(text, alternative) for alternative in output.split("|"))
     out = output.strip()
     if not out:
         return True

@@ -42,7 +42,7 @@ from rods_env.task import Signature, Task, ToolCall, Turn
 AUGMENTS: tuple[str, ...] = ("missing_parameter", "missing_function", "long_context", "distractor")
 """The augmentation kinds, in the order the pipeline applies them."""
 
-CANNOT = "cannot"
+CANNOT = "cannot|can't|can’t|can not|unable|not able|not possible"
 """Required output of a withheld turn: the agent must tell the user it cannot do it now."""
 
 LONG_SIZE = "long"

@@ -24,6 +24,10 @@ from rods_env.rewards import mentions
         ("there are 13 variants", "3", False),
         ("Your flight is DELAYED", "delayed", True),
         ("anything", "", True),
+        ("Sorry, I can't do that now.", "cannot|can't|unable", True),
+        ("I am unable to help.", "cannot|can't|unable", True),
+        ("Done, it is cancelled.", "cannot|can't|unable", False),
+        ("Your total is 100.", "10|20", False),
     ],
 )
 def test_mentions_whole_token(text, output, expected):
