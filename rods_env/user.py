@@ -216,6 +216,14 @@ class ScriptedUser:
         if nxt >= len(task.turns):
             text = f"{lead} {self._rng.choice(self._BYE)}".strip()
             return UserReply(text, advance=True, stop=True, kind="stop" if not abandoned else kind)
-        self._tell(task.turns[nxt].request)
-        text = f"{lead} {self._rng.choice(self._NEXT)} {task.turns[nxt].request}".strip()
+        request = task.turns[nxt].request
+        self._tell(request)
+        connector = self._rng.choice(self._NEXT)
+        if (
+            connector.endswith(",")
+            and request[:1].isupper()
+            and not request.startswith(("I ", "I'"))
+        ):
+            request = request[0].lower() + request[1:]
+        text = f"{lead} {connector} {request}".strip()
         return UserReply(text, advance=True, kind=kind)
