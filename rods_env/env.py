@@ -44,7 +44,8 @@ class ToolEnv(gym.Env[str, str]):
     Args:
         domain: A :class:`Domain` or a registered domain name.
         tasks: The task pool to sample from: None or ``"seeds"`` for the domain's seed tasks,
-            a path to a JSONL pool, or a sequence of tasks.
+            a path to a JSONL pool, or a sequence of tasks (tasks of other domains are
+            left out).
         split: Keep only tasks of this split (``"train"``/``"test"``); None keeps all.
         max_steps: Steps (agent actions) before the episode is truncated.
         user: User simulator (default: :class:`ScriptedUser`).
@@ -92,6 +93,7 @@ class ToolEnv(gym.Env[str, str]):
             pool = list(tasks)
         if split is not None and split not in ("train", "test"):
             raise ConfigError(f"split must be 'train', 'test' or None, got {split!r}")
+        pool = [t for t in pool if t.domain == domain.name]  # a pool file may mix domains
         self._all_tasks = pool
         self._pool = [t for t in pool if split is None or t.split == split or t.split is None]
         self._by_id = {t.id: t for t in domain.seed_tasks()}
@@ -227,6 +229,11 @@ class ToolEnv(gym.Env[str, str]):
     def _pick_task(self, options: dict[str, Any]) -> Task:
         choice = options.get("task")
         if isinstance(choice, Task):
+            if choice.domain != self.domain.name:
+                raise ConfigError(
+                    f"task '{choice.id}' belongs to domain '{choice.domain}', "
+                    f"not to this {self.domain.name} environment"
+                )
             return choice
         if isinstance(choice, str):
             try:

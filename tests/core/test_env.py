@@ -178,3 +178,19 @@ def test_reset_with_same_seed_picks_same_task(env):
     a = env.reset(seed=7)[1]["task_id"]
     b = env.reset(seed=7)[1]["task_id"]
     assert a == b
+
+
+def test_task_of_another_domain_is_refused(env, toy_tasks):
+    other = toy_tasks[0].model_copy(update={"domain": "retail"})
+    with pytest.raises(Exception, match="belongs to domain 'retail'"):
+        env.reset(options={"task": other})
+    mixed = ToolEnv(TOY, tasks=[other, *toy_tasks], split=None)
+    assert other not in mixed.tasks and len(mixed.tasks) == len(toy_tasks)
+
+
+def test_unknown_task_id_and_empty_pool_are_clear_errors(toy_tasks):
+    env = ToolEnv(TOY, tasks=toy_tasks)
+    with pytest.raises(Exception, match="unknown task id 'nope'"):
+        env.reset(options={"task": "nope"})
+    with pytest.raises(Exception, match="no tasks to sample"):
+        ToolEnv(TOY, tasks=[]).reset()
