@@ -124,7 +124,8 @@ def _products(rng: random.Random, ids: _Ids, preset: SizePreset) -> list[Product
     return products
 
 
-def _address(fake: Faker) -> Address:
+def fake_address(fake: Faker) -> Address:
+    """A US address drawn from ``fake`` (the generator's and the skills' one recipe)."""
     return Address(
         address1=f"{fake.building_number()} {fake.street_name()}",
         address2=fake.secondary_address(),
@@ -141,7 +142,7 @@ def _users(fake: Faker, rng: random.Random, ids: _Ids, preset: SizePreset) -> li
     for _ in range(preset.users):
         while True:
             first, last = fake.first_name(), fake.last_name()
-            address = _address(fake)
+            address = fake_address(fake)
             key = (first.lower(), last.lower(), address.zip)
             if key not in seen_name_zip:
                 seen_name_zip.add(key)
@@ -228,7 +229,7 @@ def _order(
             )
         )
     order_id = ids.new("#W{}", 7)
-    address = user.address if rng.random() < 0.85 else _address(fake)
+    address = user.address if rng.random() < 0.85 else fake_address(fake)
     method = rng.choice(user.payment_methods)
     total = money(sum(item.price for item in items))
     history = [Transaction(transaction_type="payment", amount=total, payment_method_id=method.id)]

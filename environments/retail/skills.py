@@ -10,6 +10,7 @@ the agent has to ask for them. Requests carry no greeting: the user simulator fr
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import random
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 
 from faker import Faker
 
+from environments.retail.generator import fake_address
 from environments.retail.schema import (
     CANCEL_REASONS,
     Address,
@@ -115,15 +117,7 @@ def _address_args(address: Address) -> dict[str, str]:
 
 
 def _new_address(rng: random.Random) -> Address:
-    fake = _faker(rng)
-    return Address(
-        address1=f"{fake.building_number()} {fake.street_name()}",
-        address2=fake.secondary_address(),
-        city=fake.city(),
-        state=fake.state_abbr(include_territories=False, include_freely_associated_states=False),
-        country="USA",
-        zip=fake.zipcode(),
-    )
+    return fake_address(_faker(rng))
 
 
 @dataclass
@@ -353,34 +347,18 @@ def _swap_items(
     return Part(request, calls, facts, orders=(order.order_id,))
 
 
-def _modify_items(
-    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
-) -> Part | None:
-    return _swap_items(
-        db,
-        rng,
-        user,
-        shape,
-        exclude,
-        status="pending",
-        tool_name="modify_pending_order_items",
-        templates=_MODIFY_TEMPLATES,
-    )
-
-
-def _exchange_items(
-    db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
-) -> Part | None:
-    return _swap_items(
-        db,
-        rng,
-        user,
-        shape,
-        exclude,
-        status="delivered",
-        tool_name="exchange_delivered_order_items",
-        templates=_EXCHANGE_TEMPLATES,
-    )
+_modify_items = functools.partial(
+    _swap_items,
+    status="pending",
+    tool_name="modify_pending_order_items",
+    templates=_MODIFY_TEMPLATES,
+)
+_exchange_items = functools.partial(
+    _swap_items,
+    status="delivered",
+    tool_name="exchange_delivered_order_items",
+    templates=_EXCHANGE_TEMPLATES,
+)
 
 
 def _return_items(
