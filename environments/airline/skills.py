@@ -712,12 +712,17 @@ def _on_reservations(
     if k == 1:
         candidates: Iterable[list[Reservation]] = ([r] for r in _candidates(db, rng, keep))
     else:
-        by_user: dict[str, list[Reservation]] = {}
-        for res in db.values("reservations"):
-            if keep(res):
-                by_user.setdefault(res.user_id, []).append(res)
-        candidates = [rng.sample(rs, k) for _, rs in sorted(by_user.items()) if len(rs) >= k]
-        rng.shuffle(candidates)
+
+        def groups() -> Iterator[list[Reservation]]:
+            # users in a random order, lazily: testing every reservation on every draw
+            # dominated synthesis time
+            for user in scattered(list(db.values("users")), rng):
+                mine = [db.get("reservations", rid) for rid in user.reservations]
+                fitting = [r for r in mine if r is not None and keep(r)]
+                if len(fitting) >= k:
+                    yield rng.sample(fitting, k)
+
+        candidates = groups()
 
     def build(group: list[Reservation]) -> Draft:
         uid = group[0].user_id
