@@ -463,6 +463,19 @@ def run_eval(args: argparse.Namespace) -> int:
     print(
         f"rods eval: {len(results)} tasks: {pk}, mean progress {summary['mean_progress']:.3f}; wrote {out}"
     )
+    trials = sum(len(r["termination"]) for r in results)
+    errored = sum(t == "error" for r in results for t in r["termination"])
+    if trials and errored == trials:
+        print(
+            f"rods eval: error: every trial ({trials}) ended in an engine or environment error; "
+            f"the scores mean nothing (see {out / 'episodes.jsonl'}; is the model reachable?)",
+            file=sys.stderr,
+        )
+        return 1
+    if errored:
+        print(
+            f"rods eval: warning: {errored} of {trials} trials ended in an error", file=sys.stderr
+        )
     return 0
 
 

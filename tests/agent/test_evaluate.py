@@ -138,3 +138,20 @@ def test_a_killed_eval_resumes_without_redoing_tasks(tmp_path, tiny_model_dir, c
     episodes = _lines(out / "episodes.jsonl")
     assert sorted(e["task_id"] for e in episodes) == sorted(ids)
     assert json.loads((out / "summary.json").read_text())["tasks"] == 5
+
+
+def test_an_unreachable_model_fails_loudly_but_keeps_its_records(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as s:  # a loopback port with nothing listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "down"
+    argv = ["eval", "--env", "rods/Retail-v0", "--limit", "2", "--engine", "openai",
+            "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m", "--retries", "0",
+            "--timeout", "2", "--out", str(out), "--no-progress"]  # fmt: skip
+    assert rods_main(argv) == 1
+    err = capsys.readouterr().err
+    assert "every trial (2) ended in an engine or environment error" in err
+    results = _lines(out / "results.jsonl")
+    assert [r["termination"] for r in results] == [["error"], ["error"]]
