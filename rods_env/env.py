@@ -27,6 +27,9 @@ from rods_env.task import Task, load_tasks
 from rods_env.user import ScriptedUser, TurnView, UserSimulator
 
 
+_ARGS_JSON = json.JSONEncoder(ensure_ascii=False)  # reused: cheaper than json.dumps per call
+
+
 class ToolEnv(gym.Env[str, str]):
     """A tau-bench-style conversation: an agent, a domain's tools and database, and a user.
 
@@ -165,6 +168,8 @@ class ToolEnv(gym.Env[str, str]):
         self._task, self._gold = task, gold
         self._steps = 0
         self._results: list[TurnResult] = []
+        self._result_dicts: list[dict[str, Any]] = []
+        self._progress = 0.0
         self._success = False
         self._termination: str | None = None
         self._over = False
@@ -192,7 +197,7 @@ class ToolEnv(gym.Env[str, str]):
         if self._over:
             raise RodsError("the episode is over: call reset() to start another")
         self._steps += 1
-        before = progress(self._results, len(self._task.turns))
+        before = self._progress
         if isinstance(action, str) and len(action) > self.max_action_chars:
             parsed = ParsedAction(
                 "",
@@ -216,7 +221,7 @@ class ToolEnv(gym.Env[str, str]):
             self._finish("max_steps")
             truncated = True
         terminated = self._over and not truncated
-        reward = progress(self._results, len(self._task.turns)) - before
+        reward = self._progress - before
         return obs, reward, terminated, truncated, self._info(call_log)
 
     def render(self) -> str | None:
@@ -278,7 +283,13 @@ class ToolEnv(gym.Env[str, str]):
             self._turn_start,
             "\n".join(self._turn_text),
         )
+        self._record(result)
+
+    def _record(self, result: TurnResult) -> None:
+        assert self._task is not None
         self._results.append(result)
+        self._result_dicts.append(result.to_dict())
+        self._progress = progress(self._results, len(self._task.turns))
 
     def _finish(self, reason: str) -> None:
         assert self._task is not None and self._gold is not None and self._db is not None
@@ -286,7 +297,7 @@ class ToolEnv(gym.Env[str, str]):
             self._close_turn()
         for i in range(len(self._results), len(self._task.turns)):
             tg = self._gold.turns[i]
-            self._results.append(TurnResult(i, False, False, (), tuple(tg.outputs)))
+            self._record(TurnResult(i, False, False, (), tuple(tg.outputs)))
         self._success = success(self._gold, self._db, self._results)
         self._termination = reason
         self._over = True
@@ -329,7 +340,7 @@ class ToolEnv(gym.Env[str, str]):
                     "type": "function",
                     "function": {
                         "name": call.name or "?",
-                        "arguments": json.dumps(args, ensure_ascii=False),
+                        "arguments": _ARGS_JSON.encode(args),
                     },
                 }
             )
@@ -365,9 +376,9 @@ class ToolEnv(gym.Env[str, str]):
             "task_id": self._task.id,
             "turn": self._turn,
             "n_turns": len(self._task.turns),
-            "progress": progress(self._results, len(self._task.turns)),
+            "progress": self._progress,
             "success": self._success,
-            "turn_results": [r.to_dict() for r in self._results] if self._results else [],
+            "turn_results": list(self._result_dicts),
             "termination": self._termination,
             "tool_calls": call_log,
             "messages": list(self._messages),

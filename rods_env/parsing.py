@@ -55,6 +55,10 @@ def _short(text: str, n: int = 80) -> str:
 
 
 def _call_from_obj(obj: Any) -> ParsedCall:
+    if type(obj) is dict:  # the common case, decoded JSON: skip the slower ABC checks below
+        name, args = obj.get("name"), obj.get("arguments")
+        if type(name) is str and name and type(args) is dict and "function" not in obj:
+            return ParsedCall(name, args)
     if not isinstance(obj, Mapping):
         return ParsedCall("", None, f"a tool call must be a JSON object, got {type(obj).__name__}")
     if "function" in obj and isinstance(obj["function"], Mapping):
@@ -93,10 +97,14 @@ def _parse_json_calls(text: str) -> tuple[ParsedCall, ...] | None:
 
 def parse_text(text: str) -> ParsedAction:
     """Parse a raw completion."""
-    blocks = list(_BLOCK.finditer(text))
+    blocks = list(_BLOCK.finditer(text)) if "<tool_call>" in text else []
     if blocks:
         calls = []
+        pieces = []
+        end = 0
         for m in blocks:
+            pieces.append(text[end : m.start()])
+            end = m.end()
             body = m.group(1).strip()
             try:
                 calls.append(_call_from_obj(json.loads(body)))
@@ -104,7 +112,8 @@ def parse_text(text: str) -> ParsedAction:
                 calls.append(
                     ParsedCall("", None, f"tool call is not valid JSON ({exc.msg}): {_short(body)}")
                 )
-        content = _BLOCK.sub("", text)
+        pieces.append(text[end:])
+        content = "".join(pieces)
         if "<tool_call>" in content:
             calls.append(
                 ParsedCall("", None, "a <tool_call> block is not closed with </tool_call>")

@@ -316,13 +316,15 @@ class Toolkit:
                 name, f"Error: {err}", ok=False, writes=spec.writes, error=type(err).__name__
             )
         try:
-            parsed = spec.params.model_validate(dict(arguments))
+            parsed = spec.params.model_validate(
+                arguments if type(arguments) is dict else dict(arguments)
+            )
         except ValidationError as exc:
             err = _format_validation_error(spec, exc)
             return ToolResult(
                 name, f"Error: {err}", ok=False, writes=spec.writes, error=type(err).__name__
             )
-        kwargs = {k: getattr(parsed, k) for k in type(parsed).model_fields}
+        kwargs = parsed.__dict__  # the validated field values, by name
         saved = self.db.checkpoint() if spec.writes else None
         try:
             value = spec.method(self, **kwargs)
