@@ -26,7 +26,6 @@ from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
 from rods_env.task import Task, load_tasks
 from rods_env.user import ScriptedUser, TurnView, UserSimulator
 
-
 _ARGS_JSON = json.JSONEncoder(ensure_ascii=False)  # reused: cheaper than json.dumps per call
 
 
