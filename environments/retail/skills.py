@@ -130,6 +130,8 @@ class Part:
     outputs: list[str] = field(default_factory=list)
     orders: tuple[str, ...] = ()
     needs_user_details: bool = True
+    choices: dict[str, int] = field(default_factory=dict)
+    """Structural choices made (see :func:`_choose`), recorded in the task's shape."""
 
 
 Builder = Callable[
@@ -156,15 +158,35 @@ def _alternatives(db: Database, order: Order, item: OrderItem) -> list[Variant]:
     return [v for v in product.variants if v.available and v.item_id not in taken]
 
 
-def _order_ref(rng: random.Random, order: Order, db: Database, user: User) -> str:
-    """How the customer names an order: its id, or an item only this order of theirs has."""
-    if rng.random() < 0.6:
+def _choose(
+    shape: Mapping[str, int], choices: dict[str, int], name: str, rng: random.Random, p_one: float
+) -> int:
+    """A structural choice (0 or 1) of a request: the shape's value when it fixes one, else a
+    draw (1 with probability ``p_one``). It changes which call a value flows from, hence the
+    signature, so it is recorded in ``choices`` and, through :attr:`Draft.shape`, in the task."""
+    value = int(shape[name]) if name in shape else int(rng.random() < p_one)
+    choices[name] = value
+    return value
+
+
+def _order_ref(
+    rng: random.Random,
+    order: Order,
+    db: Database,
+    user: User,
+    shape: Mapping[str, int],
+    choices: dict[str, int],
+) -> str | None:
+    """How the customer names an order (choice ``ref``): 0, by its id; 1, by an item only this
+    order of theirs has (then the agent finds the id in the user's orders). None when the
+    order has no such item."""
+    if _choose(shape, choices, "ref", rng, 0.4) == 0:
         return f"order {order.order_id}"
     name = order.items[0].name
     for order_id in user.orders:
         other = db.get("orders", order_id)
         if order_id != order.order_id and any(i.name == name for i in other.items):
-            return f"order {order.order_id}"
+            return None
     return f"the order with the {name}"
 
 
@@ -181,19 +203,17 @@ def _item_facts(label: str, texts: Sequence[str]) -> dict[str, str]:
 
 
 def _payer(
-    rng: random.Random, user: User, amount: float, prefer: str | None = None
+    user: User, amount: float, original: str, kind: int, rng: random.Random
 ) -> PaymentMethod | None:
-    """A payment method of the user that can pay ``amount`` (gift cards need the balance)."""
+    """A payment method of the user that can pay ``amount`` (gift cards need the balance):
+    ``kind`` 0, the order's ``original`` method; 1, another one."""
     usable = [
         m for m in user.payment_methods if not (isinstance(m, GiftCard) and m.balance < amount)
     ]
-    if not usable:
-        return None
-    if prefer is not None:
-        for m in usable:
-            if m.id == prefer:
-                return m
-    return rng.choice(usable)
+    if kind == 0:
+        return next((m for m in usable if m.id == original), None)
+    others = [m for m in usable if m.id != original]
+    return rng.choice(others) if others else None
 
 
 # -- builders (one request each) -----------------------------------------------------------
@@ -205,6 +225,7 @@ def _cancel(
     if len(pending) < count:
         return None
     orders = rng.sample(pending, count)
+    choices: dict[str, int] = {}
     reason = rng.choice(CANCEL_REASONS)
     why = rng.choice(_REASON_TEXT[reason])
     calls = []
@@ -214,7 +235,9 @@ def _cancel(
             _call("cancel_pending_order", order_id=order.order_id, reason=reason),
         ]
     if count == 1:
-        ref = _order_ref(rng, orders[0], db, user)
+        ref = _order_ref(rng, orders[0], db, user, shape, choices)
+        if ref is None:
+            return None
         request = rng.choice(
             (
                 f"I'd like to cancel {ref}. {why}",
@@ -233,7 +256,7 @@ def _cancel(
             )
         )
     facts = {**_order_facts(orders), "reason": reason}
-    return Part(request, calls, facts, orders=tuple(o.order_id for o in orders))
+    return Part(request, calls, facts, orders=tuple(o.order_id for o in orders), choices=choices)
 
 
 def _replace_items(
@@ -243,8 +266,11 @@ def _replace_items(
     count: int,
     status: str,
     exclude: frozenset[str],
+    pay_kind: int,
 ) -> tuple[Order, list[OrderItem], list[Variant], PaymentMethod] | None:
-    """Pick an order of ``status`` and ``count`` of its items with replacement variants."""
+    """Pick an order of ``status`` and ``count`` of its items, of distinct products (one
+    product look-up each), with replacement variants, and the method that settles the
+    difference (``pay_kind``, see :func:`_payer`)."""
     orders = _user_orders(db, user, status, exclude)
     rng.shuffle(orders)
     for order in orders:
@@ -253,6 +279,8 @@ def _replace_items(
         if len(options) < count:
             continue
         chosen = rng.sample(options, count)
+        if len({item.product_id for item, _ in chosen}) < count:
+            continue
         # Keep the order's item order, so the gold call lists items as the order does.
         chosen.sort(key=lambda pair: order.items.index(pair[0]))
         olds, news, taken = [], [], set()
@@ -267,7 +295,7 @@ def _replace_items(
         if len(olds) < count:
             continue
         diff = round(sum(n.price - o.price for o, n in zip(olds, news, strict=True)), 2)
-        method = _payer(rng, user, diff)
+        method = _payer(user, diff, order.payment_history[0].payment_method_id, pay_kind, rng)
         if method is None:
             continue
         return order, olds, news, method
@@ -317,12 +345,16 @@ def _swap_items(
 ) -> Part | None:
     """Items of an order of ``status`` swapped for other variants of the same products:
     modifying a pending order and exchanging a delivered one differ only in these."""
-    picked = _replace_items(db, rng, user, shape.get("items", 1), status, exclude)
+    choices: dict[str, int] = {}
+    pay_kind = _choose(shape, choices, "pay", rng, 0.5)
+    picked = _replace_items(db, rng, user, shape.get("items", 1), status, exclude, pay_kind)
     if picked is None:
         return None
     order, olds, news, method = picked
     changes = _join([_change_text(o, n) for o, n in zip(olds, news, strict=True)])
-    ref = _order_ref(rng, order, db, user)
+    ref = _order_ref(rng, order, db, user, shape, choices)
+    if ref is None:
+        return None
     pay = _method_text(method)
     request = rng.choice(templates).format(ref=ref, changes=changes, pay=pay)
     calls = [
@@ -344,7 +376,7 @@ def _swap_items(
         ),
         "payment method": pay,
     }
-    return Part(request, calls, facts, orders=(order.order_id,))
+    return Part(request, calls, facts, orders=(order.order_id,), choices=choices)
 
 
 _modify_items = functools.partial(
@@ -373,13 +405,18 @@ def _return_items(
     items.sort(key=order.items.index)
     original = order.payment_history[0].payment_method_id
     cards = [m for m in user.payment_methods if isinstance(m, GiftCard) and m.id != original]
-    method = user.payment_method(original)
-    if cards and (method is None or rng.random() < 0.35):
-        method = cards[0]
+    choices: dict[str, int] = {}
+    # refund 0: to the original method (its id is in the order); 1: to a gift card (in the user)
+    if _choose(shape, choices, "refund", rng, 0.35) == 1:
+        method = cards[0] if cards else None
+    else:
+        method = user.payment_method(original)
     if method is None:
         return None
     texts = [_item_text(i.name, i.options) for i in items]
-    ref = _order_ref(rng, order, db, user)
+    ref = _order_ref(rng, order, db, user, shape, choices)
+    if ref is None:
+        return None
     if method.id == original:
         where, refund = "to the original payment method", "original payment method"
     else:
@@ -401,7 +438,7 @@ def _return_items(
         ),
     ]
     facts = {**_order_facts([order]), **_item_facts("item", texts), "refund method": refund}
-    return Part(request, calls, facts, orders=(order.order_id,))
+    return Part(request, calls, facts, orders=(order.order_id,), choices=choices)
 
 
 def _modify_address(
@@ -411,8 +448,15 @@ def _modify_address(
     if not orders:
         return None
     order = rng.choice(orders)
-    ref = _order_ref(rng, order, db, user)
-    if order.address != user.address and rng.random() < 0.4:
+    choices: dict[str, int] = {}
+    ref = _order_ref(rng, order, db, user, shape, choices)
+    if ref is None:
+        return None
+    # to_default 1: ship to the default address (its fields come from the user's details)
+    to_default = _choose(shape, choices, "to_default", rng, 0.4)
+    if to_default == 1 and order.address == user.address:
+        return None
+    if to_default == 1:
         address = user.address
         request = rng.choice(
             (
@@ -438,7 +482,7 @@ def _modify_address(
         _call("get_order_details", order_id=order.order_id),
         _call("modify_pending_order_address", order_id=order.order_id, **_address_args(address)),
     ]
-    return Part(request, calls, facts, orders=(order.order_id,))
+    return Part(request, calls, facts, orders=(order.order_id,), choices=choices)
 
 
 def _modify_payment(
@@ -458,7 +502,10 @@ def _modify_payment(
     if not candidates:
         return None
     order, method = rng.choice(candidates)
-    ref = _order_ref(rng, order, db, user)
+    choices: dict[str, int] = {}
+    ref = _order_ref(rng, order, db, user, shape, choices)
+    if ref is None:
+        return None
     pay = _method_text(method)
     request = rng.choice(
         (
@@ -472,7 +519,7 @@ def _modify_payment(
         _call("modify_pending_order_payment", order_id=order.order_id, payment_method_id=method.id),
     ]
     facts = {**_order_facts([order]), "payment method": pay}
-    return Part(request, calls, facts, orders=(order.order_id,))
+    return Part(request, calls, facts, orders=(order.order_id,), choices=choices)
 
 
 def _modify_user_address(
@@ -646,7 +693,7 @@ def _single(builder: Builder) -> Callable[[Database, random.Random, Mapping[str,
             return Draft(
                 user=_profile(rng, user, {**facts, **part.facts}),
                 turns=(turn,),
-                shape={**shape, "identity": method},
+                shape={**shape, "identity": method, **part.choices},
             )
         raise SkillUnavailable(f"no user satisfies the preconditions for shape {dict(shape)}")
 
@@ -710,9 +757,12 @@ def _multi_turn_with_plan(
         tools = RetailTools(state)
         turns: list[Turn] = []
         used_orders: frozenset[str] = frozenset()
+        choices: dict[str, int] = {}
         for index, builder in enumerate(builders):
             current = state.get("users", user.user_id)
-            part = builder(state, rng, current, {}, used_orders)
+            prefix = f"t{index}."
+            sub = {k[len(prefix) :]: v for k, v in shape.items() if k.startswith(prefix)}
+            part = builder(state, rng, current, sub, used_orders)
             if part is None:
                 break
             turn_calls = calls + part.calls if index == 0 else part.calls
@@ -724,6 +774,7 @@ def _multi_turn_with_plan(
                 key = label if label not in facts else f"{label} ({_ORDINALS[index]} request)"
                 facts[key] = value
             used_orders |= set(part.orders)
+            choices.update({prefix + k: v for k, v in part.choices.items()})
             turns.append(
                 Turn(request=part.request, calls=tuple(turn_calls), outputs=tuple(part.outputs))
             )
@@ -731,7 +782,7 @@ def _multi_turn_with_plan(
             return Draft(
                 user=_profile(rng, user, facts),
                 turns=tuple(turns),
-                shape={**shape, "turns": count, "plan": plan, "identity": method},
+                shape={**shape, "turns": count, "plan": plan, "identity": method, **choices},
             )
     return None
 
