@@ -441,20 +441,36 @@ def _return_items(
     return Part(request, calls, facts, orders=(order.order_id,), choices=choices)
 
 
+def _orders_ref(
+    rng: random.Random,
+    orders: Sequence[Order],
+    db: Database,
+    user: User,
+    shape: Mapping[str, int],
+    choices: dict[str, int],
+) -> str | None:
+    """How the customer names one order (see :func:`_order_ref`) or several (by their ids)."""
+    if len(orders) == 1:
+        return _order_ref(rng, orders[0], db, user, shape, choices)
+    return f"my orders {_join([o.order_id for o in orders])}"
+
+
 def _modify_address(
     db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
 ) -> Part | None:
-    orders = _user_orders(db, user, "pending", exclude)
-    if not orders:
+    count = shape.get("orders", 1)
+    pending = _user_orders(db, user, "pending", exclude)
+    if len(pending) < count:
         return None
-    order = rng.choice(orders)
+    orders = rng.sample(pending, count)
     choices: dict[str, int] = {}
-    ref = _order_ref(rng, order, db, user, shape, choices)
+    ref = _orders_ref(rng, orders, db, user, shape, choices)
     if ref is None:
         return None
+    verb = "is" if count == 1 else "are"
     # to_default 1: ship to the default address (its fields come from the user's details)
     to_default = _choose(shape, choices, "to_default", rng, 0.4)
-    if to_default == 1 and order.address == user.address:
+    if to_default == 1 and any(o.address == user.address for o in orders):
         return None
     if to_default == 1:
         address = user.address
@@ -466,7 +482,7 @@ def _modify_address(
                 "account.",
             )
         )
-        facts = {**_order_facts([order]), "new address": "my default address on file"}
+        facts = {**_order_facts(orders), "new address": "my default address on file"}
     else:
         address = _new_address(rng)
         request = rng.choice(
@@ -474,36 +490,43 @@ def _modify_address(
                 f"I need to change the shipping address of {ref}. The new address is "
                 f"{address.text()}.",
                 f"I'm moving, so please send {ref} to {address.text()} instead.",
-                f"Can you update where {ref} is going? Ship it to {address.text()}.",
+                f"Can you update where {ref} {verb} going? Ship to {address.text()}.",
             )
         )
-        facts = {**_order_facts([order]), "new address": address.text()}
-    calls = [
-        _call("get_order_details", order_id=order.order_id),
-        _call("modify_pending_order_address", order_id=order.order_id, **_address_args(address)),
-    ]
-    return Part(request, calls, facts, orders=(order.order_id,), choices=choices)
+        facts = {**_order_facts(orders), "new address": address.text()}
+    calls = []
+    for order in orders:
+        calls += [
+            _call("get_order_details", order_id=order.order_id),
+            _call(
+                "modify_pending_order_address", order_id=order.order_id, **_address_args(address)
+            ),
+        ]
+    return Part(request, calls, facts, orders=tuple(o.order_id for o in orders), choices=choices)
 
 
 def _modify_payment(
     db: Database, rng: random.Random, user: User, shape: Mapping[str, int], exclude: frozenset[str]
 ) -> Part | None:
-    candidates = []
-    for order in _user_orders(db, user, "pending", exclude):
-        if len(order.payment_history) != 1:
+    count = shape.get("orders", 1)
+    single = [o for o in _user_orders(db, user, "pending", exclude) if len(o.payment_history) == 1]
+    methods = list(user.payment_methods)
+    rng.shuffle(methods)
+    for method in methods:
+        fits = [o for o in single if o.payment_history[0].payment_method_id != method.id]
+        if len(fits) < count:
             continue
-        paid = order.payment_history[0]
-        for method in user.payment_methods:
-            if method.id == paid.payment_method_id:
-                continue
-            if isinstance(method, GiftCard) and method.balance < paid.amount:
-                continue
-            candidates.append((order, method))
-    if not candidates:
+        orders = rng.sample(fits, count)
+        # a gift card pays every order switched to it: its balance must cover them all
+        if isinstance(method, GiftCard) and method.balance < sum(
+            o.payment_history[0].amount for o in orders
+        ):
+            continue
+        break
+    else:
         return None
-    order, method = rng.choice(candidates)
     choices: dict[str, int] = {}
-    ref = _order_ref(rng, order, db, user, shape, choices)
+    ref = _orders_ref(rng, orders, db, user, shape, choices)
     if ref is None:
         return None
     pay = _method_text(method)
@@ -514,12 +537,16 @@ def _modify_payment(
             f"Please change the payment method on {ref}; I want to use my {pay}.",
         )
     )
-    calls = [
-        _call("get_order_details", order_id=order.order_id),
-        _call("modify_pending_order_payment", order_id=order.order_id, payment_method_id=method.id),
-    ]
-    facts = {**_order_facts([order]), "payment method": pay}
-    return Part(request, calls, facts, orders=(order.order_id,), choices=choices)
+    calls = []
+    for order in orders:
+        calls += [
+            _call("get_order_details", order_id=order.order_id),
+            _call(
+                "modify_pending_order_payment", order_id=order.order_id, payment_method_id=method.id
+            ),
+        ]
+    facts = {**_order_facts(orders), "payment method": pay}
+    return Part(request, calls, facts, orders=tuple(o.order_id for o in orders), choices=choices)
 
 
 def _modify_user_address(
@@ -857,13 +884,17 @@ SKILLS: tuple[Skill, ...] = (
     ),
     Skill(
         "modify_address",
-        "Change the shipping address of a pending order.",
+        "Change the shipping address of one or two pending orders.",
         _single(_modify_address),
+        shape={"orders": 1},
+        limits={"orders": (1, 2)},
     ),
     Skill(
         "modify_payment",
-        "Pay a pending order with another payment method of the customer.",
+        "Pay one or two pending orders with another payment method of the customer.",
         _single(_modify_payment),
+        shape={"orders": 1},
+        limits={"orders": (1, 2)},
     ),
     Skill(
         "return_items",

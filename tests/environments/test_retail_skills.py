@@ -88,7 +88,12 @@ def check_draft(skill, draft, size, shape):
         assert sum(c.name == "get_product_details" for c in calls) == shape["products"]
 
 
-@pytest.mark.parametrize(("name", "shape"), SHAPES, ids=[f"{n}-{s}" for n, s in SHAPES])
+# the tiny database is too small for every shape (two switchable orders of one customer, say):
+# tiny runs each skill's default shape, the default database runs every shape
+TINY_SHAPES = [(skill.name, dict(skill.shape)) for skill in DOMAIN.skills]
+
+
+@pytest.mark.parametrize(("name", "shape"), TINY_SHAPES, ids=[f"{n}-{s}" for n, s in TINY_SHAPES])
 def test_drafts_replay_on_tiny(name, shape):
     skill = DOMAIN.skill(name)
     made = 0
