@@ -16,6 +16,7 @@ from environments.airline.generator import BAG_FEE, FREE_BAGS, INSURANCE_FEE, ta
 from environments.airline.schema import CLOCK_KEY, Certificate, GiftCard, Reservation, User
 from environments.airline.tools import COMPENSATION, AirlineTools
 from rods_env.database import Database
+from tests.environments.toolcheck import fail, ok
 
 NOW = datetime(2024, 5, 15, 15, 0, 0)
 
@@ -33,24 +34,6 @@ def tools(db) -> AirlineTools:
 
 
 # -- helpers -------------------------------------------------------------------------------
-def ok(tools, name, **args):
-    result = tools.call(name, args)
-    assert result.ok, result.output
-    return result.value
-
-
-def fail(tools, name, error, *needles, **args):
-    """Call a tool that must be rejected; the state must not change."""
-    before = tools.db.fingerprint()
-    result = tools.call(name, args)
-    assert not result.ok, result.output
-    assert result.error == error, result.output
-    for needle in needles:
-        assert needle in result.output, result.output
-    assert tools.db.fingerprint() == before
-    return result.output
-
-
 def statuses(db, res: Reservation) -> list[str]:
     return [db.get("flights", f.flight_number).dates[f.date].status for f in res.flights]
 

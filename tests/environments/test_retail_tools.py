@@ -21,6 +21,7 @@ from environments.retail.schema import (
 from environments.retail.tools import RetailTools
 from rods_env.database import Database
 from rods_env.errors import RuleViolationError
+from tests.environments.toolcheck import fail, ok
 
 ADDRESS = {
     "address1": "12 Elm Street",
@@ -43,24 +44,6 @@ def tools(db) -> RetailTools:
 
 
 # -- helpers -----------------------------------------------------------------------------
-def ok(tools, name, **args):
-    result = tools.call(name, args)
-    assert result.ok, result.output
-    return result.value
-
-
-def fail(tools, name, error, *needles, **args):
-    """Call a tool that must be rejected; the state must not change."""
-    before = tools.db.fingerprint()
-    result = tools.call(name, args)
-    assert not result.ok, result.output
-    assert result.error == error, result.output
-    for needle in needles:
-        assert needle in result.output, result.output
-    assert tools.db.fingerprint() == before
-    return result.output
-
-
 def verify(tools, user: User) -> None:
     assert ok(tools, "find_user_id_by_email", email=user.email) == user.user_id
 
