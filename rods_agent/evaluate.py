@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
-import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rods_env.errors import ConfigError, RodsError
+from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json
 from rods_env.task import Task, load_tasks
 
 log = logging.getLogger(__name__)
@@ -180,43 +179,6 @@ def plot_pass_k(summary: Mapping[str, Any], path: str | Path) -> Path:
 
 
 # -- files -------------------------------------------------------------------------------
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Valid lines of a JSONL file (a line cut off by a kill is dropped)."""
-    rows = []
-    if not path.exists():
-        return rows
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                break  # the last line was being written when the run stopped
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-    return rows
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _append_lines(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
-    text = "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows)
-    with path.open("a", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
 def resume_state(out: Path) -> dict[str, dict[str, Any]]:
     """Finished tasks of an earlier run in ``out`` (by task id); tidies both JSONL files.
 
@@ -224,13 +186,13 @@ def resume_state(out: Path) -> dict[str, dict[str, Any]]:
     written are removed, so they run again cleanly and no task is counted twice.
     """
     done: dict[str, dict[str, Any]] = {}
-    for row in _read_jsonl(out / RESULTS):
+    for row in read_jsonl(out / RESULTS):
         done.setdefault(row["task_id"], row)
-    _write_atomic(
+    atomic_write(
         out / RESULTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done.values())
     )
-    episodes = [e for e in _read_jsonl(out / EPISODES) if e.get("task_id") in done]
-    _write_atomic(
+    episodes = [e for e in read_jsonl(out / EPISODES) if e.get("task_id") in done]
+    atomic_write(
         out / EPISODES, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in episodes)
     )
     return done
@@ -426,7 +388,7 @@ def run_eval(args: argparse.Namespace) -> int:
                 f"{out} holds results of a different run ({', '.join(f'{k}={prev.get(k)!r}' for k in diff)}); "
                 "use another --out or delete it"
             )
-    _write_atomic(old, json.dumps(config, indent=2) + "\n")
+    write_json(old, config)
     done = resume_state(out)
     todo = [t for t in tasks if t.id not in done]
     if done:
@@ -456,8 +418,8 @@ def run_eval(args: argparse.Namespace) -> int:
     results.sort(key=lambda r: order.get(r["task_id"], len(order)))
     meta = {k: config[k] for k in ("env", "pool", "split", "engine", "model")}
     summary = summarize(results, args.k, meta)
-    _write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
-    _write_atomic(out / "summary.md", summary_markdown(summary))
+    write_json(out / "summary.json", summary)
+    atomic_write(out / "summary.md", summary_markdown(summary))
     plot_pass_k(summary, out / "pass_k.png")
     pk = ", ".join(f"pass^{k}={v:.3f}" for k, v in summary["pass_k"].items())
     print(
@@ -513,8 +475,8 @@ def _run(
             return
         group.sort(key=lambda r: r.trial)
         row = task_result(by_id[record.task_id], group)
-        _append_lines(out / EPISODES, (r.to_dict(tokens=False) for r in group))
-        _append_lines(out / RESULTS, [row])
+        append_jsonl(out / EPISODES, (r.to_dict(tokens=False) for r in group))
+        append_jsonl(out / RESULTS, [row])
         finished.append(row)
         del pending[record.task_id]
         bar.update(1)

@@ -223,6 +223,26 @@ class ToolEnv(gym.Env[str, str]):
         reward = self._progress - before
         return obs, reward, terminated, truncated, self._info(call_log)
 
+    def truncate(self, reason: str = "truncated") -> dict[str, Any]:
+        """End the episode now, scored exactly as when the step limit cuts it.
+
+        A caller that stops an episode by a limit of its own (a rollout's turn or token
+        budget) calls this, so the same point of a conversation gets the same reward
+        whichever limit was hit: the open turn is evaluated on the state and the messages
+        so far, and the turns not reached fail.
+
+        Args:
+            reason: Recorded as ``info["termination"]`` (e.g. ``"max_tokens"``).
+
+        Returns:
+            The final info dict (``progress``, ``success``, ``turn_results``, ...).
+        """
+        if self._task is None:
+            raise RodsError("call reset() before truncate()")
+        if not self._over:
+            self._finish(reason)
+        return self._info([])
+
     def render(self) -> str | None:
         """With ``render_mode="ansi"``, the conversation so far as text."""
         if self.render_mode != "ansi":

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -13,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rods_env.errors import TaskFileError
+from rods_env.fileio import atomic_write
 
 Variant = Literal["base", "missing_parameter", "missing_function", "long_context", "distractor"]
 VARIANTS: tuple[str, ...] = (
@@ -160,15 +159,6 @@ class Task(Frozen):
         return self.model_dump_json(exclude_none=False)
 
 
-def _read_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()  # read once at import: os.umask can only be read by setting it
-
-
 def iter_tasks(path: str | Path) -> Iterator[Task]:
     """Read tasks from a JSONL file lazily.
 
@@ -216,21 +206,13 @@ def dump_tasks(tasks: Iterable[Task], path: str | Path) -> int:
     Returns:
         The number of tasks written.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    n = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            for task in tasks:
-                fh.write(task.to_json())
-                fh.write("\n")
-                n += 1
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; a pool is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return n
+    count = 0
+
+    def lines() -> Iterator[str]:
+        nonlocal count
+        for task in tasks:
+            yield task.to_json() + "\n"
+            count += 1
+
+    atomic_write(path, lines())
+    return count

@@ -13,12 +13,11 @@ beside it (``pool.summary.json``). Needs no model and no torch.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from rods_env.fileio import write_json
 
 AUGMENT_KINDS = ("missing_parameter", "missing_function", "long_context", "distractor")
 
@@ -128,22 +127,6 @@ def _seeds(args: argparse.Namespace, domain: Any) -> list[Any]:
     return tasks
 
 
-def _write_json(data: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a summary is not
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 class _NoBar:
     """Stands in for a tqdm bar when tqdm is not installed (it is not a core dependency)."""
 
@@ -238,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
             **report.to_dict(),
             "pool": pool.stats(),
         }
-        _write_json(summary, summary_path(args.out))
+        write_json(summary_path(args.out), summary)
     print(report.format())
     print(f"wrote {written} tasks to {args.out}; summary in {summary_path(args.out)}")
     return 0

