@@ -158,7 +158,7 @@ class DataConfig(Section):
         2, ge=0, description="Variants synthesized around each boundary task per step."
     )
     synth_modes: list[Literal["resample", "expand"]] = Field(
-        default_factory=lambda: ["resample", "expand"],
+        default=["resample", "expand"],
         description="Synthesis modes used around boundary tasks.",
     )
     synth_augment: list[str] = Field(
@@ -235,7 +235,7 @@ def _known_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
     return keys
 
 
-def _error_line(exc: ValidationError, data: Mapping[str, Any]) -> str:
+def _error_line(exc: ValidationError, data: Mapping[Any, Any]) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "config"
     if first["type"] == "extra_forbidden":

@@ -608,10 +608,10 @@ class RunFolder:
                 results.setdefault(tid, row)
         done: dict[str, TaskResult] = {}
         for tid in complete:
-            row = results.get(tid)
+            stored = results.get(tid)
             result = (
-                TaskResult.from_dict(row)
-                if row is not None
+                TaskResult.from_dict(stored)
+                if stored is not None
                 else TaskResult.from_records(by_id[tid], per_task[tid])
             )
             results[tid] = result.to_dict()

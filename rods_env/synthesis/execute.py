@@ -109,7 +109,7 @@ def execute(domain: Domain, plan: Plan, rng: random.Random) -> Candidate:
                 origin="synthesized",
                 parent_id=parent.id,
                 generation=parent.provenance.generation + 1,
-                mode=plan.mode,  # type: ignore[arg-type]
+                mode=plan.mode,
             ),
         )
     except SkillUnavailable as exc:
