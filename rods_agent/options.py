@@ -179,6 +179,13 @@ def option_table(cls: type[D]) -> list[tuple[str, str, str]]:
     for f, hint in fields_of(cls):
         default = _default(f)
         kind, _ = _unwrap_optional(hint)
-        shown = "required" if default is dataclasses.MISSING else _shown(default)
+        if default is dataclasses.MISSING:
+            shown = "required"
+        elif kind is bool:
+            shown = "off"  # a flag: absent by default
+        elif default is None:
+            shown = "none"
+        else:
+            shown = _shown(default)
         rows.append((_flag(f, default, kind), shown, _spec(f).help))
     return rows

@@ -250,6 +250,13 @@ def build_engine(
     check_model_folder(model)
     if not progress:
         _quiet_transformers()
+    load_errors: tuple[type[BaseException], ...] = (OSError, ValueError, KeyError, RuntimeError)
+    try:
+        from safetensors import SafetensorError  # a corrupt weights file
+
+        load_errors += (SafetensorError,)
+    except ImportError:
+        pass
     try:
         if options.engine == "transformers":
             from rods_agent.engines.hf import TransformersEngine
@@ -265,7 +272,7 @@ def build_engine(
         )
     except RodsError as exc:
         raise EngineError(" ".join(str(exc).split())) from None
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+    except load_errors as exc:
         raise EngineError(f"cannot load model '{model}': {_one_line(exc)}") from None
 
 

@@ -307,6 +307,15 @@ def test_eval_options_come_from_the_typed_dataclasses():
     proc = rods("eval", "--help")
     assert proc.returncode == 0
     help_text = " ".join(proc.stdout.split())
+    doc = (ROOT / "docs" / "evaluation.md").read_text()
+    doc_rows = {
+        line.split(" | ")[0].strip("| `") for line in doc.splitlines() if line.startswith("| `--")
+    }
+    flags = []
     for cls in (PoolOptions, EngineOptions, RunOptions):
-        for flag, _, text in option_table(cls):
+        for flag, default, text in option_table(cls):
+            flags.append(flag)
             assert flag in help_text and " ".join(text.split()) in help_text, flag
+            assert f"| `{flag}` | {default} | {text} |" in doc, f"docs/evaluation.md: {flag}"
+    assert doc_rows == set(flags)  # the docs list no option that does not exist
+    assert len(flags) == len(set(flags))
