@@ -513,10 +513,10 @@ class _Bar:
     """A tqdm bar over trials whose postfix shows turns and tokens within live trials (hidden
     when stderr is not a terminal)."""
 
-    def __init__(self) -> None:
+    def __init__(self, total: int) -> None:
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=0, desc="trials", unit="trial", file=sys.stderr, disable=None)
+        self.bar = tqdm(total=total, desc="trials", unit="trial", file=sys.stderr, disable=None)
 
     def __call__(self, p: EvalProgress) -> None:
         bar = self.bar
@@ -800,7 +800,7 @@ def evaluate(
             if callable(progress):
                 report = progress
             elif progress:
-                bar = _Bar()
+                bar = _Bar(len(specs))
                 report = bar
             tracker = _Tracker(report, len(tasks), len(resumed.done), len(specs))
             results.update(

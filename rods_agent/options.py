@@ -138,7 +138,7 @@ def add_options(
             kwargs["action"] = "append"
             kwargs["type"] = spec.parse or str
         elif spec.parse is not None:
-            kwargs["type"] = spec.parse
+            kwargs["type"] = _parser(spec.parse)
         elif kind in (str, int, float, Path):
             kwargs["type"] = kind
         else:
@@ -153,6 +153,18 @@ def add_options(
                 kwargs["help"] = f"{spec.help} (default: {_shown(default)})"
         target.add_argument(_flag(f, default, kind), **kwargs)
     return target
+
+
+def _parser(parse: Callable[[str], object]) -> Callable[[str], object]:
+    """``parse`` with its ValueError shown by argparse as the option's error message."""
+
+    def convert(text: str) -> object:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
 
 
 def _shown(value: object) -> str:

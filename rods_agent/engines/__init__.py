@@ -40,12 +40,13 @@ ENGINE_CHOICES: tuple[str, ...] = (*ENGINES, "oracle")
 
 
 def _json_object(text: str) -> dict[str, object]:
+    """A JSON object from the command line (ValueError naming the problem otherwise)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"--extra-body is not JSON ({exc.msg}): {text!r}") from None
+        raise ValueError(f"not JSON ({exc.msg}): {text!r}") from None
     if not isinstance(value, dict):
-        raise ConfigError(f"--extra-body must be a JSON object, got {text!r}")
+        raise ValueError(f"not a JSON object: {text!r}")
     return value
 
 

@@ -37,6 +37,37 @@ def rods(*argv: str, umask: int | None = None, timeout: float = 300) -> subproce
     )
 
 
+def rods_on_a_terminal(*argv: str, timeout: float = 300) -> tuple[int, list[str]]:
+    """Run ``rods ARGV`` with stdout and stderr on a pseudo-terminal (160 columns), as a user
+    at a shell sees it; returns the exit code and the screen lines (bar redraws split)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rods_agent.cli", *argv], stdout=slave, stderr=slave, env=env
+    )
+    os.close(slave)
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    rc = proc.wait(timeout=30)
+    text = out.decode("utf-8", errors="replace").replace("\r", "\n")
+    return rc, [line for line in text.split("\n") if line.strip()]
+
+
 def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -137,6 +168,18 @@ def test_demo_errors_list_what_is_valid():
     )
 
 
+def test_a_bad_option_value_is_a_usage_error_naming_it(tmp_path):
+    proc = rods("eval", "--env", "retail", "--model", "m", "--extra-body", "{oops", "--out",
+                str(tmp_path / "run"))  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith("rods eval: error: argument --extra-body: not JSON")
+    )
+    assert not (tmp_path / "run").exists()
+
+
 # -- rods eval: files and reruns -------------------------------------------------------------------
 def test_eval_writes_every_file_with_the_umask_permissions(tmp_path, retail_tasks):
     pool = tmp_path / "pool.jsonl"
@@ -199,7 +242,6 @@ def test_engine_vllm_without_vllm_leaves_no_folder(tmp_path, tiny_model_dir):
 @pytest.mark.parametrize(
     ("folder", "needle"),
     [
-        (lambda d: d / "nope", "does not exist"),
         ("nope", "does not exist"),
         ("empty", "is empty"),
         ("config-only", "lacks weights (model.safetensors or pytorch_model.bin) and a tokenizer"),
@@ -225,17 +267,32 @@ def _tiny_eval(out: Path, model: Path, *extra: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_model_typo_does_not_lock_the_folder_and_no_progress_is_quiet(tmp_path, tiny_model_dir):
+def test_a_model_typo_does_not_lock_the_folder(tmp_path, tiny_model_dir):
     out = tmp_path / "run"
     typo = rods(*_tiny_eval(out, tmp_path / "tiny-qwne", "--no-progress"))
     _one_line_error(typo, "does not exist")
+    assert not out.exists()
     fixed = rods(*_tiny_eval(out, tiny_model_dir, "--no-progress"))
     assert fixed.returncode == 0, fixed.stderr
     assert json.loads((out / "config.json").read_text())["model"] == str(tiny_model_dir)
-    assert "Loading weights" not in fixed.stderr and "%|" not in fixed.stderr, fixed.stderr
-    # Without --no-progress transformers draws its loading bar (so the check above can fail).
-    loud = rods(*_tiny_eval(tmp_path / "loud", tiny_model_dir))
-    assert loud.returncode == 0 and "Loading weights" in loud.stderr
+
+
+@pytest.mark.slow
+def test_progress_within_long_trials_and_no_progress_silences_every_bar(tmp_path, tiny_model_dir):
+    rc, screen = rods_on_a_terminal(
+        *_tiny_eval(tmp_path / "loud", tiny_model_dir, "--max-turns", "3")
+    )
+    assert rc == 0, screen
+    assert any(line.startswith("Loading weights") for line in screen), screen
+    # Before the first trial ends the bar already counts its turns and tokens.
+    within = [line for line in screen if line.startswith("trials:") and "0/1" in line]
+    assert any("turns 2, tokens" in line for line in within), screen
+    rc, screen = rods_on_a_terminal(
+        *_tiny_eval(tmp_path / "quiet", tiny_model_dir, "--no-progress")
+    )
+    assert rc == 0, screen
+    assert not [line for line in screen if "%|" in line or "it/s" in line], screen
+    assert screen[-1].startswith("rods eval: 1 tasks: pass^1=")
 
 
 @pytest.mark.slow
