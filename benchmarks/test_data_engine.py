@@ -8,7 +8,7 @@ folders and plots under ``$RODS_BENCH_OUT`` (default: a temporary folder), and r
 numbers in the benchmark's ``extra_info``. The target is reported, not asserted: the
 simulation decides it, and docs/training.md records the outcome.
 
-``test_learner_sensitivity`` (only with ``RODS_BENCH_SWEEP=1``: ~4 minutes) repeats static
+``test_learner_sensitivity`` (only with ``RODS_BENCH_SWEEP=1``: ~5 minutes) repeats static
 and rods under other learner assumptions, to show what the outcome depends on.
 
 ``test_engine_step_cost`` times one ``sample`` + ``observe`` of the engine (no synthesis)
@@ -84,6 +84,10 @@ SWEEP = {
     "as configured": [],
     "half the learning rate": ["simulated.skill_lr=0.5", "simulated.signature_lr=1.0"],
     "no skill-wide transfer": ["simulated.skill_lr=0.0"],
+    "no skill-wide transfer, twice the rate": [
+        "simulated.skill_lr=0.0",
+        "simulated.signature_lr=4",
+    ],
     "entity spread 1.5": ["simulated.task_spread=1.5"],
     "no in-loop augmentation": ["data.synth_augment=[]"],
 }

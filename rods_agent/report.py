@@ -357,7 +357,8 @@ def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
         if run.stopped_early is not None:
             lines.append(
                 f"\n{run.path.name} stopped at step {run.stopped_early} of "
-                f"{run.config.get('steps')}: every task of its pool was retired."
+                f"{run.config.get('steps')}: its pool was exhausted (every task retired or "
+                "parked as hard)."
             )
     statics = [r for r in runs if r.mode == "static"]
     rods = [r for r in runs if r.mode == "rods"]

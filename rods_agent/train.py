@@ -85,9 +85,11 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             step_started = time.perf_counter()
             tasks = engine.sample(config.rollout.tasks_per_step, step=step)
             if not tasks:
+                parked = engine.buffer.count("parked")
                 print(
-                    f"rods train: step {step}: the pool is exhausted (every task was retired); "
-                    "stopping early",
+                    f"rods train: step {step}: the pool is exhausted (every task was retired"
+                    + (f", or parked as hard: {parked}" if parked else "")
+                    + "); stopping early",
                     file=sys.stderr,
                 )
                 save_checkpoint(out, step, policy, engine, config)

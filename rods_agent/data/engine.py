@@ -115,6 +115,7 @@ class DataEngine:
         self._keys: set[str] | None = None  # dedupe keys, computed on the first synthesis
         self._domains: dict[str, Any] = {}
         self.totals: dict[str, Any] = {"accepted": 0, "rejected": {}, "admitted": 0}
+        self.last_signal_step = -1  # the last step with a group that changes the policy
 
     @property
     def synthesizes(self) -> bool:
@@ -127,9 +128,13 @@ class DataEngine:
 
         Deterministic given the engine's state and ``step``. Mode ``rods`` favours tasks
         whose recent groups had a high reward variance; the fixed-pool modes draw uniformly.
+        An empty batch means the pool is exhausted (mode ``rods``): every task was retired,
+        or is parked as hard and was seen hard since the last group with a signal.
         """
         if n < 1:
             raise ConfigError(f"a batch needs at least one task, got n={n}")
+        if self.synthesizes and self.buffer.exhausted(self.last_signal_step):
+            return []  # every task retired, or parked as hard since the policy last changed
         rng = random.Random(f"rods-data:sample:{self.seed}:{step}")
         return self.buffer.sample(n, rng)
 
@@ -168,7 +173,9 @@ class DataEngine:
             zone: Zone = self.thresholds.zone(stats)
             zones[zone] += 1
             variance[zone].append(stats.variance)
-            with_signal += self.thresholds.has_signal(stats)
+            if self.thresholds.has_signal(stats):
+                with_signal += 1
+                self.last_signal_step = step
             entry = self.buffer.entries.get(group.task_id)
             task = entry.task if entry is not None else None
             event = self.buffer.visit(group.task_id, stats, zone, step=step)
@@ -349,6 +356,7 @@ class DataEngine:
             "seed": self.seed,
             "buffer": self.buffer.state_dict(),
             "keys": sorted(self._keys) if self._keys is not None else None,
+            "last_signal_step": self.last_signal_step,
             "totals": {
                 "accepted": self.totals["accepted"],
                 "admitted": self.totals["admitted"],
@@ -375,6 +383,7 @@ class DataEngine:
         self.buffer.load_state_dict(state["buffer"], self._seeds)
         keys = state.get("keys")
         self._keys = set(keys) if keys is not None else None
+        self.last_signal_step = int(state["last_signal_step"])
         totals = state["totals"]
         self.totals = {
             "accepted": int(totals["accepted"]),

@@ -357,6 +357,17 @@ class ReplayBuffer:
         )
 
     # -- reading ---------------------------------------------------------------------------
+    def exhausted(self, since: int) -> bool:
+        """Whether nothing is left to train on: no task active or waiting, and every parked
+        task was last seen (hard) at or after step ``since``, the last step whose groups
+        changed the policy, so a retry would find it hard again."""
+        for entry in self.entries.values():
+            if entry.status != "parked":
+                return False
+            if not entry.history or entry.history[-1][0] < since:
+                return False
+        return True
+
     def count(self, status: Status) -> int:
         """Entries with ``status``."""
         return sum(1 for e in self.entries.values() if e.status == status)

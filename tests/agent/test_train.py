@@ -175,3 +175,24 @@ def test_kill_9_then_resume_gives_the_unbroken_metrics(tmp_path, unbroken, kill_
         png = killed / "report" / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "simulated learner" in (killed / "report" / "report.md").read_text()
+
+
+def test_an_exhausted_pool_stops_the_run_early(tmp_path, capsys):
+    out = tmp_path / "run"
+    mastered_from_the_start = [
+        "steps=60",
+        "simulated.initial_logit=12",
+        "simulated.skill_spread=0",
+        "data.mastered_k=1",
+        "data.expand_mastered=false",
+    ]
+    train(load_config(SIMULATED, small(out, *mastered_from_the_start)))
+    assert "the pool is exhausted" in capsys.readouterr().err
+    rows = read_jsonl(out / "metrics.jsonl")
+    assert 30 < len(rows) < 60  # 150 retail seeds, 4 a step, each retired on its first visit
+    assert all(r["effective_group_ratio"] == 0.0 for r in rows)
+    assert checkpoint_dirs(out)[-1][0] == len(rows)
+    assert read_jsonl(out / "pool.jsonl") == []
+    from rods_agent.report import load_run, report_markdown
+
+    assert f"stopped at step {len(rows)} of 60" in report_markdown([load_run(out)])

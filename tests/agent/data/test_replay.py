@@ -214,3 +214,17 @@ def test_a_full_pool_evicts_tasks_last_seen_mastered_for_candidates(retail_train
     # nothing left to evict: the last candidate waits
     assert buffer.admit(2)["synthesized"] == 0
     assert buffer.composition()["candidates"] == 1
+
+
+def test_exhausted_when_only_tasks_parked_since_the_last_signal_remain(retail_train):
+    buffer = make(DataConfig(hard_m=1, mastered_k=1), retail_train[:3])
+    visit(buffer, retail_train[0].id, HARD, 0)
+    visit(buffer, retail_train[1].id, MASTERED, 0)
+    assert len(buffer.sample(3, random.Random(0))) == 2  # the parked one retried early
+    visit(buffer, retail_train[2].id, BOUNDARY, 1)  # the policy learns something at step 1
+    visit(buffer, retail_train[2].id, MASTERED, 2)
+    assert buffer.count("parked") == 1 and buffer.count("active") == 0
+    assert not buffer.exhausted(since=1)  # parked at step 0, before the last signal: retry
+    assert [t.id for t in buffer.sample(3, random.Random(0))] == [retail_train[0].id]
+    visit(buffer, retail_train[0].id, HARD, 3)  # still hard after the retry
+    assert buffer.exhausted(since=1)
