@@ -76,8 +76,10 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
         start = restore(checkpoint, policy, engine) if checkpoint else 0
         keep_metrics_before(out / "metrics.jsonl", start)
         if checkpoint is None and config.warm_start.enabled:
-            warm = policy.warm_start(engine.active)  # type: ignore[attr-defined]
-            write_json(out / "warm_start.json", warm)
+            warm_start = getattr(policy, "warm_start", None)
+            if warm_start is None:
+                raise ConfigError(f"warm_start.enabled: policy {config.policy} has no warm start")
+            write_json(out / "warm_start.json", warm_start(engine.active))
         scalars = Scalars(out / "tb", purge_step=start) if config.log.tensorboard else None
         bar = progress_bar(config, start)
         for step in range(start, config.steps):
@@ -379,8 +381,14 @@ class Scalars:
     """
 
     def __init__(self, directory: Path, *, purge_step: int = 0) -> None:
-        from tensorboard.compat.proto.event_pb2 import Event, SessionLog
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+        try:
+            from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+            from tensorboard.summary.writer.event_file_writer import EventFileWriter
+        except ImportError:
+            raise ConfigError(
+                "log.tensorboard needs the tensorboard package (pip install tensorboard), "
+                "or set log.tensorboard=false"
+            ) from None
 
         self._writer = EventFileWriter(str(directory))
         if purge_step:
