@@ -228,3 +228,55 @@ def test_exhausted_when_only_tasks_parked_since_the_last_signal_remain(retail_tr
     assert [t.id for t in buffer.sample(3, random.Random(0))] == [retail_train[0].id]
     visit(buffer, retail_train[0].id, HARD, 3)  # still hard after the retry
     assert buffer.exhausted(since=1)
+
+
+def test_invariants_hold_under_any_sequence_of_events(retail_train):
+    """Capacity and the synthesized cap hold, removed tasks are gone for good, and the
+    state round-trips, whatever happens (a batch of one is taken early from waiting or
+    parked tasks only when nothing is active, hence the ``max(..., 1)``)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    seeds = retail_train[:12]
+    extra = [synthetic(retail_train[20], i) for i in range(12)]
+    stats = st.sampled_from([MASTERED, HARD, BOUNDARY, GroupStats.of([1.0] * 7 + [0.0])])
+    kinds = st.sampled_from(["visit", "offer", "admit", "expire"])
+
+    @settings(max_examples=80, deadline=None)
+    @given(st.lists(st.tuples(kinds, stats), max_size=80), st.integers(2, 8), st.floats(0, 1))
+    def check(events, capacity, p_max):
+        config = DataConfig(
+            capacity=capacity,
+            p_max=p_max,
+            admit_per_step=2,
+            mastered_k=2,
+            hard_m=2,
+            park_steps=3,
+            max_age=10,
+        )
+        buffer = make(config, seeds)
+        offered = 0
+        for step, (kind, group) in enumerate(events):
+            if kind == "visit":
+                for task in buffer.sample(1, random.Random(step)):
+                    visit(buffer, task.id, group, step)
+            elif kind == "offer" and offered < len(extra):
+                buffer.offer(extra[offered], f"k{offered}", step=step)
+                offered += 1
+            elif kind == "admit":
+                buffer.admit(step)
+            else:
+                buffer.expire(step)
+            active = [e for e in buffer if e.status == "active"]
+            assert len(active) <= capacity
+            assert sum(e.synthesized for e in active) <= max(int(p_max * capacity), 1)
+            removed = [r["id"] for r in buffer.removed]
+            assert len(set(removed)) == len(removed)
+            assert not set(removed) & set(buffer.entries)
+            assert len(buffer) + len(removed) == len(seeds) + offered
+        state = buffer.state_dict()
+        again = ReplayBuffer(config, dynamic=True)
+        again.load_state_dict(state, {t.id: t for t in seeds})
+        assert again.state_dict() == state
+
+    check()
