@@ -128,63 +128,69 @@ class GRPOConfig(Section):
 class DataConfig(Section):
     """The RODS data engine: boundary detection, the replay buffer, synthesis in the loop."""
 
-    pool: str = Field("seeds", description="Starting pool: 'seeds' or a JSONL task pool.")
+    pool: str = Field(default="seeds", description="Starting pool: 'seeds' or a JSONL task pool.")
     split: Literal["train", "test", "all"] = Field(
-        "train", description="Split of the starting pool trained on."
+        default="train", description="Split of the starting pool trained on."
     )
     capacity: int = Field(
-        800,
+        default=800,
         ge=1,
         description="Active pool capacity C (mode rods; static and filter use the "
         "whole starting pool).",
     )
     mastered: float = Field(
-        0.85,
+        default=0.85,
         ge=0.0,
         le=1.0,
         description="Group mean reward at or above this: mastered (0.85 counts 7 of 8 "
         "successes, 14 of 16).",
     )
     hard: float = Field(
-        0.1, ge=0.0, le=1.0, description="Group mean reward at or below this: hard."
+        default=0.1, ge=0.0, le=1.0, description="Group mean reward at or below this: hard."
     )
     min_std: float = Field(
-        1e-6, ge=0.0, description="A group whose reward std is not above this has no signal."
+        default=1e-6,
+        ge=0.0,
+        description="A group whose reward std is not above this has no signal.",
     )
-    mastered_k: int = Field(3, ge=1, description="Mastered this many visits in a row: retired.")
-    hard_m: int = Field(3, ge=1, description="Hard this many visits in a row: parked.")
+    mastered_k: int = Field(
+        default=3, ge=1, description="Mastered this many visits in a row: retired."
+    )
+    hard_m: int = Field(default=3, ge=1, description="Hard this many visits in a row: parked.")
     park_steps: int = Field(
-        50,
+        default=50,
         ge=1,
         description="Steps a parked task waits before a retry (doubled each time "
         "the same task is parked again).",
     )
     max_age: int = Field(
-        0,
+        default=0,
         ge=0,
         description="Steps after its admission at which a synthesized task is "
         "retired (0: no limit).",
     )
     admit_per_step: int = Field(
-        8, ge=0, description="Synthesized candidates admitted to the active pool per step."
+        default=8, ge=0, description="Synthesized candidates admitted to the active pool per step."
     )
     p_max: float = Field(
-        0.5,
+        default=0.5,
         ge=0.0,
         le=1.0,
         description="Cap on synthesized tasks in the active pool, as a share of its capacity C.",
     )
     confirm_visits: int = Field(
-        1, ge=1, description="Visits a new task gets to confirm it sits at the boundary."
+        default=1, ge=1, description="Visits a new task gets to confirm it sits at the boundary."
     )
     max_candidates: int = Field(
-        32,
+        default=32,
         ge=0,
         description="Synthesized candidates waiting for admission at most; synthesis "
         "pauses while this many wait.",
     )
     synth_per_boundary: int = Field(
-        2, ge=0, description="Variants synthesized around each boundary task per step and mode."
+        default=2,
+        ge=0,
+        description="Variants synthesized around each boundary task per step and mode.",
     )
     synth_modes: list[SynthMode] = Field(
         default_factory=lambda: list(SYNTH_MODES),
@@ -194,20 +200,22 @@ class DataConfig(Section):
         Literal["missing_parameter", "missing_function", "long_context", "distractor"]
     ] = Field(default_factory=list, description="Augmentations applied to synthesized variants.")
     expand_mastered: bool = Field(
-        True,
+        default=True,
         description="When a task is retired as mastered, synthesize its harder neighbours "
         "(expand), so the curriculum climbs past what the policy has learned.",
     )
     synth_attempts: int = Field(
-        3, ge=1, description="Tries per wanted variant before the synthesizer gives up on it."
+        default=3,
+        ge=1,
+        description="Tries per wanted variant before the synthesizer gives up on it.",
     )
     variance_weight: float = Field(
-        4.0,
+        default=4.0,
         ge=0.0,
         description="Sampling weight of a task is 1 + this x its recent reward "
         "variance (scaled to [0, 1]); mode rods only.",
     )
-    history: int = Field(16, ge=1, description="Visits kept in each task's zone history.")
+    history: int = Field(default=16, ge=1, description="Visits kept in each task's zone history.")
 
     @model_validator(mode="after")
     def _ordered_thresholds(self) -> DataConfig:
@@ -247,25 +255,26 @@ class SimulatedConfig(Section):
     """The simulated learner (policy: simulated): a stand-in for a model, not a model."""
 
     initial_logit: float = Field(
-        2.0, description="Mean, over skills, of the per-action success logit before training."
+        default=2.0,
+        description="Mean, over skills, of the per-action success logit before training.",
     )
     skill_spread: float = Field(
-        1.5, ge=0.0, description="Spread (std) of the skills' initial logits."
+        default=1.5, ge=0.0, description="Spread (std) of the skills' initial logits."
     )
     task_spread: float = Field(
-        0.5,
+        default=0.5,
         ge=0.0,
         description="Spread (std) of a task's fixed logit offset: tasks of one "
         "structure differ in difficulty by their entities.",
     )
     skill_lr: float = Field(
-        1.0,
+        default=1.0,
         ge=0.0,
         description="Logit gained by a skill per unit of group reward std in an "
         "update (averaged over the update's groups).",
     )
     signature_lr: float = Field(
-        2.0,
+        default=2.0,
         ge=0.0,
         description="Logit gained by one skill-and-signature structure per unit of "
         "group reward std in an update.",

@@ -91,7 +91,8 @@ def load_run(path: str | Path) -> Run:
     Raises:
         ConfigError: when it is not a run directory or has no metrics yet.
     """
-    import yaml
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
 
     path = Path(path)
     metrics = path / "metrics.jsonl"
@@ -105,8 +106,11 @@ def load_run(path: str | Path) -> Run:
     config: dict[str, Any] = {}
     saved = path / "config.yaml"
     if saved.exists():
-        loaded = yaml.safe_load(saved.read_text(encoding="utf-8"))
-        config = loaded if isinstance(loaded, dict) else {}
+        try:
+            loaded = OmegaConf.to_container(OmegaConf.load(saved))
+        except (OmegaConfBaseException, ValueError, OSError) as exc:
+            raise ConfigError(f"{saved}: unreadable ({str(exc).splitlines()[0]})") from None
+        config = {str(k): v for k, v in loaded.items()} if isinstance(loaded, dict) else {}
     return Run(path, rows, config)
 
 
