@@ -383,7 +383,7 @@ class DataEngine:
         self.buffer.load_state_dict(state["buffer"], self._seeds)
         keys = state.get("keys")
         self._keys = set(keys) if keys is not None else None
-        self.last_signal_step = int(state["last_signal_step"])
+        self.last_signal_step = int(state.get("last_signal_step", -1))  # older states lack it
         totals = state["totals"]
         self.totals = {
             "accepted": int(totals["accepted"]),
