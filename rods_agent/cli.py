@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "oracle and baselines on a seed split: success and progress",
     ),
     "train": ("rods_agent.commands.train", "GRPO training with the RODS data engine in the loop"),
+    "report": ("rods_agent.commands.report", "plots and a summary of training runs, side by side"),
     "eval": ("rods_agent.commands.eval", "evaluate a model on a task pool (pass^k, progress)"),
     "synth": ("rods_agent.commands.synth", "grow a validated task pool offline from seed tasks"),
 }
