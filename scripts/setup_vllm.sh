@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create the separate virtual environment for the vLLM engine and the `vllm serve` test.
 #
-#   bash scripts/setup_vllm.sh            # creates .venv-vllm (5-8 minutes on 2 busy cores, 4.2 GB)
+#   bash scripts/setup_vllm.sh            # creates .venv-vllm (4-8 minutes on 2 busy cores, 4.2 GB)
 #   RODS_VLLM_VENV=/path bash scripts/setup_vllm.sh
 #   RODS_SKIP_SMOLLM2=1 bash scripts/setup_vllm.sh   # without the SmolLM2 model folder (~520 MB)
 #
