@@ -7,7 +7,7 @@ row's prompt holds the domain policy as the system message, as ``ToolEnv`` does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +16,7 @@ from rods_env.errors import ConfigError
 from rods_env.task import Task, load_tasks
 
 if TYPE_CHECKING:
-    from datasets import Dataset, DatasetDict
+    from datasets import Dataset, DatasetDict  # type: ignore[import-untyped]
 
 
 def _domain(env_id: str | Domain) -> Domain:
@@ -119,8 +119,3 @@ def train_test_datasets(
             f"(e.g. {sorted(overlap)[0]})"
         )
     return DatasetDict({"train": train_ds, "test": test_ds})
-
-
-def tasks_of(dataset: Sequence[dict[str, Any]] | Dataset) -> list[str]:
-    """The task ids of a dataset's rows, in order."""
-    return [row["task_id"] for row in dataset]

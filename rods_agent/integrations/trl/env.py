@@ -26,8 +26,10 @@ calling tools:
 from __future__ import annotations
 
 import inspect
+import time
 import typing
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -104,6 +106,11 @@ class TaskTable:
         """Nothing to record: a fixed table has no boundary detector."""
 
 
+@dataclass(frozen=True)
+class _UserFactory:
+    build: Callable[[], UserSimulator]
+
+
 class RodsEnvironment:
     """One rods episode driven by TRL's tool-calling loop (base of the generated classes).
 
@@ -116,14 +123,16 @@ class RodsEnvironment:
     max_steps: ClassVar[int] = 40
     source: ClassVar[EpisodeSource]
     # private: TRL would take any public function of the class for a tool
-    _user_factory: ClassVar[Callable[[], UserSimulator] | None] = None
+    _user: ClassVar[_UserFactory | None] = None
 
     def __init__(self) -> None:
-        user = self._user_factory() if self._user_factory is not None else None
+        user = self._user.build() if self._user is not None else None
         self._env = ToolEnv(self.domain, tasks=[], split=None, max_steps=self.max_steps, user=user)
         self._row: dict[str, Any] = {}
         self._info: dict[str, Any] | None = None
         self._reward: float | None = None
+        self.seconds = 0.0
+        """Time spent in the env (reset, tools, user, reward) since the last reset."""
 
     # -- what TRL calls ----------------------------------------------------------------------
     def reset(self, task_id: str | None = None, **row: Any) -> str:
@@ -133,10 +142,12 @@ class RodsEnvironment:
             task_id: The task to run (a row of the data engine's view names a slot instead).
             **row: The row's other columns (``prompt`` and the like are ignored).
         """
+        started = time.perf_counter()
         self._row = {"task_id": task_id, **row}
         task = self.source.task_for(self._row)
         first, self._info = self._env.reset(options={"task": task})
         self._reward = None
+        self.seconds = time.perf_counter() - started
         return first
 
     def send_message_to_user(self, message: str) -> str:
@@ -155,6 +166,7 @@ class RodsEnvironment:
         An episode still open (the model stopped calling tools) is first ended with
         :meth:`ToolEnv.truncate`, scored as the env's own step limit scores it.
         """
+        started = time.perf_counter()
         info = self.info
         if info["termination"] is None:
             info = self._info = self._env.truncate(AGENT_STOPPED)
@@ -164,6 +176,7 @@ class RodsEnvironment:
         if self._reward is None:
             self._reward = reward
             self.source.record(self._row, self._env.task, reward)
+        self.seconds += time.perf_counter() - started
         return reward
 
     # -- read-only views for callers ---------------------------------------------------------
@@ -183,7 +196,9 @@ class RodsEnvironment:
     def _step(self, action: dict[str, Any]) -> str:
         if self.info["termination"] is not None:
             return ENDED
+        started = time.perf_counter()
         obs, _, _, _, self._info = self._env.step(action)
+        self.seconds += time.perf_counter() - started
         return obs
 
     def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
@@ -285,7 +300,7 @@ def environment_factory(
         "reward_kind": reward,
         "max_steps": int(max_steps),
         "source": source,
-        "_user_factory": staticmethod(user) if user is not None else None,
+        "_user": _UserFactory(user) if user is not None else None,
     }
     for spec in domain.toolkit.specs().values():
         namespace[spec.name] = tool_method(spec)
