@@ -53,10 +53,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-tool-calls", type=int, default=4, help="tool rounds per episode")
     parser.add_argument("--max-env-steps", type=int, default=40, help="env actions per episode")
     parser.add_argument("--learning-rate", type=float, default=1e-5)
+    parser.add_argument("--beta", type=float, default=0.0, help="KL coefficient (paper: 0.1)")
+    parser.add_argument("--epsilon", type=float, default=0.2, help="lower clip range")
+    parser.add_argument("--epsilon-high", type=float, default=0.28, help="upper clip range")
+    parser.add_argument(
+        "--gradient-accumulation-steps",
+        type=int,
+        default=1,
+        help="micro-batches per optimizer step on each process",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per process")
     parser.add_argument("--vllm", choices=["off", "colocate", "server"], default="off")
+    parser.add_argument(
+        "--vllm-server", default=None, help="base URL of `trl vllm-serve` (--vllm server)"
+    )
+    parser.add_argument(
+        "--vllm-gpu-memory-utilization", type=float, default=0.3, help="--vllm colocate only"
+    )
     parser.add_argument("--bf16", action="store_true", help="bfloat16 training (GPU)")
+    parser.add_argument(
+        "--save-steps", type=int, default=0, help="checkpoint every N steps (0: never)"
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue from the last checkpoint in --output-dir"
+    )
     parser.add_argument(
         "overrides", nargs="*", default=[], help="data engine settings: data.KEY=VALUE"
     )
@@ -98,20 +119,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out = Path(args.output_dir)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     completions = args.tasks_per_step * args.num_generations
-    if completions % world:
+    micro_batches = world * args.gradient_accumulation_steps
+    if completions % micro_batches:
         raise SystemExit(
             f"trl_grpo.py: error: the {completions} completions of a step "
-            f"(--tasks-per-step x --num-generations) do not split over {world} processes"
+            f"(--tasks-per-step x --num-generations) do not split into {world} processes x "
+            f"{args.gradient_accumulation_steps} accumulation steps"
         )
     config = GRPOConfig(
         output_dir=str(out),
         max_steps=args.max_steps,
-        per_device_train_batch_size=completions // world,
-        gradient_accumulation_steps=1,
+        per_device_train_batch_size=completions // micro_batches,
+        gradient_accumulation_steps=args.gradient_accumulation_steps,
         num_generations=args.num_generations,
         max_completion_length=args.max_completion_length,
         max_tool_calling_iterations=args.max_tool_calls,
         learning_rate=args.learning_rate,
+        beta=args.beta,
+        epsilon=args.epsilon,
+        epsilon_high=args.epsilon_high,
         shuffle_dataset=False,
         use_cpu=not torch.cuda.is_available(),
         bf16=args.bf16,
@@ -119,8 +145,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         gradient_checkpointing=torch.cuda.is_available(),
         use_vllm=args.vllm != "off",
         vllm_mode=args.vllm if args.vllm != "off" else "colocate",
+        vllm_server_base_url=args.vllm_server,
+        vllm_gpu_memory_utilization=args.vllm_gpu_memory_utilization,
         logging_steps=1,
-        save_strategy="no",
+        save_strategy="steps" if args.save_steps else "no",
+        save_steps=args.save_steps or 500,
         report_to="none",
         seed=args.seed,
         data_seed=args.seed,
@@ -160,23 +189,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rods_view=view,
     )
     started = time.perf_counter()
-    result = trainer.train()
+    result = trainer.train(resume_from_checkpoint=True if args.resume else None)
     wall = time.perf_counter() - started
     rollout = trainer.rods_seconds["rollout"]
     env = trainer.rods_seconds["env"]
     engine_seconds = sum(callback.seconds.values())
+    step_seconds = [float(x["step_time"]) for x in trainer.state.log_history if "step_time" in x]
     timing = {
         "processes": world,
         "rank": config.process_index,
         "steps": result.global_step,
+        "steps_this_run": callback.steps_run,
         "train_seconds": wall,
-        "steps_per_s": result.global_step / wall if wall else None,
+        "steps_per_s": callback.steps_run / wall if wall else None,
         "seconds": {
             "generate": rollout - env,  # generation, tool parsing, reward gathering, log-probs
             "env": env,
             "data_engine": engine_seconds,
             "update": wall - rollout - engine_seconds,  # forward, backward, optimizer, logging
         },
+        "step_seconds": step_seconds[len(step_seconds) - callback.steps_run :],
         "data_engine": dict(callback.seconds),
         "dropped_completions": trainer.rods_dropped,
     }

@@ -241,7 +241,8 @@ def test_the_callback_observes_logs_saves_and_resumes(retail, tmp_path):
     RodsCallback(resumed).on_train_begin(args, SimpleNamespace(global_step=2), None)
     assert resumed.observed_through == 1
     assert state_fingerprint(resumed.engine) == state_fingerprint(view.engine)
-    assert resumed.tasks_for_round(2) == view.tasks_for_round(2)
+    # the trainer may restart its rows at round 0: they still continue at the engine's step 2
+    assert resumed.tasks_for_round(0) == view.tasks_for_round(2)
     with pytest.raises(ConfigError, match="no data engine state"):
         RodsCallback(make_view(retail)).on_train_begin(args, SimpleNamespace(global_step=5), None)
     callback.on_train_end(args, SimpleNamespace(global_step=2), None)

@@ -124,31 +124,31 @@ SMALL = [
 
 
 @pytest.mark.slow
-def test_one_process_trains_the_tiny_model_with_the_data_engine(tiny_trl_model, tmp_path):
-    out = tmp_path / "run"
-    _run(
-        [
-            sys.executable,
-            str(EXAMPLE),
-            "--mode",
-            "filter",
-            "--model",
-            str(tiny_trl_model),
-            "--output-dir",
-            str(out),
-            *SMALL,
-        ],
-        out,
-    )
-    timing = json.loads((out / "timing.json").read_text())
+def test_one_process_trains_with_the_data_engine_and_resumes_where_it_stopped(
+    tiny_trl_model, tmp_path
+):
+    example = [sys.executable, str(EXAMPLE), "--mode", "filter", "--model", str(tiny_trl_model)]
+    whole, broken = tmp_path / "whole", tmp_path / "broken"
+    _run([*example, "--output-dir", str(whole), *SMALL], whole)
+    timing = json.loads((whole / "timing.json").read_text())
     assert timing["steps"] == 2 and timing["processes"] == 1
-    lines = [json.loads(x) for x in (out / "rods_metrics.jsonl").read_text().splitlines()]
+    lines = [json.loads(x) for x in (whole / "rods_metrics.jsonl").read_text().splitlines()]
     assert [x["round"] for x in lines] == [0, 1]
     assert all(x["groups"] == 1 and x["completions"] == 2 for x in lines)
     # filter mode: every group the engine did not keep is out of the loss
     assert timing["dropped_completions"] == sum(2 * (x["groups"] - x["kept_groups"]) for x in lines)
-    state = json.loads((out / "rods_data_engine.json").read_text())
-    assert state["observed_through"] == 1
+
+    # one step, a checkpoint, then a second run that resumes from it
+    first = [*SMALL]
+    first[first.index("--max-steps") + 1] = "1"
+    _run([*example, "--output-dir", str(broken), *first, "--save-steps", "1"], broken)
+    assert (broken / "checkpoint-1" / "rods_data_engine.json").is_file()
+    _run([*example, "--output-dir", str(broken), *SMALL, "--resume"], broken)
+    resumed = json.loads((broken / "timing.json").read_text())
+    assert (resumed["steps"], resumed["steps_this_run"]) == (2, 1)
+    whole_state = json.loads((whole / "rods_data_engine.json").read_text())
+    assert json.loads((broken / "rods_data_engine.json").read_text()) == whole_state
+    assert whole_state["observed_through"] == 1
 
 
 @pytest.mark.slow

@@ -110,10 +110,12 @@ class EngineDataset:
         self.tasks_per_round = int(tasks_per_round)
         self._reserved = {t.id: t for t in reserved}
         self._rounds: dict[int, list[Task]] = {}
+        self._step_of: dict[int, int] = {}  # a row's round -> the engine's step
+        self._open: int | None = None  # the round sampled and not observed yet
         self._records: list[tuple[int, int, str, float]] = []
         self._groups: dict[int, list[GroupResult]] = {}
         self.observed_through = -1
-        """The last round the engine has observed (-1: none)."""
+        """The engine's last observed step (-1: none)."""
 
     # -- the dataset ------------------------------------------------------------------------
     def rows(self, start_round: int = 0) -> Iterator[dict[str, Any]]:
@@ -131,27 +133,32 @@ class EngineDataset:
 
     # -- what the environment calls ----------------------------------------------------------
     def tasks_for_round(self, r: int) -> list[Task]:
-        """The tasks of round ``r``, sampled from the engine on first use.
+        """The tasks of the rows of round ``r``, sampled from the engine on first use.
+
+        A new round is the engine's next step (``observed_through + 1``) whatever its row
+        number, so a trainer that restarts its row stream on resume, or skips rows, still
+        walks the engine's steps in order.
 
         Raises:
-            RodsError: when round ``r`` is asked for before round ``r - 1`` was observed
+            RodsError: when a new round is asked for while the last one is not observed yet
                 (the trainer reads rows ahead: see :class:`RodsCallback` for the settings).
         """
         tasks = self._rounds.get(r)
         if tasks is not None:
             return tasks
-        if r > self.observed_through + 1:
+        if self._open is not None:
             raise RodsError(
-                f"round {r} was asked for before round {r - 1} was observed: the data engine "
-                "samples a round after the previous one's rewards are in (add RodsCallback to "
-                "the trainer, and keep shuffle_dataset=False)"
+                f"round {r} was asked for before round {self._open} was observed: the data "
+                "engine samples a round after the previous one's rewards are in (add "
+                "RodsCallback to the trainer, and keep shuffle_dataset=False)"
             )
-        tasks = self.engine.sample(self.tasks_per_round, step=r)
+        step = self.observed_through + 1
+        tasks = self.engine.sample(self.tasks_per_round, step=step)
         # an active pool smaller than a round repeats tasks; their groups are merged
         tasks = [tasks[i % len(tasks)] for i in range(self.tasks_per_round)]
-        self._rounds[r] = tasks
-        for old in [k for k in self._rounds if k < r - 1]:
-            del self._rounds[old]
+        self._rounds[r], self._step_of[r], self._open = tasks, step, r
+        for old in [k for k in self._rounds if k != r and self._step_of[k] < step - 1]:
+            del self._rounds[old], self._step_of[old]
         return tasks
 
     def task_for(self, row: Mapping[str, Any]) -> Task:
@@ -217,13 +224,17 @@ class EngineDataset:
         """Hand every gathered round to the engine, in order; returns one report per round."""
         reports = []
         for r in sorted(self._groups):
+            if r not in self._step_of:  # a round whose rows all ran on other processes
+                self.tasks_for_round(r)
+        for r in sorted(self._groups, key=lambda q: self._step_of[q]):
             groups = self._groups.pop(r)
+            step = self._step_of[r]
             started = time.perf_counter()
-            report = self.engine.observe(groups, step=r)
+            report = self.engine.observe(groups, step=step)
             rewards = [x for g in groups for x in g.rewards]
             reports.append(
                 {
-                    "round": r,
+                    "round": step,
                     "reward": sum(rewards) / len(rewards) if rewards else None,
                     "groups": len(groups),
                     "completions": len(rewards),
@@ -232,7 +243,9 @@ class EngineDataset:
                     "observe_seconds": time.perf_counter() - started,
                 }
             )
-            self.observed_through = max(self.observed_through, r)
+            self.observed_through = step
+            if self._open == r:
+                self._open = None
         return reports
 
     # -- persistence --------------------------------------------------------------------------
@@ -244,6 +257,8 @@ class EngineDataset:
         """Restore :meth:`state_dict` (the same starting pool and mode)."""
         self.engine.load_state_dict(state["engine"])
         self.observed_through = int(state["observed_through"])
+        self._open = None
+        self._step_of.clear()
         self._rounds.clear()
         self._groups.clear()
         self._records.clear()
@@ -275,6 +290,8 @@ class RodsCallback(TrainerCallback):
         self.fingerprints: list[str] = []
         self.seconds = {"gather": 0.0, "observe": 0.0, "check": 0.0}
         """Time this process spent gathering rewards, in the engine, and comparing states."""
+        self.steps_run = 0
+        """Optimizer steps this callback saw (this run, resumed steps not counted)."""
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Check the trainer's settings; restore the engine when resuming a checkpoint."""
@@ -296,6 +313,7 @@ class RodsCallback(TrainerCallback):
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Observe the rounds generated so far and log their data metrics."""
+        self.steps_run += 1
         started = time.perf_counter()
         self.view.gather()
         gathered = time.perf_counter()
