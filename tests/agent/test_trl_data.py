@@ -236,17 +236,31 @@ def test_the_callback_observes_logs_saves_and_resumes(retail, tmp_path):
     assert len(callback.fingerprints) == 2
     callback.on_save(args, SimpleNamespace(global_step=2), None)
     assert (tmp_path / "checkpoint-2" / ENGINE_STATE).is_file()
+    saved = state_fingerprint(view.engine)
+
+    # a round logged after the checkpoint, by the run that was killed, is dropped on resume
+    play_round(view, 2, lambda slot, g: float(g))
+    callback.on_step_end(args, SimpleNamespace(global_step=3), None)
+    assert len((tmp_path / METRICS).read_text().splitlines()) == 3
 
     resumed = make_view(retail)
     RodsCallback(resumed).on_train_begin(args, SimpleNamespace(global_step=2), None)
+    assert [json.loads(x)["round"] for x in (tmp_path / METRICS).read_text().splitlines()] == [0, 1]
     assert resumed.observed_through == 1
-    assert state_fingerprint(resumed.engine) == state_fingerprint(view.engine)
+    assert state_fingerprint(resumed.engine) == saved
     # the trainer may restart its rows at round 0: they still continue at the engine's step 2
-    assert resumed.tasks_for_round(0) == view.tasks_for_round(2)
+    twin = make_view(retail)
+    twin.load_state_dict(json.loads((tmp_path / "checkpoint-2" / ENGINE_STATE).read_text()))
+    assert resumed.tasks_for_round(0) == twin.engine.sample(B, step=2)
+    elsewhere = make_view(retail)
+    RodsCallback(elsewhere, resume_from=tmp_path / "checkpoint-2").on_train_begin(
+        trl_args(tmp_path / "other"), SimpleNamespace(global_step=2), None
+    )
+    assert state_fingerprint(elsewhere.engine) == saved
     with pytest.raises(ConfigError, match="no data engine state"):
         RodsCallback(make_view(retail)).on_train_begin(args, SimpleNamespace(global_step=5), None)
-    callback.on_train_end(args, SimpleNamespace(global_step=2), None)
-    assert json.loads((tmp_path / ENGINE_STATE).read_text())["observed_through"] == 1
+    callback.on_train_end(args, SimpleNamespace(global_step=3), None)
+    assert json.loads((tmp_path / ENGINE_STATE).read_text())["observed_through"] == 2
 
 
 def test_differing_replicas_stop_the_run(retail, monkeypatch):

@@ -181,3 +181,25 @@ def test_two_processes_share_each_group_and_keep_one_engine_state(tiny_trl_model
     rank1 = json.loads((out / "rods_data_engine.rank1.json").read_text())
     assert rank0 == rank1
     assert rank0["observed_through"] == 1
+
+
+def _example_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("trl_grpo_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_example_rejects_bad_overrides_and_batches_in_one_line(tmp_path):
+    example = _example_module()
+    out = ["--output-dir", str(tmp_path)]
+    with pytest.raises(SystemExit, match=r"only data\.KEY=VALUE overrides"):
+        example.main([*out, "grpo.lr=1"])
+    with pytest.raises(SystemExit, match=r"data\.capacit: unknown key"):
+        example.main([*out, "data.capacit=3"])
+    with pytest.raises(SystemExit, match="do not split into 1 processes x 4 accumulation steps"):
+        example.main([*out, "--tasks-per-step", "1", "--gradient-accumulation-steps", "4"])
+    assert not any(tmp_path.iterdir())

@@ -38,7 +38,7 @@ from rods_agent.data import DataEngine, GroupResult
 from rods_agent.integrations.trl.data import policy_prompt
 from rods_env.domain import Domain
 from rods_env.errors import ConfigError, RodsError
-from rods_env.fileio import append_jsonl, write_json
+from rods_env.fileio import append_jsonl, read_jsonl, write_json, write_jsonl
 from rods_env.task import Task
 
 if TYPE_CHECKING:
@@ -282,11 +282,16 @@ class RodsCallback(TrainerCallback):
         view: The :class:`EngineDataset` the trainer reads.
         check_every: Compare engine fingerprints across processes every this many rounds
             (0: never).
+        resume_from: The checkpoint folder a resumed run starts from, when it is not
+            ``<output_dir>/checkpoint-<step>`` (where ``resume_from_checkpoint=True`` finds it).
     """
 
-    def __init__(self, view: EngineDataset, *, check_every: int = 1) -> None:
+    def __init__(
+        self, view: EngineDataset, *, check_every: int = 1, resume_from: str | Path | None = None
+    ) -> None:
         self.view = view
         self.check_every = int(check_every)
+        self.resume_from = Path(resume_from) if resume_from is not None else None
         self.fingerprints: list[str] = []
         self.seconds = {"gather": 0.0, "observe": 0.0, "check": 0.0}
         """Time this process spent gathering rewards, in the engine, and comparing states."""
@@ -306,10 +311,16 @@ class RodsCallback(TrainerCallback):
                 f"the trainer generates {per_round} (generation_batch_size // num_generations)"
             )
         if state.global_step > 0:
-            path = Path(args.output_dir) / f"checkpoint-{state.global_step}" / ENGINE_STATE
+            folder = self.resume_from or Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            path = folder / ENGINE_STATE
             if not path.is_file():
                 raise ConfigError(f"{path}: no data engine state to resume from")
             self.view.load_state_dict(json.loads(path.read_text(encoding="utf-8")))
+            metrics = Path(args.output_dir) / METRICS
+            if process_rank() == 0 and metrics.is_file():
+                # rounds logged after the checkpoint will be run again
+                kept = [r for r in read_jsonl(metrics) if r["round"] <= self.view.observed_through]
+                write_jsonl(metrics, kept)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """Observe the rounds generated so far and log their data metrics."""
