@@ -60,7 +60,7 @@ class Thresholds:
         min_std: A group whose reward std is not above this carries no signal.
     """
 
-    mastered: float = 0.9
+    mastered: float = 0.85
     hard: float = 0.1
     min_std: float = 1e-6
 

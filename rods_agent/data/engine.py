@@ -103,13 +103,19 @@ class DataEngine:
         self._seeds = seeds_by_id(tasks)
         self._reserved = list(reserved)
         self.buffer = ReplayBuffer(self.config, dynamic=self.synthesizes)
-        for task in self._seeds.values():
+        order = list(self._seeds.values())
+        if self.synthesizes:
+            # seeds beyond the capacity wait; which ones start must not follow the file's
+            # order (it groups tasks by domain and skill)
+            random.Random(f"rods-data:pool:{self.seed}").shuffle(order)
+        for task in order:
             self.buffer.add_seed(task)
         if not self.buffer.entries:
             raise ConfigError("the training pool is empty: no task to train on")
         self._keys: set[str] | None = None  # dedupe keys, computed on the first synthesis
         self._domains: dict[str, Any] = {}
         self.totals: dict[str, Any] = {"accepted": 0, "rejected": {}, "admitted": 0}
+        self.last_signal_step = -1  # the last step with a group that changes the policy
 
     @property
     def synthesizes(self) -> bool:
@@ -122,9 +128,13 @@ class DataEngine:
 
         Deterministic given the engine's state and ``step``. Mode ``rods`` favours tasks
         whose recent groups had a high reward variance; the fixed-pool modes draw uniformly.
+        An empty batch means the pool is exhausted (mode ``rods``): every task was retired,
+        or is parked as hard and was seen hard since the last group with a signal.
         """
         if n < 1:
             raise ConfigError(f"a batch needs at least one task, got n={n}")
+        if self.synthesizes and self.buffer.exhausted(self.last_signal_step):
+            return []  # every task retired, or parked as hard since the policy last changed
         rng = random.Random(f"rods-data:sample:{self.seed}:{step}")
         return self.buffer.sample(n, rng)
 
@@ -156,24 +166,31 @@ class DataEngine:
         events: Counter[str] = Counter()
         removed_before = len(self.buffer.removed)
         with_signal = 0
-        boundary: list[Task] = []
+        boundary: list[tuple[Task, GroupStats]] = []
+        graduated: list[tuple[Task, GroupStats]] = []
         for group in groups:
             stats = GroupStats.of(group.rewards)
             zone: Zone = self.thresholds.zone(stats)
             zones[zone] += 1
             variance[zone].append(stats.variance)
-            with_signal += self.thresholds.has_signal(stats)
+            if self.thresholds.has_signal(stats):
+                with_signal += 1
+                self.last_signal_step = step
             entry = self.buffer.entries.get(group.task_id)
             task = entry.task if entry is not None else None
             event = self.buffer.visit(group.task_id, stats, zone, step=step)
             if event is not None:
                 events[event] += 1
-            if zone == "boundary" and event != "dropped" and task is not None:
-                boundary.append(task)
+            if task is None:
+                continue
+            if zone == "boundary" and event != "dropped":
+                boundary.append((task, stats))
+            elif event == "retired" and self.config.expand_mastered:
+                graduated.append((task, stats))
         self.buffer.expire(step)
         synthesis = _Round()
-        if self.synthesizes and boundary:
-            synthesis = self._synthesize(boundary, step)
+        if self.synthesizes and (boundary or graduated):
+            synthesis = self._synthesize(boundary, graduated, step)
         admitted = self.buffer.admit(step)
         rejected = dict(synthesis.rejected)
         if events["dropped"]:
@@ -243,60 +260,84 @@ class DataEngine:
             self._keys = keys
         return self._keys
 
-    def _synthesize(self, parents: list[Task], step: int) -> _Round:
-        """Variants of this step's boundary tasks, queued as candidates."""
+    def _synthesize(
+        self,
+        boundary: list[tuple[Task, GroupStats]],
+        graduated: list[tuple[Task, GroupStats]],
+        step: int,
+    ) -> _Round:
+        """Variants of this step's boundary tasks (and of tasks just retired as mastered),
+        queued as candidates.
+
+        Boundary parents go first, in order of their group's reward variance, highest first
+        (the tasks the policy is least sure about), until ``max_candidates`` wait. Each
+        parent gets ``synth_per_boundary`` variants per mode in ``synth_modes``; a parent
+        the policy mostly solves (group mean >= 0.5) gets its harder neighbours (*expand*)
+        first, one it mostly fails its same-structure siblings (*resample*) first. A task
+        retired as mastered gets only harder neighbours (with ``expand_mastered``), so the
+        curriculum climbs past what the policy has learned.
+        """
         from rods_env.synthesis import SynthesisConfig, Synthesizer
 
         started = time.perf_counter()
         cfg = self.config
         room = cfg.max_candidates - self.buffer.candidates()
-        accepted = 0
-        rejected: Counter[str] = Counter()
-        if room > 0 and cfg.synth_per_boundary > 0 and cfg.synth_modes:
-            keys = self.dedupe_keys()
-            seed = round_seed(self.seed, step)
-            for parent in parents:
-                self._domain(parent.domain)
-            synthesizers = []
-            for mode in cfg.synth_modes:
-                synth = Synthesizer(
-                    SynthesisConfig(
-                        per_seed=cfg.synth_per_boundary,
-                        mode=mode,
-                        augment=tuple(cfg.synth_augment),
-                        seed=seed,
-                        attempts=cfg.synth_attempts,
-                    ),
-                    domains=self._domains,
-                    known=keys,
-                )
-                if cfg.synth_augment:
-                    # plausible guesses for missing_parameter come from the pool's own facts
-                    synth.remember(self.buffer.tasks("active"))
-                synthesizers.append(synth)
-            # a task twice in one batch counts once
-            for parent in {p.id: p for p in parents}.values():
-                for synth in synthesizers:
-                    for outcome in synth.variants(parent):
-                        if not outcome.accepted:
-                            rejected[outcome.reason] += 1
-                            continue
-                        if outcome.task.id in self.buffer.entries:
-                            rejected["duplicate"] += 1
-                            continue
-                        keys.add(outcome.key)
-                        for other in synthesizers:
-                            other.seen.add(outcome.key)
-                        self.buffer.offer(outcome.task, outcome.key, step=step)
-                        accepted += 1
-                        room -= 1
-                        if room <= 0:
-                            break
+        result = _Round()
+        if room <= 0 or cfg.synth_per_boundary <= 0 or not cfg.synth_modes:
+            result.seconds = time.perf_counter() - started
+            return result
+        keys = self.dedupe_keys()
+        seed = round_seed(self.seed, step)
+        parents: dict[str, tuple[Task, list[str]]] = {}
+        ranked = sorted(boundary, key=lambda ts: -ts[1].variance)  # stable on ties
+        for task, stats in ranked:  # a task twice in one batch counts once
+            expand_first = stats.mean >= 0.5
+            modes: list[str] = sorted(
+                cfg.synth_modes, key=lambda m: (m == "expand") != expand_first
+            )
+            parents.setdefault(task.id, (task, modes))
+        for task, _ in graduated:
+            if "expand" in cfg.synth_modes:
+                parents.setdefault(task.id, (task, ["expand"]))
+        for task, _ in parents.values():
+            self._domain(task.domain)
+        synthesizers: dict[str, Synthesizer] = {}
+        for mode in cfg.synth_modes:
+            synth = Synthesizer(
+                SynthesisConfig(
+                    per_seed=cfg.synth_per_boundary,
+                    mode=mode,
+                    augment=tuple(cfg.synth_augment),
+                    seed=seed,
+                    attempts=cfg.synth_attempts,
+                ),
+                domains=self._domains,
+                known=keys,
+            )
+            if cfg.synth_augment:
+                # plausible guesses for missing_parameter come from the pool's own facts
+                synth.remember(self.buffer.tasks("active"))
+            synthesizers[mode] = synth
+        for parent, parent_modes in parents.values():
+            for name in parent_modes:
+                for outcome in synthesizers[name].variants(parent):
+                    if not outcome.accepted:
+                        result.rejected[outcome.reason] += 1
+                        continue
+                    if outcome.task.id in self.buffer.entries:
+                        result.rejected["duplicate"] += 1
+                        continue
+                    keys.add(outcome.key)
+                    for other in synthesizers.values():
+                        other.seen.add(outcome.key)
+                    self.buffer.offer(outcome.task, outcome.key, step=step)
+                    result.accepted += 1
+                    room -= 1
                     if room <= 0:
-                        break
-                if room <= 0:
-                    break
-        return _Round(accepted, rejected, time.perf_counter() - started)
+                        result.seconds = time.perf_counter() - started
+                        return result
+        result.seconds = time.perf_counter() - started
+        return result
 
     def _count(self, accepted: int, rejected: Mapping[str, int], admitted: int) -> None:
         self.totals["accepted"] += accepted
@@ -315,6 +356,7 @@ class DataEngine:
             "seed": self.seed,
             "buffer": self.buffer.state_dict(),
             "keys": sorted(self._keys) if self._keys is not None else None,
+            "last_signal_step": self.last_signal_step,
             "totals": {
                 "accepted": self.totals["accepted"],
                 "admitted": self.totals["admitted"],
@@ -341,6 +383,7 @@ class DataEngine:
         self.buffer.load_state_dict(state["buffer"], self._seeds)
         keys = state.get("keys")
         self._keys = set(keys) if keys is not None else None
+        self.last_signal_step = int(state["last_signal_step"])
         totals = state["totals"]
         self.totals = {
             "accepted": int(totals["accepted"]),

@@ -179,8 +179,8 @@ class ReplayBuffer:
 
         Dynamic buffers draw without replacement with probability proportional to
         :meth:`Entry.weight` (Efraimidis-Spirakis keys); when the active pool has fewer
-        than ``n`` tasks, parked tasks due soonest are retried early. Fixed pools draw
-        uniformly.
+        than ``n`` tasks, parked tasks due soonest are retried early, then waiting tasks
+        are taken early. Fixed pools draw uniformly.
         """
         active = [e for e in self.entries.values() if e.status == "active"]
         if not self.dynamic:
@@ -191,6 +191,10 @@ class ReplayBuffer:
                 key=lambda e: e.parked_until or 0,
             )
             active.extend(parked[: n - len(active)])
+        if len(active) < n:
+            waiting = [e for e in self.entries.values() if e.status == "waiting"]
+            waiting.sort(key=lambda e: not e.synthesized)  # candidates, then seeds
+            active.extend(waiting[: n - len(active)])
         weight = self.config.variance_weight
         keyed = [(rng.random() ** (1.0 / e.weight(weight)), i) for i, e in enumerate(active)]
         keyed.sort(reverse=True)
@@ -225,9 +229,8 @@ class ReplayBuffer:
             entry.boundary_visits += 1
         if not self.dynamic:
             return None
-        if entry.status == "parked":  # an early retry (the active pool ran short)
-            entry.status = "active"
-            entry.parked_until = None
+        if entry.status != "active":  # sampled early: the active pool ran short
+            self._activate(entry, step)
         if not entry.confirmed:
             if zone != "boundary":
                 self._remove(entry, "not_boundary", step)
@@ -265,15 +268,18 @@ class ReplayBuffer:
         return [e.task.id for e in old]
 
     def admit(self, step: int) -> dict[str, int]:
-        """Fill the active pool: parked tasks due for a retry, waiting seeds, then candidates.
+        """Fill the active pool: parked tasks due for a retry, synthesized candidates, then
+        waiting seeds.
 
-        Synthesized candidates enter at most ``admit_per_step`` per step, and only while
-        the active pool holds fewer than ``p_max * capacity`` synthesized tasks.
+        Synthesized candidates go before waiting seeds (they were made around tasks just
+        seen at the boundary; a waiting seed's zone is unknown), but enter at most
+        ``admit_per_step`` per step, and only while the active pool holds fewer than
+        ``p_max * capacity`` synthesized tasks.
 
         Returns:
-            How many entered: ``{"retried", "seeds", "synthesized"}``.
+            How many entered: ``{"retried", "synthesized", "seeds"}``.
         """
-        done = {"retried": 0, "seeds": 0, "synthesized": 0}
+        done = {"retried": 0, "synthesized": 0, "seeds": 0}
         if not self.dynamic:
             return done
         cfg = self.config
@@ -293,13 +299,7 @@ class ReplayBuffer:
             room -= 1
             done["retried"] += 1
         waiting = [e for e in self.entries.values() if e.status == "waiting"]
-        for entry in waiting:
-            if room <= 0:
-                return done
-            if not entry.synthesized:
-                self._activate(entry, step)
-                room -= 1
-                done["seeds"] += 1
+        room += self._evict(step, len(waiting) - max(room, 0))
         synth_cap = math.floor(cfg.p_max * cfg.capacity)
         synth_active = sum(
             1 for e in self.entries.values() if e.status == "active" and e.synthesized
@@ -312,7 +312,30 @@ class ReplayBuffer:
                 room -= 1
                 synth_active += 1
                 done["synthesized"] += 1
+        for entry in waiting:
+            if room <= 0:
+                break
+            if not entry.synthesized:
+                self._activate(entry, step)
+                room -= 1
+                done["seeds"] += 1
         return done
+
+    def _evict(self, step: int, wanted: int) -> int:
+        """Make room for up to ``wanted`` waiting tasks in a full pool by retiring active
+        tasks whose last visit was mastered, least variance first (a full buffer drops
+        its least useful items; the ``mastered_k`` streak would cost more visits)."""
+        if wanted <= 0:
+            return 0
+        candidates = [
+            e
+            for e in self.entries.values()
+            if e.status == "active" and e.confirmed and e.mastered_streak >= 1
+        ]
+        candidates.sort(key=lambda e: e.score if e.score is not None else 1.0)
+        for entry in candidates[:wanted]:
+            self._remove(entry, "evicted", step)
+        return len(candidates[:wanted])
 
     def _activate(self, entry: Entry, step: int) -> None:
         if entry.status == "waiting":
@@ -334,6 +357,17 @@ class ReplayBuffer:
         )
 
     # -- reading ---------------------------------------------------------------------------
+    def exhausted(self, since: int) -> bool:
+        """Whether nothing is left to train on: no task active or waiting, and every parked
+        task was last seen (hard) at or after step ``since``, the last step whose groups
+        changed the policy, so a retry would find it hard again."""
+        for entry in self.entries.values():
+            if entry.status != "parked":
+                return False
+            if not entry.history or entry.history[-1][0] < since:
+                return False
+        return True
+
     def count(self, status: Status) -> int:
         """Entries with ``status``."""
         return sum(1 for e in self.entries.values() if e.status == status)

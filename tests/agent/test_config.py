@@ -85,4 +85,4 @@ def test_simulated_learner_section_is_typed():
 def test_zone_thresholds_must_be_ordered():
     with pytest.raises(ConfigError) as info:
         load_config(None, ["data.hard=0.95"])
-    assert str(info.value) == "data.hard (0.95) must be below data.mastered (0.9)"
+    assert str(info.value) == "data.hard (0.95) must be below data.mastered (0.85)"

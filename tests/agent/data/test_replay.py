@@ -36,7 +36,7 @@ def test_capacity_admission_rate_and_synthesized_cap(retail_train):
     for i in range(8):
         buffer.offer(synthetic(retail_train[0], i), f"k{i}", step=0)
     assert buffer.composition()["candidates"] == 8
-    assert buffer.admit(0) == {"retried": 0, "seeds": 0, "synthesized": 2}  # the rate
+    assert buffer.admit(0) == {"retried": 0, "synthesized": 2, "seeds": 0}  # the rate
     assert buffer.admit(1)["synthesized"] == 1  # the cap: 3 = 0.3 x 10 synthesized
     assert buffer.admit(2)["synthesized"] == 0
     pool = buffer.composition()
@@ -149,7 +149,7 @@ def test_a_fixed_pool_samples_uniformly_and_never_retires(retail_train):
     rng = random.Random(0)
     counts = Counter(t.id for _ in range(4000) for t in buffer.sample(4, rng))
     assert max(counts.values()) / min(counts.values()) < 1.3
-    assert buffer.admit(1) == {"retried": 0, "seeds": 0, "synthesized": 0}
+    assert buffer.admit(1) == {"retried": 0, "synthesized": 0, "seeds": 0}
 
 
 def test_short_pool_retries_parked_tasks_early(retail_train):
@@ -194,3 +194,37 @@ def test_state_round_trip_restores_every_entry(retail_train):
     assert [e.task for e in again] == [e.task for e in buffer]
     with pytest.raises(RodsError, match="not in the training pool"):
         ReplayBuffer(config, dynamic=True).load_state_dict(state, {})
+
+
+def test_a_full_pool_evicts_tasks_last_seen_mastered_for_candidates(retail_train):
+    config = DataConfig(capacity=4, admit_per_step=2, p_max=1.0, mastered_k=3)
+    seeds = retail_train[:4]
+    buffer = make(config, seeds)
+    visit(buffer, seeds[0].id, MASTERED, 0)  # streak 1 of 3: not retired, but evictable
+    visit(buffer, seeds[1].id, BOUNDARY, 0)
+    visit(buffer, seeds[2].id, GroupStats.of([1.0] * 7 + [0.0]), 0)  # mastered, some variance
+    for i in range(3):
+        buffer.offer(synthetic(retail_train[5], i), f"k{i}", step=0)
+    assert buffer.admit(1)["synthesized"] == 2
+    # the lowest recent variance goes first; the boundary and the unvisited task stay
+    assert [r["id"] for r in buffer.removed] == [seeds[0].id, seeds[2].id]
+    assert {r["reason"] for r in buffer.removed} == {"evicted"}
+    active = {t.id for t in buffer.tasks()}
+    assert {seeds[1].id, seeds[3].id} <= active and len(active) == 4
+    # nothing left to evict: the last candidate waits
+    assert buffer.admit(2)["synthesized"] == 0
+    assert buffer.composition()["candidates"] == 1
+
+
+def test_exhausted_when_only_tasks_parked_since_the_last_signal_remain(retail_train):
+    buffer = make(DataConfig(hard_m=1, mastered_k=1), retail_train[:3])
+    visit(buffer, retail_train[0].id, HARD, 0)
+    visit(buffer, retail_train[1].id, MASTERED, 0)
+    assert len(buffer.sample(3, random.Random(0))) == 2  # the parked one retried early
+    visit(buffer, retail_train[2].id, BOUNDARY, 1)  # the policy learns something at step 1
+    visit(buffer, retail_train[2].id, MASTERED, 2)
+    assert buffer.count("parked") == 1 and buffer.count("active") == 0
+    assert not buffer.exhausted(since=1)  # parked at step 0, before the last signal: retry
+    assert [t.id for t in buffer.sample(3, random.Random(0))] == [retail_train[0].id]
+    visit(buffer, retail_train[0].id, HARD, 3)  # still hard after the retry
+    assert buffer.exhausted(since=1)
