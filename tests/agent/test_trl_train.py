@@ -127,28 +127,44 @@ SMALL = [
 def test_one_process_trains_with_the_data_engine_and_resumes_where_it_stopped(
     tiny_trl_model, tmp_path
 ):
+    from rods_agent.config import DataConfig
+    from rods_agent.data import DataEngine, GroupResult
+
+    out = tmp_path / "run"
     example = [sys.executable, str(EXAMPLE), "--mode", "filter", "--model", str(tiny_trl_model)]
-    whole, broken = tmp_path / "whole", tmp_path / "broken"
-    _run([*example, "--output-dir", str(whole), *SMALL], whole)
-    timing = json.loads((whole / "timing.json").read_text())
-    assert timing["steps"] == 2 and timing["processes"] == 1
-    lines = [json.loads(x) for x in (whole / "rods_metrics.jsonl").read_text().splitlines()]
+    example += ["--output-dir", str(out), "--save-steps", "1", *SMALL]
+    # one step and a checkpoint, then a second run that resumes from it for one more step
+    first = [*example]
+    first[first.index("--max-steps") + 1] = "1"
+    _run(first, out)
+    _run([*example, "--resume"], out)
+
+    timing = json.loads((out / "timing.json").read_text())
+    assert (timing["steps"], timing["steps_this_run"], timing["processes"]) == (2, 1, 1)
+    lines = [json.loads(x) for x in (out / "rods_metrics.jsonl").read_text().splitlines()]
     assert [x["round"] for x in lines] == [0, 1]
     assert all(x["groups"] == 1 and x["completions"] == 2 for x in lines)
     # filter mode: every group the engine did not keep is out of the loss
-    assert timing["dropped_completions"] == sum(2 * (x["groups"] - x["kept_groups"]) for x in lines)
+    assert timing["dropped_completions"] == 2 * (lines[1]["groups"] - lines[1]["kept_groups"])
 
-    # one step, a checkpoint, then a second run that resumes from it
-    first = [*SMALL]
-    first[first.index("--max-steps") + 1] = "1"
-    _run([*example, "--output-dir", str(broken), *first, "--save-steps", "1"], broken)
-    assert (broken / "checkpoint-1" / "rods_data_engine.json").is_file()
-    _run([*example, "--output-dir", str(broken), *SMALL, "--resume"], broken)
-    resumed = json.loads((broken / "timing.json").read_text())
-    assert (resumed["steps"], resumed["steps_this_run"]) == (2, 1)
-    whole_state = json.loads((whole / "rods_data_engine.json").read_text())
-    assert json.loads((broken / "rods_data_engine.json").read_text()) == whole_state
-    assert whole_state["observed_through"] == 1
+    # the resumed run continued the checkpointed engine: replaying its logged round from the
+    # checkpoint's state gives its final state
+    domain = load_domain("retail")
+    engine = DataEngine(
+        DataConfig(),
+        mode="filter",
+        tasks=domain.seed_tasks("train"),
+        reserved=domain.seed_tasks("test"),
+        seed=0,
+    )
+    saved = json.loads((out / "checkpoint-1" / "rods_data_engine.json").read_text())
+    assert saved["observed_through"] == 0
+    engine.load_state_dict(saved["engine"])
+    rewards = lines[1]["group_rewards"]
+    assert [t.id for t in engine.sample(1, step=1)] == list(rewards)
+    engine.observe([GroupResult(t, tuple(r)) for t, r in rewards.items()], step=1)
+    final = json.loads((out / "rods_data_engine.json").read_text())
+    assert final == {"engine": engine.state_dict(), "observed_through": 1}
 
 
 @pytest.mark.slow

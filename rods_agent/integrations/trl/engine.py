@@ -240,6 +240,7 @@ class EngineDataset:
                     "completions": len(rewards),
                     "kept_groups": sum(self.engine.keep(g.rewards) for g in groups),
                     **report,
+                    "group_rewards": {g.task_id: list(g.rewards) for g in groups},
                     "observe_seconds": time.perf_counter() - started,
                 }
             )
