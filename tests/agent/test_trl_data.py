@@ -13,6 +13,7 @@ from rods_agent.data import DataEngine
 from rods_agent.integrations.trl import environment_factory, task_dataset, train_test_datasets
 from rods_env import load_domain
 from rods_env.errors import ConfigError, RodsError
+from rods_env.synthesis import TaskPool
 from rods_env.task import dump_tasks
 
 pytest.importorskip("datasets")
@@ -78,6 +79,8 @@ def test_a_pool_file_without_splits_trains_and_the_seed_test_split_tests(retail,
     ds = train_test_datasets("rods/Retail-v0", train=path)
     assert ds["train"]["task_id"] == [t.id for t in pool]
     assert len(ds["test"]) == 50
+    from_pool = task_dataset("rods/Retail-v0", TaskPool(pool, dedupe=False))
+    assert from_pool["task_id"] == [t.id for t in pool]
 
 
 def test_train_and_test_sharing_a_task_is_refused():
