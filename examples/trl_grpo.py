@@ -2,11 +2,11 @@
 
 One process (CPU, the tiny local model):
 
-    python examples/trl_grpo.py --env rods/Retail-v0 --mode rods --max-steps 4 --output-dir runs/trl
+    python examples/trl_grpo.py --env rods/Retail-v0 --mode rods --max-steps 4 --output-dir results/trl
 
 Two processes on the gloo backend (a real distributed run, each with half the batch):
 
-    torchrun --nproc_per_node 2 examples/trl_grpo.py --max-steps 2 --output-dir runs/trl2
+    torchrun --nproc_per_node 2 examples/trl_grpo.py --max-steps 2 --output-dir results/trl2
 
 On GPUs, launch the same script with ``accelerate launch --config_file ...`` and a real
 model (``--model Qwen/Qwen3-4B``, ``--vllm colocate``): see docs/scale-out.md. ``key=value``
@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--env", default="rods/Retail-v0", help="rods env id")
     parser.add_argument("--mode", choices=["static", "filter", "rods"], default="rods")
     parser.add_argument("--max-steps", type=int, default=4, help="optimizer steps")
-    parser.add_argument("--output-dir", default="runs/trl_grpo")
+    parser.add_argument("--output-dir", default="results/trl_grpo")
     parser.add_argument(
         "--model", default=None, help="model folder or hub id (default: the tiny local model)"
     )

@@ -1,6 +1,6 @@
 """Steps/s of examples/trl_grpo.py on one process vs two (gloo), with the same total batch.
 
-    python examples/trl_scaling.py --repeats 2 --output-dir runs/trl_scaling
+    python examples/trl_scaling.py --repeats 2 --output-dir results/trl_scaling
 
 Runs the two configurations alternately (so a change in the machine's load hits both),
 each ``--repeats`` times, and writes ``scaling.json`` and ``scaling.md``: wall steps/s,
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run both configurations and write the summary."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--output-dir", default="runs/trl_scaling")
+    parser.add_argument("--output-dir", default="results/trl_scaling")
     parser.add_argument("--model", default=None, help="model folder (default: the tiny model)")
     parser.add_argument("--max-steps", type=int, default=4)
     parser.add_argument("--tasks-per-step", type=int, default=2)
