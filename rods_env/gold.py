@@ -28,10 +28,13 @@ class TurnGold:
         effect: ``(table, key) -> record or DELETED`` for every record the turn's gold calls
             change, with the value they leave.
         outputs: Values the agent must communicate during the turn.
+        operations: For a turn whose tools are withheld, the word stems naming the withheld
+            operations (from the tools' ``operation``); the agent's refusal must name one.
     """
 
     effect: dict[tuple[str, str], Any]
     outputs: tuple[str, ...]
+    operations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
     tools = domain.tools(db)
     tools.on_reset()
     all_names = set(domain.toolkit.names())
+    specs = domain.toolkit.specs()
     turns: list[TurnGold] = []
     outputs: list[Any] = []
     for t_index, turn in enumerate(task.turns):
@@ -80,7 +84,14 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
             outputs.append(to_jsonable(result.value))
         changed = db.changed_since(start)
         effect = {key: db.get(*key, DELETED) for key in sorted(changed)}
-        turns.append(TurnGold(effect=effect, outputs=turn.outputs))
+        operations = tuple(
+            dict.fromkeys(
+                stem
+                for name in turn.withheld_tools
+                for stem in (specs[name].operation if name in specs else (name.split("_")[0],))
+            )
+        )
+        turns.append(TurnGold(effect=effect, outputs=turn.outputs, operations=operations))
     return Gold(
         turns=tuple(turns),
         final=db.changes(),
