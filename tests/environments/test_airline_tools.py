@@ -13,7 +13,14 @@ import pytest
 
 from environments.airline import DOMAIN
 from environments.airline.generator import BAG_FEE, FREE_BAGS, INSURANCE_FEE, tables_digest
-from environments.airline.schema import CLOCK_KEY, Certificate, GiftCard, Reservation, User
+from environments.airline.schema import (
+    CLOCK_KEY,
+    Certificate,
+    GiftCard,
+    Payment,
+    Reservation,
+    User,
+)
 from environments.airline.tools import COMPENSATION, AirlineTools
 from rods_env.database import Database
 from tests.environments.toolcheck import fail, ok
@@ -72,6 +79,16 @@ def with_methods(db, user: User, **methods) -> User:
     """Give a user extra payment methods (written into the episode state)."""
     new = user.model_copy(update={"payment_methods": {**user.payment_methods, **methods}})
     db.put("users", user.user_id, new)
+    return new
+
+
+def paid_by(db, res: Reservation, payment_id: str) -> Reservation:
+    """Make the reservation paid in one payment by ``payment_id`` (test setup)."""
+    total = sum(p.amount for p in res.payment_history)
+    new = res.model_copy(
+        update={"payment_history": (Payment(payment_id=payment_id, amount=total),)}
+    )
+    db.put("reservations", res.reservation_id, new)
     return new
 
 
@@ -741,6 +758,7 @@ def test_gift_card_refund_and_overdraw_on_changes(tools, db):
     res = find(db, lambda r: open_res(db, r) and r.cabin == "business")
     user = identify(tools, res.user_id)
     with_methods(db, user, gift_card_0000001=GiftCard(id="gift_card_0000001", amount=0))
+    paid_by(db, res, "gift_card_0000001")  # a refund goes back to a card that paid
     done = ok(
         tools,
         "update_reservation_cabin",
@@ -927,11 +945,12 @@ def test_writes_never_touch_the_shared_base(db):
     tools = AirlineTools(db)
     res = find(db, lambda r: open_res(db, r) and r.cabin == "business")
     identify(tools, res.user_id)
+    res = paid_by(db, res, card_of(db.get("users", res.user_id)))
     ok(
         tools,
         "update_reservation_baggages",
         reservation_id=res.reservation_id,
-        total_baggages=res.total_baggages + 9,
+        total_baggages=res.total_baggages + 1,
         payment_id=card_of(db.get("users", res.user_id)),
     )
     ok(

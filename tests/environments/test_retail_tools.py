@@ -198,8 +198,9 @@ def test_find_user_by_email_and_name_zip(db, tools):
 
 def test_get_details_and_hints(db, tools):
     user = next(iter(db.values("users")))
+    verify(tools, user)
     assert ok(tools, "get_user_details", user_id=user.user_id) == user
-    fail(tools, "get_user_details", "NotFoundError", "find_user_id_by_email", user_id="nobody_1")
+    fail(tools, "get_user_details", "RuleViolationError", "verified", user_id="nobody_1")
     order = db.get("orders", user.orders[0])
     assert ok(tools, "get_order_details", order_id=order.order_id) == order
     fail(
@@ -222,6 +223,26 @@ def test_get_details_and_hints(db, tools):
     listing = ok(tools, "list_all_product_types")
     assert list(listing) == sorted(listing)
     assert listing[product.name] == product.product_id
+
+
+def test_private_records_are_shown_only_to_the_verified_customer(db, tools):
+    """Verification before disclosure: accounts and orders need the customer verified, and
+    only their own are shown; the public catalog needs nothing."""
+    user, other = list(db.values("users"))[:2]
+    order, others_order = user.orders[0], other.orders[0]
+    for name, args in [
+        ("get_user_details", {"user_id": user.user_id}),
+        ("get_order_details", {"order_id": order}),
+    ]:
+        fail(tools, name, "RuleViolationError", "not been verified", **args)
+    product = db.get("orders", order).items[0].product_id
+    assert ok(tools, "get_product_details", product_id=product).product_id == product
+    verify(tools, user)
+    assert ok(tools, "get_order_details", order_id=order).order_id == order
+    fail(tools, "get_user_details", "RuleViolationError", "not the verified", user_id=other.user_id)
+    fail(
+        tools, "get_order_details", "RuleViolationError", "not the verified", order_id=others_order
+    )
 
 
 def test_calculate_and_think(tools):
@@ -358,6 +379,7 @@ def test_cancel_reason_must_be_a_policy_reason(db, tools):
 def test_modify_items_charges_the_difference_once(db, tools):
     order, item, new = modifiable(db, "pending")
     user = give_methods(db, owner(db, order), card(10_000.0))
+    order = pay_with(db, order, "gift_card_0000001")  # so a refund of the difference may go there
     verify(tools, user)
     result = ok(
         tools,
@@ -859,6 +881,7 @@ def test_write_failing_midway_leaves_no_trace():
     tools = RetailTools(db)
     order, item, new = modifiable(db, "pending")
     user = give_methods(db, owner(db, order), card(10_000.0))
+    pay_with(db, order, "gift_card_0000001")
     verify(tools, user)
     db.fail_orders = True
     before = db.fingerprint()
