@@ -785,7 +785,10 @@ class AirlineTools(Toolkit):
         self.db.put("users", user.user_id, user)
         return res
 
-    @tool(writes=True, operation=("upgrad", "downgrad", "cabin", "class", "chang", "modif", "mov", "switch"))
+    @tool(
+        writes=True,
+        operation=("upgrad", "downgrad", "cabin", "class", "chang", "modif", "mov", "switch"),
+    )
     def update_reservation_cabin(
         self, reservation_id: str, cabin: Cabin, payment_id: str
     ) -> Reservation:
@@ -872,7 +875,10 @@ class AirlineTools(Toolkit):
         self.db.put("reservations", reservation_id, res)
         return res
 
-    @tool(writes=True, operation=("passenger", "traveler", "traveller", "name", "chang", "modif", "replac"))
+    @tool(
+        writes=True,
+        operation=("passenger", "traveler", "traveller", "name", "chang", "modif", "replac"),
+    )
     def update_reservation_passengers(
         self, reservation_id: str, passengers: list[PassengerInfo]
     ) -> Reservation:
