@@ -18,7 +18,7 @@ from environments.retail.schema import (
     Transaction,
     User,
 )
-from environments.retail.tools import RetailTools
+from environments.retail.tools import RetailTools, invariant_violations
 from rods_env.database import Database
 from rods_env.errors import RuleViolationError
 from tests.environments.toolcheck import fail, ok
@@ -328,6 +328,70 @@ def test_cancel_to_a_card_leaves_the_user_unchanged(db, tools):
     before = db.get("users", user.user_id)
     ok(tools, "cancel_pending_order", order_id=order.order_id, reason="no longer needed")
     assert db.get("users", user.user_id) == before
+
+
+def test_cancel_after_a_payment_change_refunds_once(db, tools):
+    """Regression: a payment change then a cancellation refunded the original method twice
+    (a gift card gained twice the order total). The refund is what each method paid, net."""
+    for order in orders(db, "pending"):
+        user = owner(db, order)
+        (payment,) = order.payment_history
+        gift = user.payment_method(payment.payment_method_id)
+        others = [m for m in user.payment_methods if m.id != payment.payment_method_id]
+        if isinstance(gift, GiftCard) and any(not isinstance(m, GiftCard) for m in others):
+            break
+    else:
+        raise AssertionError("no pending order paid by a gift card")
+    other = next(m for m in others if not isinstance(m, GiftCard))
+    total = payment.amount
+    verify(tools, user)
+    ok(tools, "modify_pending_order_payment", order_id=order.order_id, payment_method_id=other.id)
+    balance = db.get("users", user.user_id).payment_method(gift.id).balance
+    assert balance == round(gift.balance + total, 2)  # refunded once
+    new = ok(tools, "cancel_pending_order", order_id=order.order_id, reason="no longer needed")
+    assert db.get("users", user.user_id).payment_method(gift.id).balance == balance  # not again
+    refunds = [t for t in new.payment_history if t.transaction_type == "refund"]
+    assert [(t.payment_method_id, t.amount) for t in refunds] == [
+        (gift.id, total),
+        (other.id, total),
+    ]
+    assert invariant_violations(db) == []
+
+
+def test_refund_of_a_difference_goes_to_a_method_that_paid(db, tools):
+    """A cheaper variant refunds the difference only to a method that paid the order."""
+    for order in orders(db, "pending"):
+        for item in order.items:
+            cheaper = [
+                v
+                for v in db.get("products", item.product_id).variants
+                if v.available and v.price < item.price and v.item_id != item.item_id
+            ]
+            if cheaper:
+                break
+        else:
+            continue
+        break
+    user = owner(db, order)
+    paid_by = order.payment_history[0].payment_method_id
+    others = [m.id for m in user.payment_methods if m.id != paid_by]
+    verify(tools, user)
+    args = {
+        "order_id": order.order_id,
+        "item_ids": [item.item_id],
+        "new_item_ids": [cheaper[0].item_id],
+    }
+    fail(
+        tools,
+        "modify_pending_order_items",
+        "RuleViolationError",
+        "Refunds go back",
+        paid_by,
+        payment_method_id=others[0],
+        **args,
+    )
+    ok(tools, "modify_pending_order_items", payment_method_id=paid_by, **args)
+    assert invariant_violations(db) == []
 
 
 @pytest.mark.parametrize(
