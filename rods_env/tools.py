@@ -56,16 +56,21 @@ MAX_ERROR_CHARS = 2_000
 
 
 def clip_text(text: str, limit: int, what: str = "output") -> str:
-    """``text`` cut to ``limit`` characters, with a note saying how much was left out.
+    """``text`` cut to at most ``limit`` characters, ending with a note of how much was cut.
 
     Args:
         text: The text.
-        limit: Most characters kept (the note comes on top).
+        limit: Most characters of the result, note included.
         what: What was cut, for the note (``"output"``, ``"error"``...).
     """
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}... [{what} truncated: {len(text) - limit:,} more characters]"
+
+    def note(cut: int) -> str:
+        return f"... [{what} truncated: {cut:,} more characters]"
+
+    keep = max(0, limit - len(note(len(text))))  # the longest note this cut can need
+    return text[:keep] + note(len(text) - keep)
 
 
 # -- read-only JSON data -----------------------------------------------------------------------
