@@ -26,7 +26,7 @@ from rods_env.rewards import (
 )
 from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
 from rods_env.task import Task, load_tasks
-from rods_env.tools import FrozenDict, FrozenList, clip_text, freeze
+from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text
 from rods_env.user import ScriptedUser, TurnView, UserSimulator
 
 _ARGS_JSON = json.JSONEncoder(ensure_ascii=False)  # reused: cheaper than json.dumps per call
@@ -214,7 +214,7 @@ class ToolEnv(gym.Env[str, str]):
 
         call_log: list[dict[str, Any]] = []
         if parsed.error:
-            obs = clip_text(f"Error: {parsed.error}", 2_000, "error")
+            obs = clip_text(f"Error: {parsed.error}", MAX_ERROR_CHARS, "error")
             self._messages.append(FrozenDict(role="assistant", content=_clip(action)))
             self._messages.append(FrozenDict(role="system", content=obs))
         elif parsed.calls:
@@ -370,17 +370,9 @@ class ToolEnv(gym.Env[str, str]):
         tool_calls = []
         for k, call in enumerate(parsed.calls):
             args = call.arguments if call.arguments is not None else {}
+            function = FrozenDict(name=call.name or "?", arguments=_ARGS_JSON.encode(args))
             tool_calls.append(
-                freeze(
-                    {
-                        "id": f"call_{self._steps}_{k}",
-                        "type": "function",
-                        "function": {
-                            "name": call.name or "?",
-                            "arguments": _ARGS_JSON.encode(args),
-                        },
-                    }
-                )
+                FrozenDict(id=f"call_{self._steps}_{k}", type="function", function=function)
             )
         self._messages.append(
             FrozenDict(

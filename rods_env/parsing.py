@@ -99,7 +99,8 @@ def _surrogate_at(text: str) -> int:
 def check_json(value: Any, *, budget: int | None = None) -> int:
     """Check that ``value`` is bounded plain JSON data (see the module docstring).
 
-    The walk is iterative, so a deep structure cannot exhaust the interpreter's stack.
+    The recursion is bounded by :data:`MAX_DEPTH` (checked before descending), so a deep
+    structure cannot exhaust the interpreter's stack.
 
     Args:
         value: Decoded JSON or a Python structure from a dict action.
@@ -111,45 +112,51 @@ def check_json(value: Any, *, budget: int | None = None) -> int:
     Raises:
         _BadValue: naming the first problem.
     """
-    chars = 0
-    nodes = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        nodes += 1
-        if nodes > MAX_NODES:
-            raise _BadValue(f"more than {MAX_NODES:,} values")
-        kind = type(item)
-        if kind is str:
-            chars += len(item)
-            if budget is not None and chars > budget:
-                raise _BadValue(f"more than {budget:,} characters of text")
-            at = _surrogate_at(item)
-            if at >= 0:
-                raise _BadValue(f"a string holds an invalid character (lone surrogate) at {at}")
-        elif kind is bool or item is None:
-            continue
-        elif kind is int:
-            if abs(item) >= _INT_BOUND:
-                raise _BadValue(f"an integer has more than {MAX_INT_DIGITS} digits")
-        elif kind is float:
-            if not math.isfinite(item):
-                raise _BadValue(f"{item} is not a finite number")
-        elif isinstance(item, dict):
-            if depth >= MAX_DEPTH:
-                raise _BadValue(f"values nested more than {MAX_DEPTH} deep")
-            for key, sub in item.items():
-                if type(key) is not str:
-                    raise _BadValue(f"an object key is a {type(key).__name__}, not a string")
-                stack.append((key, depth + 1))
-                stack.append((sub, depth + 1))
-        elif isinstance(item, list | tuple):
-            if depth >= MAX_DEPTH:
-                raise _BadValue(f"values nested more than {MAX_DEPTH} deep")
-            stack.extend((sub, depth + 1) for sub in item)
-        else:
-            raise _BadValue(f"a {type(item).__name__} value is not JSON")
-    return chars
+    counts = [0, 0]  # characters, values
+    _walk(value, 0, counts, budget)
+    return counts[0]
+
+
+def _text(item: str, counts: list[int], budget: int | None) -> None:
+    counts[0] += len(item)
+    if budget is not None and counts[0] > budget:
+        raise _BadValue(f"more than {budget:,} characters of text")
+    if not item.isascii():
+        at = _surrogate_at(item)
+        if at >= 0:
+            raise _BadValue(f"a string holds an invalid character (lone surrogate) at {at}")
+
+
+def _walk(item: Any, depth: int, counts: list[int], budget: int | None) -> None:
+    counts[1] += 1
+    if counts[1] > MAX_NODES:
+        raise _BadValue(f"more than {MAX_NODES:,} values")
+    kind = type(item)
+    if kind is str:
+        _text(item, counts, budget)
+    elif kind is bool or item is None:
+        return
+    elif kind is int:
+        if not -_INT_BOUND < item < _INT_BOUND:
+            raise _BadValue(f"an integer has more than {MAX_INT_DIGITS} digits")
+    elif kind is float:
+        if not math.isfinite(item):
+            raise _BadValue(f"{item} is not a finite number")
+    elif isinstance(item, dict):
+        if depth >= MAX_DEPTH:
+            raise _BadValue(f"values nested more than {MAX_DEPTH} deep")
+        for key, sub in item.items():
+            if type(key) is not str:
+                raise _BadValue(f"an object key is a {type(key).__name__}, not a string")
+            _text(key, counts, budget)
+            _walk(sub, depth + 1, counts, budget)
+    elif isinstance(item, list | tuple):
+        if depth >= MAX_DEPTH:
+            raise _BadValue(f"values nested more than {MAX_DEPTH} deep")
+        for sub in item:
+            _walk(sub, depth + 1, counts, budget)
+    else:
+        raise _BadValue(f"a {type(item).__name__} value is not JSON")
 
 
 def _loads(text: str) -> Any:
@@ -225,7 +232,7 @@ def _blocks(text: str) -> tuple[list[str], list[str], str | None]:
     One pass with ``str.find``: linear in ``len(text)`` however the tags are arranged (a
     non-greedy regular expression over 18,000 unclosed tags took 24 s). A block runs from an
     opening tag to the next closing tag; text after an opening tag that is never closed is
-    returned as the unclosed remainder.
+    returned as the unclosed remainder. The scan stops after ``MAX_CALLS + 1`` blocks.
     """
     pieces: list[str] = []
     bodies: list[str] = []
@@ -241,6 +248,8 @@ def _blocks(text: str) -> tuple[list[str], list[str], str | None]:
             return pieces, bodies, text[start + len(OPEN_TAG) :]
         bodies.append(text[start + len(OPEN_TAG) : end])
         pos = end + len(CLOSE_TAG)
+        if len(bodies) > MAX_CALLS:  # too many already: the action is refused whole
+            return pieces, bodies, None
 
 
 def _body_call(body: str) -> ParsedCall:

@@ -121,21 +121,44 @@ Value = tuple[str, Any]
 """A value as the reward compares it: ``("n", cents)`` for an amount, ``("s", lower text)``."""
 
 
+_AMOUNT_START = frozenset("0123456789-−$€£")
+_DIGIT = re.compile(r"[0-9]")
+
+
+@lru_cache(maxsize=65536)
+def _number(raw: int | float) -> Value | None:  # values repeat: cached
+    try:
+        number = Decimal(repr(raw)).quantize(_CENT, rounding=ROUND_HALF_UP)
+    except InvalidOperation:
+        return None
+    return ("n", number) if number.is_finite() else None
+
+
 def value_of(raw: Any) -> Value | None:
     """How a tool-result leaf or a required output compares (None: not a value)."""
-    if isinstance(raw, bool) or raw is None:
-        return None
-    if isinstance(raw, int | float):
-        try:
-            number = Decimal(repr(raw)).quantize(_CENT, rounding=ROUND_HALF_UP)
-        except InvalidOperation:
+    kind = type(raw)
+    if kind is str:
+        text = raw.strip()
+        if not text:
             return None
-        return ("n", number) if number.is_finite() else None
-    text = str(raw).strip()
-    if not text:
+        if text[0] in _AMOUNT_START:
+            amount = amount_value(text)
+            if amount is not None:
+                return ("n", amount)
+        return ("s", text.lower())
+    if kind is bool or raw is None:
         return None
-    amount = amount_value(text)
-    return ("n", amount) if amount is not None else ("s", text.lower())
+    if kind is int or kind is float:
+        return _number(raw)
+    return value_of(str(raw))
+
+
+def show(value: Value) -> str:
+    """A value as text: an amount without trailing zero cents (``99.99``, ``235``)."""
+    kind, raw = value
+    if kind == "n" and raw == raw.to_integral_value():
+        return str(int(raw))
+    return str(raw)
 
 
 class Said:
@@ -206,76 +229,117 @@ def mentions(text: str, output: str) -> bool:
 
 
 # -- what the agent saw ------------------------------------------------------------------------
-def _path_key(key: str) -> str:
-    # keys holding ids or dates (payment ids, flight dates) are positions, not field names
-    return "*" if any(c.isdigit() for c in key) else key
+@dataclass(frozen=True)
+class OutputValues:
+    """The values in one tool result, indexed once (and cached: results repeat across
+    episodes of the same task).
+
+    Attributes:
+        values: Every value in the result.
+        candidates: The values the spray bound counts: amounts of 10 or more, tokens of 3+
+            characters with a digit.
+        fields: Path of object keys (list positions left out, keys holding digits such as
+            ids and dates written ``*``) to the values found there; a bare result (a
+            calculator's number) has no path and no field.
+        paths_of: Value to the paths it was found at.
+    """
+
+    values: frozenset[Value]
+    candidates: frozenset[Value]
+    fields: dict[str, frozenset[Value]]
+    paths_of: dict[Value, tuple[str, ...]]
+
+
+@lru_cache(maxsize=8192)
+def output_values(output: str) -> OutputValues:
+    """Index the values of a tool result's text (JSON, or a bare string or number)."""
+    data: Any = output
+    if output[:1] in ("{", "["):
+        try:
+            data = json.loads(output)
+        except (ValueError, RecursionError):
+            data = None  # a truncated output: its values are not indexed
+    fields: dict[str, set[Value]] = {}
+    values: set[Value] = set()
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        item, path = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for key, sub in item.items():
+                part = "*" if _DIGIT.search(key) else key
+                stack.append((sub, f"{path}.{part}" if path else part))
+            continue
+        if kind is list:
+            stack.extend((sub, path) for sub in item)
+            continue
+        value = value_of(item)
+        if value is None:
+            continue
+        values.add(value)
+        if path:
+            fields.setdefault(path, set()).add(value)
+    candidates = frozenset(
+        v
+        for v in values
+        if (abs(v[1]) >= 10 if v[0] == "n" else len(v[1]) >= 3 and _DIGIT.search(v[1]))
+    )
+    paths_of: dict[Value, list[str]] = {}
+    for path, found in fields.items():
+        for value in found:
+            paths_of.setdefault(value, []).append(path)
+    return OutputValues(
+        values=frozenset(values),
+        candidates=candidates,
+        fields={p: frozenset(v) for p, v in fields.items()},
+        paths_of={v: tuple(p) for v, p in paths_of.items()},
+    )
 
 
 class SeenValues:
-    """The values in the tool results an agent received, indexed for the reward.
+    """The tool results an agent received in an episode, as the output rules query them.
 
-    A value's *field* is the tool and the path of object keys that lead to it (list
-    positions and keys holding digits left out): ``get_order_details`` /
-    ``fulfilments.tracking_ids``. Results are kept as text and indexed only when a turn
-    with required values is judged.
+    A value's *field* is the tool and the path of object keys that lead to it
+    (:class:`OutputValues`): ``get_order_details`` / ``fulfilments.tracking_ids``. Results
+    are kept as text and indexed (:func:`output_values`, cached) only when a turn with
+    required values is judged.
     """
 
     def __init__(self) -> None:
-        self._pending: list[tuple[str, str]] = []
-        self.all: set[Value] = set()
-        self.candidates: set[Value] = set()
-        self.by_field: dict[tuple[str, str], set[Value]] = {}
-        self.fields_of: dict[Value, set[tuple[str, str]]] = {}
-        self.shown: dict[Value, str] = {}
+        self._raw: list[tuple[str, str]] = []
+        self._indexed: list[tuple[str, OutputValues]] = []
 
     def add(self, tool: str, output: str) -> None:
         """Record the output text of a successful tool call."""
-        self._pending.append((tool, output))
+        self._raw.append((tool, output))
 
-    def clear(self) -> None:
-        """Forget everything (a new episode)."""
-        self.__init__()  # type: ignore[misc]
+    def _outputs(self) -> list[tuple[str, OutputValues]]:
+        for tool, output in self._raw[len(self._indexed) :]:
+            self._indexed.append((tool, output_values(output)))
+        return self._indexed
 
-    def index(self) -> SeenValues:
-        """Index the results recorded since the last call; returns ``self``."""
-        pending, self._pending = self._pending, []
-        for tool, output in pending:
-            self._index_one(tool, output)
-        return self
+    def saw(self, value: Value) -> bool:
+        """Whether a tool result contained ``value``."""
+        return any(value in found.values for _, found in self._outputs())
 
-    def _index_one(self, tool: str, output: str) -> None:
-        head = output[:1]
-        if head in ("{", "["):
-            try:
-                data = json.loads(output)
-            except (ValueError, RecursionError):
-                return  # a truncated output: its values are not indexed
-        else:
-            data = output
-        stack: list[tuple[Any, str]] = [(data, "")]
-        while stack:
-            item, path = stack.pop()
-            if isinstance(item, dict):
-                for key, sub in item.items():
-                    part = _path_key(str(key))
-                    stack.append((sub, f"{path}.{part}" if path else part))
-                continue
-            if isinstance(item, list):
-                stack.extend((sub, path) for sub in item)
-                continue
-            value = value_of(item)
-            if value is None:
-                continue
-            self.all.add(value)
-            self.shown.setdefault(value, str(item))
-            if (value[0] == "n" and abs(value[1]) >= 10) or (
-                value[0] == "s" and len(value[1]) >= 3 and any(c.isdigit() for c in value[1])
-            ):
-                self.candidates.add(value)
-            if path:  # a bare result (a calculator's number) has no field to compete in
-                where = (tool, path)
-                self.by_field.setdefault(where, set()).add(value)
-                self.fields_of.setdefault(value, set()).add(where)
+    def candidates(self) -> set[Value]:
+        """Every value the spray bound counts."""
+        out: set[Value] = set()
+        for _, found in self._outputs():
+            out |= found.candidates
+        return out
+
+    def competitors(self, value: Value) -> set[Value]:
+        """The other values of every field where ``value`` was seen."""
+        outputs = self._outputs()
+        fields = {(tool, path) for tool, found in outputs for path in found.paths_of.get(value, ())}
+        out: set[Value] = set()
+        for tool, found in outputs:
+            for path in found.fields:
+                if (tool, path) in fields:
+                    out |= found.fields[path]
+        out.discard(value)
+        return out
 
 
 @dataclass
@@ -293,8 +357,8 @@ class Speech:
     seen: SeenValues = field(default_factory=SeenValues)
 
 
-def _norm_word(word: str) -> str:
-    return word.strip(_WORD_EDGE).lower()
+def _words(text: str) -> list[str]:
+    return [w.strip(_WORD_EDGE) for w in text.lower().split()]
 
 
 def mask_echo(agent: str, customer: str, run: int = ECHO_RUN) -> str:
@@ -303,21 +367,21 @@ def mask_echo(agent: str, customer: str, run: int = ECHO_RUN) -> str:
     Words compare case-insensitively without surrounding punctuation; blanked words become
     ``…``, so tokens on both sides never join.
     """
-    cwords = [_norm_word(w) for w in customer.split()]
+    cwords = _words(customer)
     if len(cwords) < run:
         return agent
-    grams = {tuple(cwords[i : i + run]) for i in range(len(cwords) - run + 1)}
     words = agent.split()
-    normed = [_norm_word(w) for w in words]
-    masked = [False] * len(words)
-    hit = False
+    if len(words) < run:
+        return agent
+    grams = {tuple(cwords[i : i + run]) for i in range(len(cwords) - run + 1)}
+    normed = _words(agent)
+    masked: set[int] = set()
     for i in range(len(words) - run + 1):
         if tuple(normed[i : i + run]) in grams:
-            masked[i : i + run] = [True] * run
-            hit = True
-    if not hit:
+            masked.update(range(i, i + run))
+    if not masked:
         return agent
-    return " ".join("…" if m else w for w, m in zip(words, masked, strict=True))
+    return " ".join("…" if i in masked else w for i, w in enumerate(words))
 
 
 @dataclass(frozen=True)
@@ -374,23 +438,23 @@ def check_outputs(turn: TurnGold, speech: Speech | str) -> OutputCheck:
     values = [o for o in turn.outputs if "|" not in o and o.strip()]
     if not values:
         return OutputCheck(missing=tuple(missing)) if missing else _OK
-    seen = speech.seen.index()
+    seen = speech.seen
     wanted = {v for v in (value_of(o) for o in values) if v is not None}
     customer = Said(speech.customer) if speech.customer else None
     for output in values:
         if output in missing or customer is None or not customer.has(output):
             continue
-        if value_of(output) not in seen.all:
+        value = value_of(output)
+        if value is None or not seen.saw(value):
             missing.append(output)  # the customer's own words are no evidence of work
     competing: list[str] = []
     for value in wanted:
-        for where in seen.fields_of.get(value, ()):
-            for other in seen.by_field[where]:
-                if other not in wanted and said.has_value(other):
-                    shown = seen.shown[other]
-                    if shown not in competing:
-                        competing.append(shown)
-    stated = said.values() & seen.candidates
+        for other in seen.competitors(value):
+            if other not in wanted and said.has_value(other):
+                shown = show(other)
+                if shown not in competing:
+                    competing.append(shown)
+    stated = said.values() & seen.candidates()
     spray = len(stated - wanted)
     return OutputCheck(tuple(missing), tuple(sorted(competing)), spray)
 
