@@ -423,10 +423,11 @@ class Toolkit:
             allowed = [n for n in self._specs if available is None or n in available]
             close = difflib.get_close_matches(shown, allowed, n=1, cutoff=0.6)
             hint = f"Did you mean '{close[0]}'? " if close else ""
-            err: ToolError = UnknownToolError(
+            unknown = UnknownToolError(
                 f"Unknown tool '{shown}'.", f"{hint}Available tools: {', '.join(allowed)}."
             )
-            return self._failed(str(name), err, False)
+            return self._failed(str(name), unknown, False)
+        err: ToolError
         if available is not None and name not in available:
             # never "did you mean <another write tool>": reaching the same result another way
             # is exactly what the policy forbids while a tool is withheld

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
 from itertools import pairwise
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,6 +30,7 @@ from environments.airline.schema import (
     Flight,
     FlightDate,
     FlightType,
+    GiftCard,
     Passenger,
     Payment,
     Reservation,
@@ -1066,7 +1067,7 @@ def invariant_violations(db: Database, everything: bool = False) -> list[str]:
                 f"{n} passengers"
             )
         if not everything:
-            before = db.base["reservations"].get(rid)
+            before = cast("Reservation | None", db.base["reservations"].get(rid))
             now_legs, old_legs = _legs(res), _legs(before)
             for leg in set(now_legs) | set(old_legs):
                 held = now_legs.get(leg, 0) - old_legs.get(leg, 0)
@@ -1078,14 +1079,14 @@ def invariant_violations(db: Database, everything: bool = False) -> list[str]:
         user = db.get("users", uid)
         if user is None:
             continue
-        base = None if everything else db.base["users"].get(uid)
+        base = None if everything else cast("User | None", db.base["users"].get(uid))
         for pid, method in user.payment_methods.items():
-            if method.source in ("gift_card", "certificate") and method.amount < 0:
+            if isinstance(method, GiftCard | Certificate) and method.amount < 0:
                 bad.append(f"user {uid}: {pid} has {method.amount}")
-            if method.source != "gift_card" or base is None:
+            if not isinstance(method, GiftCard) or base is None:
                 continue
             old = base.payment_methods.get(pid)
-            moved = method.amount - (old.amount if old is not None else 0)
+            moved = method.amount - (old.amount if isinstance(old, GiftCard) else 0)
             if moved != -card_flow.get(pid, 0):
                 bad.append(
                     f"user {uid}: gift card {pid} moved by {moved}, its payments by "
@@ -1093,7 +1094,7 @@ def invariant_violations(db: Database, everything: bool = False) -> list[str]:
                 )
     for number in keys("flights"):
         flight = db.get("flights", number)
-        base_flight = None if everything else db.base["flights"].get(number)
+        base_flight = None if everything else cast("Flight | None", db.base["flights"].get(number))
         for day, instance in flight.dates.items():
             for cabin in CABINS:
                 left = instance.available_seats.of(cabin)

@@ -20,7 +20,7 @@ does not depend on the order in which the agent listed the items.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, cast
 
 from environments.retail.schema import (
     Address,
@@ -423,7 +423,7 @@ class RetailTools(Toolkit):
         user = self._charge(user, method, diff)
         history = order.payment_history
         if diff != 0:
-            kind = "payment" if diff > 0 else "refund"
+            kind: Literal["payment", "refund"] = "payment" if diff > 0 else "refund"
             history += (
                 Transaction(transaction_type=kind, amount=abs(diff), payment_method_id=method.id),
             )
@@ -718,7 +718,7 @@ def invariant_violations(db: Database, everything: bool = False) -> list[str]:
                     f"{refunded:.2f} back"
                 )
         if not everything:
-            before = _ledger(db.base["orders"].get(order_id))
+            before = _ledger(cast("Order | None", db.base["orders"].get(order_id)))
             for method_id in set(ledger) | set(before):
                 now_paid, now_refunded = ledger.get(method_id, (0.0, 0.0))
                 was_paid, was_refunded = before.get(method_id, (0.0, 0.0))
@@ -728,7 +728,7 @@ def invariant_violations(db: Database, everything: bool = False) -> list[str]:
         user = db.get("users", user_id)
         if user is None:
             continue
-        base = None if everything else db.base["users"].get(user_id)
+        base = None if everything else cast("User | None", db.base["users"].get(user_id))
         for method in user.payment_methods:
             if not isinstance(method, GiftCard):
                 continue
