@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +30,15 @@ class TurnGold:
         outputs: Values the agent must communicate during the turn.
         operations: For a turn whose tools are withheld, the word stems naming the withheld
             operations (from the tools' ``operation``); the agent's refusal must name one.
+        rivals: Required output (a word of a closed vocabulary of the domain, such as a
+            flight status) to the other words of that vocabulary, which compete with it
+            (:attr:`rods_env.tools.Toolkit.vocabularies`).
     """
 
     effect: dict[tuple[str, str], Any]
     outputs: tuple[str, ...]
     operations: tuple[str, ...] = ()
+    rivals: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
     tools.on_reset()
     all_names = set(domain.toolkit.names())
     specs = domain.toolkit.specs()
+    vocabularies = [tuple(w.lower() for w in v) for v in domain.toolkit.vocabularies]
     turns: list[TurnGold] = []
     outputs: list[Any] = []
     for t_index, turn in enumerate(task.turns):
@@ -91,7 +96,15 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
                 for stem in (specs[name].operation if name in specs else (name.split("_")[0],))
             )
         )
-        turns.append(TurnGold(effect=effect, outputs=turn.outputs, operations=operations))
+        rivals = {
+            out: tuple(w for w in vocabulary if w != out.lower())
+            for out in turn.outputs
+            for vocabulary in vocabularies
+            if out.lower() in vocabulary
+        }
+        turns.append(
+            TurnGold(effect=effect, outputs=turn.outputs, operations=operations, rivals=rivals)
+        )
     return Gold(
         turns=tuple(turns),
         final=db.changes(),

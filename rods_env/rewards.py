@@ -43,7 +43,8 @@ ECHO_RUN = 5
 many, are not counted as said."""
 
 SPRAY_LIMIT = 8
-"""Most values from tool results that a turn's messages may state beyond its required ones."""
+"""Most values (numbers, tokens of 3+ characters with a digit) that a turn's messages may
+state beyond its required ones."""
 
 MAX_TURN_CHARS = 20_000
 """A turn whose messages to the customer are longer than this fails (nobody answers with
@@ -183,6 +184,8 @@ class Said:
 
     def has(self, output: str) -> bool:
         """Whether ``output`` is stated (the rules of :func:`mentions`)."""
+        if output.startswith("!"):
+            return not self.has(output[1:])
         if "|" in output:
             return any(self.has(alternative) for alternative in output.split("|"))
         out = output.strip()
@@ -200,7 +203,7 @@ class Said:
         return _has_token(self.lower, value[1])
 
     def values(self) -> set[Value]:
-        """The values stated: amounts, and tokens of 3+ characters with a digit (ids, codes,
+        """The values stated: numbers, and tokens of 3+ characters with a digit (ids, codes,
         dates)."""
         out: set[Value] = {("n", n) for n in self.numbers}
         for m in _VALUE_TOKEN.finditer(self.lower):
@@ -220,6 +223,8 @@ def mentions(text: str, output: str) -> bool:
       matched inside "01234", ``"W12"`` not inside "W123".
     * An output with ``|`` is matched by any of its alternatives; an alternative ending in
       ``*`` is a word stem (``"cancel*"`` matches "cancellation").
+    * An output starting with ``!`` is *forbidden*: it is satisfied when none of its
+      alternatives is said (``"!basic economy"`` fails a text that says "basic economy").
 
     Args:
         text: What the agent said.
@@ -236,8 +241,6 @@ class OutputValues:
 
     Attributes:
         values: Every value in the result.
-        candidates: The values the spray bound counts: amounts of 10 or more, tokens of 3+
-            characters with a digit.
         fields: Path of object keys (list positions left out, keys holding digits such as
             ids and dates written ``*``) to the values found there; a bare result (a
             calculator's number) has no path and no field.
@@ -245,7 +248,6 @@ class OutputValues:
     """
 
     values: frozenset[Value]
-    candidates: frozenset[Value]
     fields: dict[str, frozenset[Value]]
     paths_of: dict[Value, tuple[str, ...]]
 
@@ -279,18 +281,12 @@ def output_values(output: str) -> OutputValues:
         values.add(value)
         if path:
             fields.setdefault(path, set()).add(value)
-    candidates = frozenset(
-        v
-        for v in values
-        if (abs(v[1]) >= 10 if v[0] == "n" else len(v[1]) >= 3 and _DIGIT.search(v[1]))
-    )
     paths_of: dict[Value, list[str]] = {}
     for path, found in fields.items():
         for value in found:
             paths_of.setdefault(value, []).append(path)
     return OutputValues(
         values=frozenset(values),
-        candidates=candidates,
         fields={p: frozenset(v) for p, v in fields.items()},
         paths_of={v: tuple(p) for v, p in paths_of.items()},
     )
@@ -321,13 +317,6 @@ class SeenValues:
     def saw(self, value: Value) -> bool:
         """Whether a tool result contained ``value``."""
         return any(value in found.values for _, found in self._outputs())
-
-    def candidates(self) -> set[Value]:
-        """Every value the spray bound counts."""
-        out: set[Value] = set()
-        for _, found in self._outputs():
-            out |= found.candidates
-        return out
 
     def competitors(self, value: Value) -> set[Value]:
         """The other values of every field where ``value`` was seen."""
@@ -392,7 +381,7 @@ class OutputCheck:
         missing: Required outputs (and refusal words) not said, said only by echoing the
             customer, or, for a value the customer said, never seen in a tool result.
         competing: Competing values stated next to a required one.
-        spray: Values from tool results stated beyond the required ones.
+        spray: Values (numbers, tokens with a digit) stated beyond the required ones.
         overlong: The messages exceed :data:`MAX_TURN_CHARS`.
     """
 
@@ -408,6 +397,12 @@ class OutputCheck:
 
 
 _OK = OutputCheck()
+
+
+def is_value(output: str) -> bool:
+    """Whether a required output is a value (an id, an amount, a status), as opposed to a
+    phrase with alternatives or a forbidden phrase (``!``)."""
+    return bool(output.strip()) and "|" not in output and not output.startswith("!")
 
 
 def refusal_words(turn: TurnGold) -> tuple[str, ...]:
@@ -435,7 +430,7 @@ def check_outputs(turn: TurnGold, speech: Speech | str) -> OutputCheck:
         return OutputCheck(missing=required, overlong=True)
     said = Said(mask_echo(speech.agent, speech.customer))
     missing = [o for o in required if not said.has(o)]
-    values = [o for o in turn.outputs if "|" not in o and o.strip()]
+    values = [o for o in turn.outputs if is_value(o)]
     if not values:
         return OutputCheck(missing=tuple(missing)) if missing else _OK
     seen = speech.seen
@@ -448,14 +443,14 @@ def check_outputs(turn: TurnGold, speech: Speech | str) -> OutputCheck:
         if value is None or not seen.saw(value):
             missing.append(output)  # the customer's own words are no evidence of work
     competing: list[str] = []
+    rivals = [("s", word) for o in values for word in turn.rivals.get(o, ())]
     for value in wanted:
-        for other in seen.competitors(value):
+        for other in [*seen.competitors(value), *rivals]:
             if other not in wanted and said.has_value(other):
                 shown = show(other)
                 if shown not in competing:
                     competing.append(shown)
-    stated = said.values() & seen.candidates()
-    spray = len(stated - wanted)
+    spray = len(said.values() - wanted)
     return OutputCheck(tuple(missing), tuple(sorted(competing)), spray)
 
 
@@ -471,8 +466,8 @@ class TurnResult:
         collateral: ``table/key`` of records changed during the turn that the gold leaves alone.
         missing_outputs: Required outputs (and refusal words) not communicated.
         competing: Competing values stated next to a required one (see :func:`check_outputs`).
-        spray: Values from tool results stated beyond the required ones (the turn fails above
-            :data:`SPRAY_LIMIT`).
+        spray: Values (numbers, tokens with a digit) stated beyond the required ones (the
+            turn fails above :data:`SPRAY_LIMIT`).
         overlong: The turn's messages exceed :data:`MAX_TURN_CHARS`.
     """
 

@@ -367,6 +367,11 @@ class Toolkit:
 
     _specs: ClassVar[dict[str, ToolSpec]] = {}
 
+    vocabularies: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    """Closed sets of answer words of the domain (statuses, cabins). A required output that
+    is one of them competes with the others: stating "delayed, cancelled or on time" is not
+    an answer (see :mod:`rods_env.rewards`)."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         specs: dict[str, ToolSpec] = {}

@@ -52,14 +52,23 @@ CABIN_WORDS = {"basic_economy": "basic economy", "economy": "economy", "business
 _DEPARTED = ("flying", "landed")
 _ATTEMPTS = 300
 
+_DEPARTED_WORDS = "departed|depart*|flying|landed|already left|took off|in the air"
+_WINDOW = "24 hours|24-hour|24 hour|24h|one day|a day"
+_BASIC = "basic economy|basic_economy|basic-economy"
+
 REFUSAL_GROUNDS: dict[str, tuple[str, ...]] = {
-    "departed": ("departed|depart*|flying|landed|already left|took off|in the air",),
-    "cancel_rules": ("24 hours|24-hour|24 hour|24h|one day|a day", "insurance|insur*"),
-    "basic_economy": ("basic economy|basic_economy|basic-economy",),
-    "compensation": ("membership|member*|regular|insurance|insur*|business",),
+    "departed": (_DEPARTED_WORDS, f"!{_BASIC}|member*"),
+    "cancel_rules": (_WINDOW, "insurance|insur*", f"!depart*|flying|landed|{_BASIC}|member*"),
+    "basic_economy": (_BASIC, "!24 hours|24-hour|24 hour|insur*|member*|depart*"),
+    "compensation": (
+        "membership|member*|regular|insurance|insur*|business",
+        f"!24 hours|24-hour|24 hour|{_BASIC}|depart*",
+    ),
 }
-"""What a refusal must name, by the rule that applies (required outputs with alternatives):
-a departed flight; the cancellation rules (booked more than 24 hours ago, and not insured or
+"""What a refusal must name, by the rule that applies (required outputs with alternatives),
+and the other rules' words it must not use (``!`` outputs: a reason that does not apply is
+a wrong reason, and a template reciting every rule would otherwise pass every refusal): a
+departed flight; the cancellation rules (booked more than 24 hours ago, and not insured or
 insured for another reason); basic economy flights cannot change; compensation needs a
 silver or gold membership, insurance or business."""
 

@@ -25,6 +25,8 @@ from environments.airline.generator import BAG_FEE, FREE_BAGS, INSURANCE_FEE
 from environments.airline.schema import (
     CABINS,
     CLOCK_KEY,
+    FLIGHT_STATUSES,
+    MEMBERSHIPS,
     Cabin,
     Certificate,
     Flight,
@@ -122,6 +124,8 @@ class AirlineTools(Toolkit):
     Args:
         db: The episode's database state.
     """
+
+    vocabularies = (FLIGHT_STATUSES, CABINS, MEMBERSHIPS)
 
     def __init__(self, db: Database) -> None:
         super().__init__(db)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, cast
 
 from environments.retail.schema import (
+    ORDER_STATUSES,
     Address,
     CancelReason,
     CreditCard,
@@ -89,6 +90,8 @@ class RetailTools(Toolkit):
     Args:
         db: The episode's database state.
     """
+
+    vocabularies = (ORDER_STATUSES,)
 
     def __init__(self, db: Database) -> None:
         super().__init__(db)

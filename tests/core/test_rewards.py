@@ -105,8 +105,10 @@ def _seen(*outputs: tuple[str, str]) -> SeenValues:
     return seen
 
 
-def _check(outputs, agent, customer="", seen=None, operations=()):
-    turn = TurnGold(effect={}, outputs=tuple(outputs), operations=tuple(operations))
+def _check(outputs, agent, customer="", seen=None, operations=(), rivals=None):
+    turn = TurnGold(
+        effect={}, outputs=tuple(outputs), operations=tuple(operations), rivals=rivals or {}
+    )
     return check_outputs(turn, Speech(agent=agent, customer=customer, seen=seen or SeenValues()))
 
 
@@ -153,6 +155,30 @@ def test_stating_many_values_fails_even_without_a_competitor():
     assert not said.ok and said.spray == SPRAY_LIMIT + 1
     fewer = ", ".join(str(v) for v in range(100, 100 + SPRAY_LIMIT))
     assert _check(["349201234567"], f"349201234567; also {fewer}", seen=seen).ok
+
+
+def test_enumerating_numbers_without_looking_anything_up_fails():
+    """The bound counts every number and id stated, seen in a tool result or not."""
+    guesses = " ".join(str(n) for n in range(200, 300))
+    said = _check(["235"], f"The fare is one of {guesses}.")
+    assert not said.ok and said.spray == 99
+
+
+def test_a_word_of_a_closed_vocabulary_competes_with_the_others():
+    """Listing every flight status without a look-up is not an answer."""
+    statuses = {"delayed": ("available", "on time", "flying", "landed", "cancelled")}
+    spray = _check(["delayed"], "It is delayed, on time or cancelled.", rivals=statuses)
+    assert not spray.ok and spray.competing == ("cancelled", "on time")
+    assert _check(["delayed"], "Flight RD123 is delayed.", rivals=statuses).ok
+
+
+def test_a_forbidden_phrase_fails_the_turn():
+    outputs = ["ABC123", "24 hours|24-hour", "!basic economy|member*"]
+    seen = _seen(RESERVATION)
+    right = "Reservation ABC123 cannot be cancelled: it was booked more than 24 hours ago."
+    assert _check(outputs, right, seen=seen).ok
+    every_rule = right + " Also it is basic economy and you are not a member."
+    assert _check(outputs, every_rule, seen=seen).missing == ("!basic economy|member*",)
 
 
 def test_a_calculator_result_has_no_competitors():

@@ -194,6 +194,7 @@ def test_policy_states_the_constants_the_tools_enforce():
         "50 per passenger",
         "plus 30",
         "costs 50",
+        f"at most {MAX_BAGS_PER_PASSENGER} checked bags per passenger",
     ):
         assert needle in policy, needle
     assert COMPENSATION == {"cancelled": 100, "delayed": 50}
