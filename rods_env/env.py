@@ -15,6 +15,7 @@ from rods_env.errors import ConfigError, RodsError
 from rods_env.gold import GOLD_CACHE, Gold, GoldCache
 from rods_env.parsing import ParsedAction, parse_action
 from rods_env.rewards import (
+    OutputCheck,
     SeenValues,
     Speech,
     TurnResult,
@@ -293,6 +294,7 @@ class ToolEnv(gym.Env[str, str]):
         self._turn_start = self._db.checkpoint()
         self._turn_text: list[str] = []
         self._turn_customer: list[str] = []
+        self._said_memo: tuple[tuple[int, ...], OutputCheck] | None = None
         withheld = self._task.turns[index].withheld_tools
         if withheld:
             self._available = self._all_tool_names - set(withheld)
@@ -308,6 +310,15 @@ class ToolEnv(gym.Env[str, str]):
             seen=self._seen,
         )
 
+    def _said(self) -> OutputCheck:
+        """The output rules on the open turn, memoized on what they read (the user's view
+        and the turn's end usually ask about the same messages)."""
+        assert self._gold is not None
+        key = (self._turn, len(self._turn_text), len(self._turn_customer), self._seen.count)
+        if self._said_memo is None or self._said_memo[0] != key:
+            self._said_memo = (key, check_outputs(self._gold.turns[self._turn], self._speech()))
+        return self._said_memo[1]
+
     def _close_turn(self) -> None:
         assert self._gold is not None and self._db is not None
         result = evaluate_turn(
@@ -316,6 +327,7 @@ class ToolEnv(gym.Env[str, str]):
             self._db,
             self._turn_start,
             self._speech(),
+            said=self._said(),
         )
         self._record(result)
 
@@ -340,7 +352,7 @@ class ToolEnv(gym.Env[str, str]):
         assert self._task is not None and self._gold is not None and self._db is not None
         tg = self._gold.turns[self._turn]
         present = effect_present(tg, self._db)
-        said = check_outputs(tg, self._speech())
+        said = self._said()
         return TurnView(
             task=self._task,
             turn=self._turn,

@@ -309,6 +309,11 @@ class SeenValues:
         """Record the output text of a successful tool call."""
         self._raw.append((tool, output))
 
+    @property
+    def count(self) -> int:
+        """Number of results recorded."""
+        return len(self._raw)
+
     def _outputs(self) -> list[tuple[str, OutputValues]]:
         for tool, output in self._raw[len(self._indexed) :]:
             self._indexed.append((tool, output_values(output)))
@@ -512,7 +517,12 @@ def missing_outputs(turn: TurnGold, speech: Speech | str) -> tuple[str, ...]:
 
 
 def evaluate_turn(
-    index: int, turn: TurnGold, db: Database, turn_start: Checkpoint, speech: Speech | str
+    index: int,
+    turn: TurnGold,
+    db: Database,
+    turn_start: Checkpoint,
+    speech: Speech | str,
+    said: OutputCheck | None = None,
 ) -> TurnResult:
     """Evaluate one user turn at its end.
 
@@ -522,12 +532,14 @@ def evaluate_turn(
         db: The state at the end of the turn.
         turn_start: Checkpoint taken when the turn began.
         speech: The turn's messages and what the agent saw (or the agent's text alone).
+        said: :func:`check_outputs` of this speech, when the caller has it already.
     """
     ok = effect_present(turn, db)
     collateral = tuple(
         sorted(f"{t}/{k}" for t, k in db.changed_since(turn_start) if (t, k) not in turn.effect)
     )
-    said = check_outputs(turn, speech)
+    if said is None:
+        said = check_outputs(turn, speech)
     return TurnResult(
         index=index,
         passed=ok and not collateral and said.ok,
