@@ -8,9 +8,12 @@ A user turn passes when, at its end:
    (:func:`mentions`), not only inside words it copied from the customer (*echo*), and a
    required value that the customer said in the turn also appears in a tool result the
    agent received (*evidence*);
-4. the agent's messages of the turn state no competing value (another value of the same
-   field of the same tool that it saw in a tool result) of a required value, and at most
-   :data:`SPRAY_LIMIT` values from tool results beyond the required ones (*spray*);
+4. the agent's messages of the turn state no competing value of a required value
+   (another value of the same field of the same tool that it saw in a tool result, or
+   another word of the closed vocabulary the value belongs to, such as the flight
+   statuses), no forbidden phrase (an output starting with ``!``), and at most
+   :data:`SPRAY_LIMIT` values (numbers, tokens with a digit) beyond the required ones
+   (*spray*);
 5. on a turn whose tools are withheld, the agent says it cannot (:data:`REFUSAL`) and names
    the withheld operation (the tool's operation stems).
 
