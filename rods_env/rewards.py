@@ -78,6 +78,7 @@ def _cents(sign: bool, digits: str) -> Decimal | None:
     return -value if sign else value
 
 
+@lru_cache(maxsize=65536)
 def amount_value(text: str) -> Decimal | None:
     """The amount ``text`` is, rounded to the cent, when it is a number as a whole.
 
@@ -119,6 +120,21 @@ def _has_token(lowered: str, token: str) -> bool:
     if token not in lowered:  # cheap and common: no need to build a pattern
         return False
     return _token_pattern(token, prefix).search(lowered) is not None
+
+
+@lru_cache(maxsize=4096)
+def _phrase_pattern(output: str) -> re.Pattern[str] | None:
+    """One pattern for an output's alternatives when none is a number (None otherwise)."""
+    parts = []
+    for alternative in output.split("|"):
+        token = alternative.strip().lower()
+        if not token or amount_value(token) is not None:
+            return None
+        if token.endswith("*"):
+            parts.append(re.escape(token[:-1]))
+        else:
+            parts.append(re.escape(token) + r"(?![0-9a-z_])")
+    return re.compile(r"(?<![0-9a-z_])(?:" + "|".join(parts) + ")")
 
 
 Value = tuple[str, Any]
@@ -190,6 +206,9 @@ class Said:
         if output.startswith("!"):
             return not self.has(output[1:])
         if "|" in output:
+            pattern = _phrase_pattern(output)
+            if pattern is not None:  # words only: one search for every alternative
+                return pattern.search(self.lower) is not None
             return any(self.has(alternative) for alternative in output.split("|"))
         out = output.strip()
         if not out:
