@@ -68,6 +68,7 @@ _WORD_EDGE = ".,;:!?()[]{}\"'`*<>«»“”‘’"
 _MAX_AMOUNT_DIGITS = 15  # longer digit strings are ids, compared as text
 
 
+@lru_cache(maxsize=65536)  # the same numbers come back in every episode
 def _cents(sign: bool, digits: str) -> Decimal | None:
     if len(digits) > _MAX_AMOUNT_DIGITS + 4:
         return None
@@ -326,6 +327,7 @@ class SeenValues:
     def __init__(self) -> None:
         self._raw: list[tuple[str, str]] = []
         self._indexed: list[tuple[str, OutputValues]] = []
+        self._rivals: dict[Value, tuple[int, set[Value]]] = {}
 
     def add(self, tool: str, output: str) -> None:
         """Record the output text of a successful tool call."""
@@ -347,6 +349,14 @@ class SeenValues:
 
     def competitors(self, value: Value) -> set[Value]:
         """The other values of every field where ``value`` was seen."""
+        memo = self._rivals.get(value)
+        if memo is not None and memo[0] == len(self._raw):
+            return memo[1]
+        found = self._competitors(value)
+        self._rivals[value] = (len(self._raw), found)
+        return found
+
+    def _competitors(self, value: Value) -> set[Value]:
         outputs = self._outputs()
         fields = {(tool, path) for tool, found in outputs for path in found.paths_of.get(value, ())}
         out: set[Value] = set()
@@ -377,19 +387,25 @@ def _words(text: str) -> list[str]:
     return [w.strip(_WORD_EDGE) for w in text.lower().split()]
 
 
+@lru_cache(maxsize=4096)
+def _grams(customer: str, run: int) -> frozenset[tuple[str, ...]]:
+    """The runs of ``run`` words of a customer's text (cached: requests repeat)."""
+    words = _words(customer)
+    return frozenset(tuple(words[i : i + run]) for i in range(len(words) - run + 1))
+
+
 def mask_echo(agent: str, customer: str, run: int = ECHO_RUN) -> str:
     """``agent`` with every run of ``run`` or more words copied from ``customer`` blanked.
 
     Words compare case-insensitively without surrounding punctuation; blanked words become
     ``…``, so tokens on both sides never join.
     """
-    cwords = _words(customer)
-    if len(cwords) < run:
-        return agent
     words = agent.split()
     if len(words) < run:
         return agent
-    grams = {tuple(cwords[i : i + run]) for i in range(len(cwords) - run + 1)}
+    grams = _grams(customer, run)
+    if not grams:
+        return agent
     normed = _words(agent)
     masked: set[int] = set()
     for i in range(len(words) - run + 1):
@@ -432,6 +448,11 @@ def is_value(output: str) -> bool:
     return bool(output.strip()) and "|" not in output and not output.startswith("!")
 
 
+@lru_cache(maxsize=4096)
+def _values_of(outputs: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(o for o in outputs if is_value(o))
+
+
 def refusal_words(turn: TurnGold) -> tuple[str, ...]:
     """What a withheld turn requires besides its outputs: a refusal (:data:`REFUSAL`) and
     the withheld operation (any stem of a withheld tool); nothing for other turns."""
@@ -457,7 +478,7 @@ def check_outputs(turn: TurnGold, speech: Speech | str) -> OutputCheck:
         return OutputCheck(missing=required, overlong=True)
     said = Said(mask_echo(speech.agent, speech.customer))
     missing = [o for o in required if not said.has(o)]
-    values = [o for o in turn.outputs if is_value(o)]
+    values = _values_of(turn.outputs)
     if not values:
         return OutputCheck(missing=tuple(missing)) if missing else _OK
     seen = speech.seen

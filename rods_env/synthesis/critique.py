@@ -24,8 +24,8 @@ the reason counted in summaries:
     Same dedupe key as a task already in the pool or batch (:func:`dedupe_key`).
 ``exploit_passes``
     A trivial agent of the exploit panel (:mod:`rods_env.exploits`: silent, "done", echo,
-    blanket refusal, spray) passes a turn or succeeds. This check runs episodes (about 2 ms
-    per candidate), so it comes last.
+    blanket refusal, spray) passes a turn or succeeds. This check runs episodes (five per
+    candidate with a turn that writes nothing; none otherwise), so it comes last.
 """
 
 from __future__ import annotations
