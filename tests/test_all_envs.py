@@ -189,10 +189,9 @@ def test_same_seed_same_database_and_transcript_in_two_processes(env_id):
 
 
 # -- the exploit panel and fuzzed actions --------------------------------------------------
-@pytest.mark.slow
 def test_the_exploit_panel_gets_nothing_on_any_seed_task(env_id):
     """Silent, "done", echo, blanket refusal and spray: zero turns passed, zero successes,
-    on every seed task (about 2 s per domain)."""
+    on every seed task (well under a second per domain)."""
     domain = _domain(env_id)
     passed = {}
     for task in domain.seed_tasks():
