@@ -7,8 +7,10 @@ Conventions every skill follows:
 * Gold calls run on a private fork of the database while the task is built, so every value
   a later call uses (flight numbers, prices, totals) is read from an earlier call's output,
   stated in a fact, or is a policy constant, and a task whose gold call fails is never made.
-* Refusals: the gold has look-ups and no write, and the turn's only required output is the
-  id of the reservation the request was about (the policy tells the agent to name it).
+* Refusals: the gold has look-ups and no write; the turn requires the id of the reservation
+  the request was about (the policy tells the agent to name it), a refusal
+  (:data:`rods_env.rewards.REFUSAL`) and the rule that applies (:data:`REFUSAL_GROUNDS`), so
+  echoing the customer's request, which names the reservation, passes nothing.
 * Information requests: the outputs are values exactly as the tools print them (a flight
   number, a status, a whole-dollar amount).
 * Facts hold values exactly as tools expect them (``"basic_economy"``, ``"2024-05-20"``);
@@ -34,6 +36,7 @@ from environments.airline.schema import CABINS, CLOCK_KEY, Reservation
 from environments.airline.tools import COMPENSATION, AirlineTools
 from rods_env.database import Database
 from rods_env.domain import Draft, Skill, SkillUnavailable, scattered
+from rods_env.rewards import REFUSAL
 from rods_env.task import Task, ToolCall, Turn, UserProfile
 from rods_env.tools import to_jsonable
 
@@ -48,6 +51,26 @@ PERSONAS: tuple[str, ...] = (
 CABIN_WORDS = {"basic_economy": "basic economy", "economy": "economy", "business": "business"}
 _DEPARTED = ("flying", "landed")
 _ATTEMPTS = 300
+
+_DEPARTED_WORDS = "departed|depart*|flying|landed|already left|took off|in the air"
+_WINDOW = "24 hours|24-hour|24 hour|24h|one day|a day"
+_BASIC = "basic economy|basic_economy|basic-economy"
+
+REFUSAL_GROUNDS: dict[str, tuple[str, ...]] = {
+    "departed": (_DEPARTED_WORDS, f"!{_BASIC}|member*"),
+    "cancel_rules": (_WINDOW, "insurance|insur*", f"!depart*|flying|landed|{_BASIC}|member*"),
+    "basic_economy": (_BASIC, "!24 hours|24-hour|24 hour|insur*|member*|depart*"),
+    "compensation": (
+        "membership|member*|regular|insurance|insur*|business",
+        f"!24 hours|24-hour|24 hour|{_BASIC}|depart*",
+    ),
+}
+"""What a refusal must name, by the rule that applies (required outputs with alternatives),
+and the other rules' words it must not use (``!`` outputs: a reason that does not apply is
+a wrong reason, and a template reciting every rule would otherwise pass every refusal): a
+departed flight; the cancellation rules (booked more than 24 hours ago, and not insured or
+insured for another reason); basic economy flights cannot change; compensation needs a
+silver or gold membership, insurance or business."""
 
 
 class _Skip(Exception):
@@ -542,7 +565,8 @@ def cancel_refused(db: Database, rng: random.Random, shape: Mapping[str, int]) -
             ]
         )
         facts = {"user id": res.user_id, "reservation id": rid, "reason": reason}
-        g.end_turn(request, outputs=(rid,))
+        rule = "departed" if any(s in _DEPARTED for s in _statuses(db, res)) else "cancel_rules"
+        g.end_turn(request, outputs=(rid, REFUSAL, *REFUSAL_GROUNDS[rule]))
         return _draft(g, profile, rng, facts)
 
     return _over_candidates(_candidates(db, rng, keep), build, "a refused cancellation")
@@ -781,7 +805,7 @@ def change_refused(db: Database, rng: random.Random, shape: Mapping[str, int]) -
             ]
         )
         facts = {"user id": res.user_id, "reservation id": rid}
-        g.end_turn(request, outputs=(rid,))
+        g.end_turn(request, outputs=(rid, REFUSAL, *REFUSAL_GROUNDS["basic_economy"]))
         return _draft(g, user, rng, facts)
 
     return _over_candidates(_candidates(db, rng, keep), build, "a refused flight change")
@@ -905,7 +929,8 @@ def compensation_refused(db: Database, rng: random.Random, shape: Mapping[str, i
         user = g.call("get_user_details", user_id=res.user_id)
         request = _complaint(g, rng, res, kind)
         facts = {"user id": res.user_id, "reservation id": res.reservation_id}
-        g.end_turn(request, outputs=(res.reservation_id,))
+        outputs = (res.reservation_id, REFUSAL, *REFUSAL_GROUNDS["compensation"])
+        g.end_turn(request, outputs=outputs)
         return _draft(g, user, rng, facts)
 
     return _over_candidates(_candidates(db, rng, keep), build, "a refused compensation")

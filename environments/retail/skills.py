@@ -295,6 +295,8 @@ def _replace_items(
         if len(olds) < count:
             continue
         diff = round(sum(n.price - o.price for o, n in zip(olds, news, strict=True)), 2)
+        if status == "pending" and pay_kind == 1 and diff < 0:
+            continue  # a refund goes back to a method that paid the order, not another one
         method = _payer(user, diff, order.payment_history[0].payment_method_id, pay_kind, rng)
         if method is None:
             continue

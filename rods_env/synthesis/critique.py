@@ -22,6 +22,10 @@ the reason counted in summaries:
     A domain-supplied check (:data:`PolicyCheck`) found a breach of the policy.
 ``duplicate``
     Same dedupe key as a task already in the pool or batch (:func:`dedupe_key`).
+``exploit_passes``
+    A trivial agent of the exploit panel (:mod:`rods_env.exploits`: silent, "done", echo,
+    blanket refusal, spray) passes a turn or succeeds. This check runs episodes (five per
+    candidate with a turn that writes nothing; none otherwise), so it comes last.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 
 from rods_env.database import record_digest
 from rods_env.domain import Domain
+from rods_env.exploits import exploit_passes
 from rods_env.gold import Gold
 from rods_env.synthesis.plan import Reject
 from rods_env.task import Signature, Task
@@ -58,6 +63,7 @@ REASONS: tuple[str, ...] = (
     "augment_unavailable",
     "guess_passes",
     "not_longer",
+    "exploit_passes",
 )
 """Every rejection reason, in pipeline order (plan, execute, critique, augment)."""
 
@@ -294,6 +300,14 @@ def dedupe_key(task: Task, gold: Gold) -> str:
     return h.hexdigest()[:32]
 
 
+# -- exploits ------------------------------------------------------------------------------
+def check_exploits(domain: Domain, task: Task, gold: Gold) -> None:
+    """Reject when an agent of the exploit panel passes a turn or succeeds."""
+    passed = exploit_passes(domain, task, gold)
+    if passed:
+        raise Reject("exploit_passes", "; ".join(passed[:3]))
+
+
 # -- all together --------------------------------------------------------------------------
 def critique(
     domain: Domain,
@@ -334,4 +348,5 @@ def critique(
     key = dedupe_key(task, gold)
     if key in seen:
         raise Reject("duplicate", "same gold effect and outputs as a task already in the pool")
+    check_exploits(domain, task, gold)
     return key

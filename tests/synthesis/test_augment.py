@@ -173,16 +173,21 @@ def test_missing_function_saying_so_passes_and_calling_around_it_fails(transfer_
     info, _ = _play(task, ["I'm sorry, I cannot make transfers at the moment."])
     assert info["turn_results"][0]["passed"] and info["success"]
 
-    # the withheld tool itself is unknown in that turn and changes nothing
-    info, env = _play(task, [tool_call_text(call), "Sorry, I cannot do that right now."])
-    assert "Unknown tool 'transfer'" in env.render()
+    # the withheld tool itself is not available in that turn and changes nothing
+    refusal = "Sorry, I cannot make the transfer right now."
+    info, env = _play(task, [tool_call_text(call), refusal])
+    assert "'transfer' is not available in this conversation" in env.render()
     assert info["turn_results"][0]["passed"]
+
+    # a blanket refusal that does not name the operation fails the turn
+    info, _ = _play(task, ["Sorry, I cannot do that right now."] * 3)
+    assert not info["turn_results"][0]["passed"] and not info["success"]
 
     # calling around it (another write in the withheld turn) fails the turn
     around = ToolCall(
         name="set_frozen", arguments={"account_id": src, "frozen": True, "reason": "fraud"}
     )
-    info, _ = _play(task, [tool_call_text(around), "Sorry, I cannot do that right now."])
+    info, _ = _play(task, [tool_call_text(around), refusal])
     assert not info["turn_results"][0]["passed"]
     assert info["turn_results"][0]["collateral"] and not info["success"]
 

@@ -6,7 +6,7 @@ import random
 from collections.abc import Mapping
 
 from rods_env import Database, Domain, Draft, Skill, SkillUnavailable, ToolCall, Turn, UserProfile
-from tests.core.toy_domain import TOY, Account, BankTools
+from tests.core.toy_domain import TOY, Account, BankTools, recent_payments
 
 ORDINALS = ("", "second ", "third ", "fourth ")
 
@@ -17,7 +17,10 @@ def generate(seed: int, size: str) -> dict[str, dict[str, Account]]:
     rows = {}
     for i in range(n):
         acc = Account(
-            id=f"ACC{i:04d}", owner_email=f"user{i}@example.com", balance=rng.randrange(100, 5000)
+            id=f"ACC{i:04d}",
+            owner_email=f"user{i}@example.com",
+            balance=rng.randrange(100, 5000),
+            recent=recent_payments(seed, i),
         )
         rows[acc.id] = acc
     return {"accounts": rows}
