@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from rods_env.domain import Domain, SkillUnavailable
 from rods_env.gold import Gold, GoldError, replay_gold
 from rods_env.signature import compute_signature
+from rods_env.splits import generation_database
 from rods_env.synthesis.plan import Plan, Reject
 from rods_env.task import Provenance, Task
 
@@ -87,7 +88,8 @@ def execute(domain: Domain, plan: Plan, rng: random.Random) -> Candidate:
         Reject: ``skill_unavailable`` when the skill finds no entities for the shape;
             ``execution_error`` when the skill or a gold call fails.
     """
-    db = domain.database(plan.db_seed, plan.db_size)
+    # entities are drawn from the customers of the parent's split only (rods_env.splits)
+    db = generation_database(domain, plan.db_seed, plan.db_size, plan.parent.split)
     try:
         draft = plan.skill.generate(db, rng, dict(plan.shape))
         precheck_tools(plan, tuple(c.name for turn in draft.turns for c in turn.calls))
