@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from functools import cache
 from typing import Any
 
 from rods_env.domain import Domain
@@ -90,9 +89,14 @@ def _swap(value: Any, old: str, new: str) -> Any:
     return new if value == old else value
 
 
-@cache
+_FREE_LOOKUPS: dict[type[Toolkit], tuple[str, ...]] = {}
+
+
 def _free_lookups(toolkit: type[Toolkit]) -> tuple[str, ...]:
     """Read-only tools that need no argument (lists of airports, of product types)."""
+    cached = _FREE_LOOKUPS.get(toolkit)
+    if cached is not None:
+        return cached
     writes = toolkit.write_names()
     out = []
     for name, spec in toolkit.specs().items():
@@ -100,7 +104,8 @@ def _free_lookups(toolkit: type[Toolkit]) -> tuple[str, ...]:
         if name in writes or params.get("required") or params.get("properties"):
             continue
         out.append(name)
-    return tuple(out)
+    found = _FREE_LOOKUPS[toolkit] = tuple(out)
+    return found
 
 
 _FREE_OUTPUTS: dict[tuple[str, int, str], tuple[Any, ...]] = {}

@@ -234,14 +234,20 @@ def _schema_constants(node: Any, out: set[Any]) -> None:
             _schema_constants(value, out)
 
 
-@cache
+_CONSTANTS: dict[type[Toolkit], dict[str, frozenset[Any]]] = {}
+
+
 def tool_constants(toolkit: type[Toolkit]) -> dict[str, frozenset[Any]]:
-    """Enum and const values of each tool's parameter schema."""
+    """Enum and const values of each tool's parameter schema (computed once per toolkit)."""
+    cached = _CONSTANTS.get(toolkit)
+    if cached is not None:
+        return cached
     out: dict[str, frozenset[Any]] = {}
     for name, spec in toolkit.specs().items():
         found: set[Any] = set()
         _schema_constants(spec.schema["function"]["parameters"], found)
         out[name] = frozenset(found)
+    _CONSTANTS[toolkit] = out
     return out
 
 

@@ -168,9 +168,8 @@ class TaskPool:
             self._key_of[task_id] = k
             self._keys.add(k)
         task = self._tasks.pop(task_id)
-        k = self._key_of.pop(task_id, None)
-        if k is not None:
-            self._retired.add(k)
+        if task_id in self._key_of:
+            self._retired.add(self._key_of.pop(task_id))
         return task
 
     @property
