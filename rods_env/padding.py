@@ -168,12 +168,22 @@ class KeyCodec:
         # decimal ids without a leading zero are plain numbers: format them at C speed
         self._decimal = alphabet == "0123456789" and self.first == "123456789"
         self._lowest = base ** (width - 1)
+        # other ids of an even width over one alphabet: two characters per table look-up
+        self._pairs: list[str] | None = None
+        if self.first == alphabet and width % 2 == 0:
+            self._pairs = [a + b for a in alphabet for b in alphabet]
 
     def encode(self, owner: int, i: int) -> str:
         """The id of virtual record ``i`` of owner ``owner``."""
         m = ((owner * self.per_owner + i) * self.multiplier + self.offset) % self.space
         if self._decimal:
             return f"{self.prefix}{self._lowest + m}"
+        if self._pairs is not None:
+            pairs, size, chunks = self._pairs, len(self._pairs), []
+            for _ in range(self.width // 2):
+                m, r = divmod(m, size)
+                chunks.append(pairs[r])
+            return self.prefix + "".join(reversed(chunks))
         base = len(self.alphabet)
         chars = []
         for _ in range(self.width - 1):
@@ -181,6 +191,27 @@ class KeyCodec:
             chars.append(self.alphabet[r])
         chars.append(self.first[m])
         return self.prefix + "".join(reversed(chars))
+
+    def encode_range(self, owner: int, count: int) -> list[str]:
+        """The ids of virtual records ``0 .. count - 1`` of ``owner`` (``encode`` in bulk)."""
+        space, mult = self.space, self.multiplier
+        m = ((owner * self.per_owner) * mult + self.offset) % space
+        prefix = self.prefix
+        out: list[str] = []
+        append = out.append
+        if self._decimal:
+            low = self._lowest
+            for _ in range(count):
+                append(f"{prefix}{low + m}")
+                m = (m + mult) % space
+            return out
+        if self._pairs is not None and self.width == 6:
+            pairs, size, size2 = self._pairs, len(self._pairs), len(self._pairs) ** 2
+            for _ in range(count):
+                append(prefix + pairs[m // size2] + pairs[(m // size) % size] + pairs[m % size])
+                m = (m + mult) % space
+            return out
+        return [self.encode(owner, i) for i in range(count)]
 
     def decode(self, key: str) -> tuple[int, int] | None:
         """``(owner, i)`` of a virtual id, or None when ``key`` is not one."""

@@ -611,8 +611,7 @@ def _long_world(seed: int, tokens: int) -> dict[str, Any]:
 
     def past_ids(user: User) -> list[str]:
         index = owner_index[user.user_id]
-        ids = (_PAST_IDS.encode(index, i) for i in range(past))
-        return [rid for rid in ids if rid not in reservations]
+        return [rid for rid in _PAST_IDS.encode_range(index, past) if rid not in reservations]
 
     def longer_history(record: Record) -> Record:
         assert isinstance(record, User)
@@ -660,7 +659,9 @@ def _long_world(seed: int, tokens: int) -> dict[str, Any]:
         )
 
     tables: dict[str, Any] = dict(base)
-    tables["users"] = MappingProxyType(DerivedTable(users, transform=longer_history, cache_size=16))
+    tables["users"] = MappingProxyType(
+        DerivedTable(users, transform=longer_history, cache_size=max(16, 400_000 // past))
+    )
     tables["reservations"] = MappingProxyType(
         DerivedTable(reservations, virtual=past_trip, cache_size=256)
     )

@@ -368,8 +368,7 @@ def _long_world(seed: int, tokens: int) -> dict[str, Any]:
 
     def past_ids(user: User) -> list[str]:
         index = owner_index[user.user_id]
-        ids = (_PAST_ORDER_IDS.encode(index, i) for i in range(past))
-        return [oid for oid in ids if oid not in orders]
+        return [oid for oid in _PAST_ORDER_IDS.encode_range(index, past) if oid not in orders]
 
     def longer_history(record: Record) -> Record:
         assert isinstance(record, User)
@@ -427,7 +426,9 @@ def _long_world(seed: int, tokens: int) -> dict[str, Any]:
         )
 
     return {
-        "users": MappingProxyType(DerivedTable(users, transform=longer_history, cache_size=16)),
+        "users": MappingProxyType(
+            DerivedTable(users, transform=longer_history, cache_size=max(16, 400_000 // past))
+        ),
         "products": _more_products(seed, products, tokens // 4000),
         "orders": MappingProxyType(DerivedTable(orders, virtual=past_order, cache_size=256)),
     }

@@ -23,6 +23,7 @@ is rejected (``no_ask_passes``). :func:`no_ask_value` is that test.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -110,6 +111,33 @@ def _free_lookups(toolkit: type[Toolkit]) -> tuple[str, ...]:
 
 _FREE_OUTPUTS: dict[tuple[str, int, str], tuple[Any, ...]] = {}
 
+_REPLAYS: OrderedDict[tuple[object, ...], Gold | None] = OrderedDict()
+
+
+def replay_variant(domain: Domain, task: Task) -> Gold | None:
+    """The gold replay of ``task``, or None when a tool rejects its calls.
+
+    The no-ask check and the guessing check both replay a task with one value swapped for
+    another (often the same one); recent replays are kept, by the calls of each turn.
+    """
+    key = (
+        domain.name,
+        task.db_seed,
+        task.db_size,
+        tuple((tuple(c.key() for c in turn.calls), turn.withheld_tools) for turn in task.turns),
+    )
+    if key in _REPLAYS:
+        _REPLAYS.move_to_end(key)
+        return _REPLAYS[key]
+    try:
+        gold: Gold | None = replay_gold(domain, task)
+    except Exception:  # GoldError, or a tool bug on odd input: the tools reject it
+        gold = None
+    _REPLAYS[key] = gold
+    while len(_REPLAYS) > 256:
+        _REPLAYS.popitem(last=False)
+    return gold
+
 
 def free_lookup_outputs(domain: Domain, seed: int, size: str) -> tuple[Any, ...]:
     """Outputs of the domain's argument-free read-only tools on the base state (cached)."""
@@ -143,6 +171,11 @@ def _context(outputs: list[Any], lookups: list[Any], wanted: str) -> set[str]:
     return found
 
 
+_VERDICTS: OrderedDict[tuple[object, ...], tuple[Gold, str | None]] = OrderedDict()
+"""Recent verdicts: the augmentation asks first, the critique asks again about the same
+variant (the gold is kept in the entry, so its id is not reused while the entry lives)."""
+
+
 def no_ask_value(domain: Domain, task: Task, gold: Gold) -> str | None:
     """A hidden fact that an agent which never asks for it can still pin down, or None.
 
@@ -152,6 +185,25 @@ def no_ask_value(domain: Domain, task: Task, gold: Gold) -> str | None:
     hidden = [(t, label) for t, turn in enumerate(task.turns) for label in turn.hidden_facts]
     if not hidden:
         return None
+    key = (
+        id(gold),
+        domain.name,
+        tuple(f"{t.request}\x1f{','.join(t.hidden_facts)}" for t in task.turns),
+        tuple(sorted(task.user.facts.items())),
+    )
+    hit = _VERDICTS.get(key)
+    if hit is not None and hit[0] is gold:
+        return hit[1]
+    verdict = _no_ask_value(domain, task, gold, hidden)
+    _VERDICTS[key] = (gold, verdict)
+    while len(_VERDICTS) > 64:
+        _VERDICTS.popitem(last=False)
+    return verdict
+
+
+def _no_ask_value(
+    domain: Domain, task: Task, gold: Gold, hidden: list[tuple[int, str]]
+) -> str | None:
     writes = domain.toolkit.write_names()
     calls = task.gold_calls
     turn_of = [t for t, turn in enumerate(task.turns) for _ in turn.calls]
@@ -207,7 +259,10 @@ def _pinned(
     target = kind(leaf)
     candidates = list(
         dict.fromkeys(
-            s for out in visible for s in string_leaves(out) if s != leaf and kind(s) == target
+            s
+            for out in visible
+            for s in string_leaves(out)
+            if len(s) == target[0] and s != leaf and kind(s) == target
         )
     )
     for cand in candidates[:CANDIDATES_TRIED]:
@@ -226,9 +281,8 @@ def _pinned(
                 )
             }
         )
-        try:
-            other = replay_gold(domain, trial)
-        except Exception:  # GoldError, or a tool bug on odd input: the tools rule it out
+        other = replay_variant(domain, trial)
+        if other is None:  # the tools rule it out
             continue
         lookups = [
             other.call_outputs[k]

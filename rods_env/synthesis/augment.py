@@ -42,7 +42,8 @@ from rods_env.domain import Domain
 from rods_env.gold import Gold, replay_gold
 from rods_env.padding import long_size_tokens
 from rods_env.rewards import mentions
-from rods_env.synthesis.asking import no_ask_value
+from rods_env.signature import compute_signature, value_leaves
+from rods_env.synthesis.asking import no_ask_value, replay_variant
 from rods_env.synthesis.execute import Candidate, replay
 from rods_env.synthesis.plan import Reject
 from rods_env.synthesis.rewrite import split_frame, strip_frame
@@ -180,7 +181,7 @@ def plausible_guesses(
     seen: dict[str, None] = {}
     for out in gold.call_outputs:
         for s in _output_strings(out):
-            if s != value and _kind(s) == kind:
+            if len(s) == kind[0] and s != value and _kind(s) == kind:
                 seen[s] = None
     for s in sorted((alternatives or {}).get(label, ())):
         if s != value:
@@ -214,9 +215,8 @@ def guess_result(
             )
         }
     )
-    try:
-        other = replay_gold(domain, trial)
-    except Exception:  # GoldError, or a tool bug on odd input: the guess cannot be used
+    other = replay_variant(domain, trial)
+    if other is None:  # the tools reject it: the guess cannot be used
         return None
     k = 0
     for i, (turn, tg, og) in enumerate(zip(task.turns, gold.turns, other.turns, strict=True)):
@@ -292,11 +292,6 @@ def missing_parameter(
     verdicts: list[str] = []
     for t, label in options[:3]:
         value = facts[label]
-        guesses = plausible_guesses(task, cand.gold, label, alternatives)
-        _, fails = first_usable_guess(domain, task, cand.gold, label, t, guesses)
-        if not fails:
-            verdicts.append(f"guessing {label} does not fail")
-            continue
         turns = list(task.turns)
         request = remove_value(turns[t].request, value, label)
         if states(request, value):
@@ -315,6 +310,11 @@ def missing_parameter(
         solved = no_ask_value(domain, new, cand.gold)
         if solved is not None:
             verdicts.append(f"an agent that never asks finds {solved}")
+            continue
+        guesses = plausible_guesses(task, cand.gold, label, alternatives)
+        _, fails = first_usable_guess(domain, task, cand.gold, label, t, guesses)
+        if not fails:
+            verdicts.append(f"guessing {label} does not fail")
             continue
         return Candidate(task=new, gold=cand.gold, plan=cand.plan)
     reason = "guess_passes" if all(v.startswith("guessing") for v in verdicts) else "no_ask_passes"
@@ -396,7 +396,10 @@ def long_context(
     long = 0
     for size in wanted:
         task = cand.task.model_copy(update={"db_size": size, "variant": "long_context"})
-        gold, task = replay(domain, task)
+        try:
+            gold = replay_gold(domain, task)
+        except Exception as exc:  # GoldError, or a tool bug: the pair is not valid there
+            raise Reject("execution_error", f"long_context on {size}: {exc}") from None
         for i, (a, b) in enumerate(zip(cand.gold.turns, gold.turns, strict=True)):
             if set(a.effect) != set(b.effect):
                 raise Reject(
@@ -404,8 +407,14 @@ def long_context(
                     f"long_context on {size}: turn {i} changes "
                     f"{sorted(map('/'.join, set(b.effect) ^ set(a.effect)))[:3]} unlike the base",
                 )
-        long = output_chars(gold)
+        texts = [json.dumps(v, ensure_ascii=False) for v in gold.call_outputs]
+        long = sum(map(len, texts))
         if long >= min_ratio * base:
+            task = task.model_copy(
+                update={
+                    "signature": paired_signature(domain, cand.task, cand.gold, task, gold, texts)
+                }
+            )
             plan = replace(cand.plan, db_size=size)
             return Candidate(task=task, gold=gold, plan=plan)
     raise Reject(
@@ -413,6 +422,33 @@ def long_context(
         f"long_context: tool outputs of {long:,} characters on {wanted[-1]}, {base:,} in the "
         f"base variant (needs {min_ratio:g}x)",
     )
+
+
+def paired_signature(
+    domain: Domain, base: Task, base_gold: Gold, task: Task, gold: Gold, texts: Sequence[str]
+) -> Signature:
+    """The signature of ``task``, the same calls as ``base`` on a larger world.
+
+    Exactly :func:`~rods_env.signature.compute_signature`, without tracing the value flow
+    through thousands of padded values when it can be shown unchanged: each argument value
+    still occurs in the output it came from in the base, and in no output between that one
+    and its call (``texts``: the outputs as JSON). Otherwise the flow is traced in full.
+    """
+    writes = domain.toolkit.write_names()
+    assert base.signature is not None and base.gold_calls == task.gold_calls
+    facts = list(task.user.facts.values())
+    produced = [value_leaves(out) for out in base_gold.call_outputs]
+    for j, call in enumerate(task.gold_calls):
+        for leaf in value_leaves(call.arguments):
+            if any(mentions(fact, leaf) for fact in facts):
+                continue
+            source = next((i for i in range(j - 1, -1, -1) if leaf in produced[i]), -1)
+            needle = json.dumps(leaf, ensure_ascii=False)[1:-1] if isinstance(leaf, str) else leaf
+            if source >= 0 and needle not in texts[source]:
+                return compute_signature(task, gold, writes)
+            if any(needle in texts[i] for i in range(source + 1, j)):
+                return compute_signature(task, gold, writes)
+    return base.signature
 
 
 def output_chars(gold: Gold) -> int:
@@ -507,7 +543,10 @@ def competing_sentences(task: Task, gold: Gold, turn: int, rng: random.Random) -
                 s
                 for o in gold.call_outputs
                 for s in _output_strings(o)
-                if _kind(s) == kind and s not in used and not any(s in u for u in used)
+                if len(s) == kind[0]
+                and _kind(s) == kind
+                and s not in used
+                and not any(s in u for u in used)
             }
         )
         if others:

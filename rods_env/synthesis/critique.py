@@ -39,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from functools import cache
 from typing import Any
@@ -357,7 +357,36 @@ def check_derivable(domain: Domain, task: Task, gold: Gold) -> None:
 
 
 # -- duplicates ----------------------------------------------------------------------------
+_KEYS: OrderedDict[tuple[object, ...], tuple[Gold, str]] = OrderedDict()
+"""Recent dedupe keys by gold replay (a seed set is remembered at every synthesis round)."""
+
+
 def dedupe_key(task: Task, gold: Gold) -> str:
+    """Key under which two tasks count as duplicates (see :func:`compute_dedupe_key`).
+
+    Kept for recent gold replays: the key depends on the gold and on what of the task the
+    gold does not fix (domain, variant, database, outputs, withheld tools, hidden facts).
+    """
+    memo = (
+        id(gold),
+        task.domain,
+        task.variant,
+        task.db_seed,
+        task.db_size,
+        tuple((t.outputs, t.withheld_tools, t.hidden_facts) for t in task.turns),
+        tuple(c.key() for c in task.gold_calls) if not gold.final else (),
+    )
+    hit = _KEYS.get(memo)
+    if hit is not None and hit[0] is gold:
+        return hit[1]
+    key = compute_dedupe_key(task, gold)
+    _KEYS[memo] = (gold, key)
+    while len(_KEYS) > 4096:
+        _KEYS.popitem(last=False)
+    return key
+
+
+def compute_dedupe_key(task: Task, gold: Gold) -> str:
     """Key under which two tasks count as duplicates.
 
     Same domain, variant, database (seed and size), per-turn gold effect and required

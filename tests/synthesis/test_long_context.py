@@ -9,6 +9,7 @@ import pytest
 import rods_env
 from rods_env.gold import replay_gold
 from rods_env.padding import long_size_tokens
+from rods_env.signature import compute_signature
 from rods_env.synthesis import synthesize
 from rods_env.synthesis.augment import output_chars
 from tests.synthesis.conftest import assert_valid
@@ -47,6 +48,8 @@ def test_a_long_variant_is_the_same_task_on_a_longer_world(name):
         assert long.signature == base.signature and long.shape == base.shape
         assert base.db_size == "default" and long_size_tokens(long.db_size) >= 8000
         short_gold, long_gold = replay_gold(domain, base), replay_gold(domain, long)
+        # the value flow traced in full through the padded outputs is the base's
+        assert compute_signature(long, long_gold, domain.toolkit.write_names()) == long.signature
         assert [set(t.effect) for t in long_gold.turns] == [set(t.effect) for t in short_gold.turns]
         # and at least 4x the tool-output characters
         assert output_chars(long_gold) >= 4 * output_chars(short_gold), long.skill
