@@ -23,6 +23,7 @@ is rejected (``no_ask_passes``). :func:`no_ask_value` is that test.
 from __future__ import annotations
 
 import json
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -171,9 +172,9 @@ def _context(outputs: list[Any], lookups: list[Any], wanted: str) -> set[str]:
     return found
 
 
-_VERDICTS: OrderedDict[tuple[object, ...], tuple[Gold, str | None]] = OrderedDict()
+_VERDICTS: OrderedDict[tuple[object, ...], tuple[weakref.ref[Gold], str | None]] = OrderedDict()
 """Recent verdicts: the augmentation asks first, the critique asks again about the same
-variant (the gold is kept in the entry, so its id is not reused while the entry lives)."""
+variant (a weak reference tells the same gold from a new one that reuses its id)."""
 
 
 def no_ask_value(domain: Domain, task: Task, gold: Gold) -> str | None:
@@ -192,10 +193,10 @@ def no_ask_value(domain: Domain, task: Task, gold: Gold) -> str | None:
         tuple(sorted(task.user.facts.items())),
     )
     hit = _VERDICTS.get(key)
-    if hit is not None and hit[0] is gold:
+    if hit is not None and hit[0]() is gold:
         return hit[1]
     verdict = _no_ask_value(domain, task, gold, hidden)
-    _VERDICTS[key] = (gold, verdict)
+    _VERDICTS[key] = (weakref.ref(gold), verdict)
     while len(_VERDICTS) > 64:
         _VERDICTS.popitem(last=False)
     return verdict

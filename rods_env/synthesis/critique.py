@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from functools import cache
@@ -357,8 +358,10 @@ def check_derivable(domain: Domain, task: Task, gold: Gold) -> None:
 
 
 # -- duplicates ----------------------------------------------------------------------------
-_KEYS: OrderedDict[tuple[object, ...], tuple[Gold, str]] = OrderedDict()
-"""Recent dedupe keys by gold replay (a seed set is remembered at every synthesis round)."""
+_KEYS: OrderedDict[tuple[object, ...], tuple[weakref.ref[Gold], str]] = OrderedDict()
+"""Recent dedupe keys by gold replay (a seed set is remembered at every synthesis round);
+a weak reference tells a live gold from a new one that reuses its id, without keeping
+golds (a long-context one holds megabytes) alive."""
 
 
 def dedupe_key(task: Task, gold: Gold) -> str:
@@ -377,10 +380,10 @@ def dedupe_key(task: Task, gold: Gold) -> str:
         tuple(c.key() for c in task.gold_calls) if not gold.final else (),
     )
     hit = _KEYS.get(memo)
-    if hit is not None and hit[0] is gold:
+    if hit is not None and hit[0]() is gold:
         return hit[1]
     key = compute_dedupe_key(task, gold)
-    _KEYS[memo] = (gold, key)
+    _KEYS[memo] = (weakref.ref(gold), key)
     while len(_KEYS) > 4096:
         _KEYS.popitem(last=False)
     return key
