@@ -567,8 +567,9 @@ def distractor(domain: Domain, cand: Candidate, rng: random.Random) -> Candidate
     """Add sentences that compete with the request (see the module docstring).
 
     Each request gets one competing sentence when it can (another order or reservation of
-    the customer, another date), the first request also a request the policy forbids
-    (:attr:`~rods_env.domain.Domain.forbidden_requests`) or, failing both, small talk. A
+    the customer, another date), the first request, when its turn writes, also a request
+    the policy forbids (:attr:`~rods_env.domain.Domain.forbidden_requests`) or, failing
+    both, small talk. A
     sentence that states a fact value (as a whole token) is never used.
 
     Raises:
@@ -582,7 +583,11 @@ def distractor(domain: Domain, cand: Candidate, rng: random.Random) -> Candidate
         return not any(states(sentence, v) for v in values)
 
     forbidden: list[str] = []
-    if domain.forbidden_requests is not None:
+    writes = domain.toolkit.write_names()
+    # a second, forbidden request competes with an action; a turn that is itself a refusal
+    # (no write) is left to say why it refuses only what it was asked
+    acts = any(c.name in writes for c in task.turns[0].calls)
+    if domain.forbidden_requests is not None and acts:
         db = domain.database(task.db_seed, task.db_size)
         forbidden = list(domain.forbidden_requests(task, db, rng))
     turns = []
