@@ -33,7 +33,7 @@ from rods_env.synthesis.augment import (
     long_context,
 )
 from rods_env.synthesis.critique import PolicyCheck, critique, dedupe_key
-from rods_env.synthesis.execute import Candidate, content_id, execute
+from rods_env.synthesis.execute import Candidate, calls_key, content_id, execute
 from rods_env.synthesis.plan import MODES, Reject, plan
 from rods_env.synthesis.rewrite import rewrite
 from rods_env.task import Task
@@ -162,6 +162,7 @@ class Synthesizer:
         self.seen: set[str] = set(known)
         self._alternatives: dict[str, dict[str, set[str]]] = {}
         self._rounds: dict[str, int] = {}
+        self._calls: set[str] = set()  # calls keys of known tasks: duplicates before replay
 
     # -- helpers ---------------------------------------------------------------------------
     def domain(self, name: str) -> Domain:
@@ -184,6 +185,7 @@ class Synthesizer:
             if keys:
                 domain = self.domain(task.domain)
                 self.seen.add(dedupe_key(task, GOLD_CACHE.get(domain, task)))
+            self._calls.add(calls_key(task))
             self._note_facts(task)
 
     def _note_facts(self, task: Task) -> None:
@@ -198,6 +200,7 @@ class Synthesizer:
     def _accept(self, cand: Candidate, key: str) -> Candidate:
         task = cand.task.model_copy(update={"id": content_id(cand.task)})
         self.seen.add(key)
+        self._calls.add(calls_key(task))
         self._note_facts(task)
         # an env reset on this task then finds its gold instead of replaying it; not for a
         # long-context task, whose outputs (up to megabytes) would fill the shared cache
@@ -212,7 +215,7 @@ class Synthesizer:
         if p.variant == "long_context":
             # a long-context seed is a pair: draw new entities on its base world, then pair
             p = replace(p, db_size=BASE_SIZE)
-        cand = execute(domain, p, self._rng(tag, "execute"))
+        cand = execute(domain, p, self._rng(tag, "execute"), self._calls)
         if cfg.rewrite:
             cand = replace(cand, task=rewrite(cand.task, self._rng(tag, "rewrite")))
         if p.variant != "base":  # keep the seed's augmentation: it is part of its structure

@@ -192,14 +192,21 @@ def test_distractors_compete_and_an_agent_that_follows_one_fails(name):
     followed = 0
     for task in variants:
         parent = base[task.provenance.parent_id]
-        extra = task.turns[0].request.replace(strip_frame(parent.turns[0].request), "")
+        extra = " ".join(
+            t.request.replace(strip_frame(p.request), "")
+            for t, p in zip(task.turns, parent.turns, strict=True)
+        )
         assert not any(states(extra, v) for v in task.user.facts.values())
         assert task.gold_calls == parent.gold_calls
-        # another order/reservation of the customer, or a request the policy forbids
+        # another order/reservation of the customer, a request the policy forbids, or
+        # another date
         ids = re.findall(r"(?:#W\d{7}|\b[A-Z0-9]{6}\b)", extra)
-        assert noun in extra and ids, extra
+        dates = re.findall(r"\b(?:January|February|March|April|May|June|July) \d+\b", extra)
+        assert (noun in extra and ids) or dates, extra
         used = {str(v) for c in task.gold_calls for v in c.arguments.values()}
         assert not set(ids) & used
+        if not ids:
+            continue
         # an agent that also acts on the other record changes what the task leaves alone
         for call in _writes_on(domain, task, ids[0]):
             out = _play_then(domain, task, call)
