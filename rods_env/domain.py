@@ -110,8 +110,10 @@ class Domain:
         name: Lower-case name, also the entry-point name (``"retail"``).
         title: Name in environment ids (``"Retail"`` gives ``rods/Retail-v0``).
         generate: ``(seed, size) -> tables``; deterministic; ``size`` is one of ``sizes``.
-        sizes: Size presets; must include ``"default"`` and ``"tiny"``; ``"long"`` (large
-            records, for long-context variants) is recommended.
+        sizes: Size presets; must include ``"default"`` and ``"tiny"``. For long-context
+            variants, ``"long-<n>k"`` sizes (the ``default`` world with about ``n`` thousand
+            tokens of padding per customer record, every ``default`` record under the same
+            key: see :mod:`rods_env.padding`) or a plain ``"long"`` size.
         toolkit: The domain's :class:`Toolkit` subclass.
         policy: The policy text the agent receives as its system prompt.
         skills: Task generators.
