@@ -56,7 +56,8 @@ class ToolEnv(gym.Env[str, str]):
         gold_cache: Where gold replays are cached (default: process-wide).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    # gymnasium types metadata as an instance attribute; it is class-level data here.
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}  # type: ignore[misc]
 
     def __init__(
         self,

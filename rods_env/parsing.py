@@ -134,9 +134,9 @@ def parse_text(text: str) -> ParsedAction:
             ),
         )
     if stripped[0] in "[{" or stripped.startswith("```"):
-        calls = _parse_json_calls(stripped)
-        if calls is not None:
-            return ParsedAction("", calls)
+        json_calls = _parse_json_calls(stripped)
+        if json_calls is not None:
+            return ParsedAction("", json_calls)
         if stripped[0] == "{" or '"name"' in stripped:
             return ParsedAction(
                 "",

@@ -54,7 +54,7 @@ def make_task(
         domain=domain.name,
         skill=skill.name,
         shape=shape,
-        split=split,  # type: ignore[arg-type]
+        split=split,
         db_seed=db_seed,
         db_size=db_size,
         user=draft.user,

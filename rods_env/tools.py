@@ -158,9 +158,7 @@ def _build_spec(name: str, method: Callable[..., Any], mark: _ToolMark) -> ToolS
             raise TypeError(f"tool '{name}': parameter '{pname}' is not described under Args:")
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (hints[pname], default)
-    params = create_model(  # type: ignore[call-overload]
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    params = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     raw = _strip_titles(params.model_json_schema())
     properties = raw.get("properties", {})
     for pname, prop in properties.items():
@@ -301,7 +299,7 @@ class Toolkit:
             allowed = [n for n in self._specs if available is None or n in available]
             close = difflib.get_close_matches(str(name), allowed, n=1, cutoff=0.6)
             hint = f"Did you mean '{close[0]}'? " if close else ""
-            err = UnknownToolError(
+            err: ToolError = UnknownToolError(
                 f"Unknown tool '{name}'.", f"{hint}Available tools: {', '.join(allowed)}."
             )
             return ToolResult(name, f"Error: {err}", ok=False, error=type(err).__name__)

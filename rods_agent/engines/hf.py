@@ -64,7 +64,8 @@ class TransformersEngine:
                 raise EngineError(f"cannot load model '{model}': {exc}") from None
         elif tokenizer is None:
             raise EngineError("pass the tokenizer along with a loaded model")
-        self.model = model.to(device).eval()
+        # transformers' typing of the wrapped .to() expects the model as its first argument
+        self.model = model.to(device).eval()  # type: ignore[arg-type]
         self.tokenizer = tokenizer
         self.device = device
         self.max_batch_size = int(max_batch_size)

@@ -127,7 +127,7 @@ def execute(
                 origin="synthesized",
                 parent_id=parent.id,
                 generation=parent.provenance.generation + 1,
-                mode=plan.mode,  # type: ignore[arg-type]
+                mode=plan.mode,
             ),
         )
     except SkillUnavailable as exc:

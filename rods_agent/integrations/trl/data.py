@@ -16,7 +16,7 @@ from rods_env.errors import ConfigError
 from rods_env.task import Task, load_tasks
 
 if TYPE_CHECKING:
-    from datasets import Dataset, DatasetDict  # type: ignore[import-untyped]
+    from datasets import Dataset, DatasetDict
 
 
 def _domain(env_id: str | Domain) -> Domain:

@@ -42,7 +42,7 @@ from rods_env.fileio import append_jsonl, read_jsonl, write_json, write_jsonl
 from rods_env.task import Task
 
 if TYPE_CHECKING:
-    from datasets import IterableDataset  # type: ignore[import-untyped]
+    from datasets import IterableDataset
 
 ENGINE_STATE = "rods_data_engine.json"
 """File name of the engine's state in a TRL checkpoint folder."""

@@ -20,7 +20,7 @@ from trl import GRPOTrainer
 from rods_agent.integrations.trl.engine import EngineDataset
 
 
-class RodsGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
+class RodsGRPOTrainer(GRPOTrainer):
     """A ``GRPOTrainer`` whose loss leaves out the groups the data engine does not keep.
 
     Args:
