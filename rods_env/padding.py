@@ -95,7 +95,7 @@ class DerivedTable(Mapping[str, Record]):
             raise KeyError(key)
         return out
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         """The record ``key`` (base or virtual), or ``default``."""
         try:
             return self[key]

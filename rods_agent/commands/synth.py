@@ -310,7 +310,7 @@ class _NoBar:
 def _progress(items: list[Any], desc: str, *, disable: bool) -> Any:
     """A progress bar on stderr (off when asked, or when stderr is not a terminal)."""
     try:
-        from tqdm import tqdm  # type: ignore[import-untyped]
+        from tqdm import tqdm
     except ImportError:
         return _NoBar(items)
     return tqdm(

@@ -328,7 +328,7 @@ def underivable_arguments(domain: Domain, task: Task, gold: Gold) -> list[str]:
     gold call (numbers compare by value; a calculator expression is derivable when its
     numbers are).
     """
-    constants = tool_constants(domain.toolkit)  # type: ignore[arg-type]  # mypy: type[] vs Hashable
+    constants = tool_constants(domain.toolkit)
     known = _Known(domain.policy, list(task.user.facts.values()))
     bad: list[str] = []
     k = 0
