@@ -135,6 +135,10 @@ class Domain:
             customer that the policy forbids (e.g. cancelling a delivered order), worded
             as the customer would; synthesis adds one to a request as a distractor that
             the agent must decline. ``db`` is the state before the task.
+        invariants: ``db -> violations``: the domain's state invariants (refunds never
+            exceed payments, no negative balances or seats, counts within policy bounds),
+            each violation one line; empty when the state is sound. The shared tests check
+            them after every fuzzed step. None: the domain states none.
     """
 
     name: str
@@ -150,6 +154,7 @@ class Domain:
     customers: Mapping[str, str] = field(default_factory=dict)
     policy_checks: tuple[Callable[[Domain, Task, Any], str | None], ...] = ()
     forbidden_requests: Callable[[Task, Database, random.Random], Sequence[str]] | None = None
+    invariants: Callable[[Database], list[str]] | None = None
 
     @property
     def env_id(self) -> str:

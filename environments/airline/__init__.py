@@ -11,7 +11,7 @@ from pathlib import Path
 from environments.airline.checks import POLICY_CHECKS
 from environments.airline.generator import LONG_SIZES, generate
 from environments.airline.skills import SKILLS, forbidden_requests, unrelated_write
-from environments.airline.tools import AirlineTools
+from environments.airline.tools import AirlineTools, invariant_violations
 from rods_env.domain import Domain
 
 _HERE = Path(__file__).parent
@@ -28,6 +28,7 @@ DOMAIN = Domain(
     unrelated_write=unrelated_write,
     policy_checks=POLICY_CHECKS,
     forbidden_requests=forbidden_requests,
+    invariants=invariant_violations,
     customers={"users": "user_id", "reservations": "user_id"},
 )
 
