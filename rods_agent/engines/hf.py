@@ -11,16 +11,26 @@ from rods_agent.engines.base import (
     EngineError,
     GenerationRequest,
     SamplingParams,
+    derive_seed,
     request_max_tokens,
 )
 from rods_agent.engines.chat import ChatTemplate
+from rods_agent.engines.sampling import sample_next
 
 
 class TransformersEngine:
     """Generates with a Hugging Face causal LM (left-padded batches, KV cache).
 
-    Log-probabilities come from the raw logits of each step (the model's distribution at
-    temperature 1, before top-p), which is what a policy-gradient learner compares with.
+    Decoding is its own short loop rather than ``model.generate``, for two reasons that
+    training needs: each request draws from its own random stream (``request.seed``), so an
+    episode's completions do not depend on what else is in the batch; and the log-probability
+    of each sampled token is taken from exactly the distribution it was drawn from
+    (temperature, then top-p: :mod:`rods_agent.engines.sampling`), with no processor from
+    the model's generation config slipped in.
+
+    The model may be shared with a learner (``ModelPolicy``): generation switches it to
+    eval mode and back, and ``weights_version`` (set by the owner after each update) is
+    recorded with every rollout.
 
     Args:
         model: A model folder or hub-style name already on disk, or a loaded model.
@@ -79,6 +89,7 @@ class TransformersEngine:
         self._pad_id = int(pad if pad is not None else self._stop_ids[0])
         self._max_positions = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
         self._calls = 0
+        self.weights_version = 0
 
     def generate(
         self, requests: Sequence[GenerationRequest], params: SamplingParams
@@ -106,9 +117,11 @@ class TransformersEngine:
                 )
                 continue
             prompts.append((i, ids, cap))
+        self._calls += 1
         for chunk in self._chunks(prompts):
+            seeds = self._row_seeds(chunk, [requests[i].seed for i, _, _ in chunk], params)
             try:
-                results = self._generate_batch(chunk, params)
+                results = self._generate_batch(chunk, params, seeds)
             except Exception as exc:  # out of memory, a bad prompt: data, not a crash
                 results = [
                     Completion.failed(f"generation failed: {type(exc).__name__}: {exc}")
@@ -135,68 +148,96 @@ class TransformersEngine:
                 chunks.append([p])
         return chunks
 
-    def _generate_batch(
-        self, chunk: list[tuple[int, list[int], int]], params: SamplingParams
-    ) -> list[Completion]:
+    def _row_seeds(
+        self,
+        chunk: list[tuple[int, list[int], int]],
+        requests_seeds: list[int | None],
+        params: SamplingParams,
+    ) -> list[int]:
         torch = self._torch
-        from transformers import GenerationConfig
+        seeds = []
+        for (i, _, _), seed in zip(chunk, requests_seeds, strict=True):
+            if seed is None and params.seed is not None:
+                seed = derive_seed(params.seed, self._calls, i)
+            if seed is None:  # unseeded: drawn from torch's global stream
+                seed = int(torch.randint(0, 2**62, (1,)).item())
+            seeds.append(int(seed))
+        return seeds
 
+    def _generate_batch(
+        self,
+        chunk: list[tuple[int, list[int], int]],
+        params: SamplingParams,
+        seeds: list[int],
+    ) -> list[Completion]:
+        """Left-padded batched decoding with a KV cache, one random stream per row."""
+        torch = self._torch
+        device = self.device
+        rows = len(chunk)
         width = max(len(ids) for _, ids, _ in chunk)
-        input_ids = torch.full((len(chunk), width), self._pad_id, dtype=torch.long)
-        attention = torch.zeros((len(chunk), width), dtype=torch.long)
+        input_ids = torch.full((rows, width), self._pad_id, dtype=torch.long)
+        attention = torch.zeros((rows, width), dtype=torch.long)
         for row, (_, ids, _) in enumerate(chunk):
             input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
             attention[row, width - len(ids) :] = 1
-        greedy = params.temperature == 0
-        config = GenerationConfig(
-            max_new_tokens=max(cap for _, _, cap in chunk),
-            do_sample=not greedy,
-            temperature=None if greedy else params.temperature,
-            top_p=None if greedy else params.top_p,
-            top_k=None,
-            eos_token_id=self._stop_ids,
-            pad_token_id=self._pad_id,
-            return_dict_in_generate=True,
-            output_logits=True,
-        )
-        generator_state = None
-        if params.seed is not None:
-            generator_state = torch.random.get_rng_state()
-            torch.manual_seed(params.seed * 1_000_003 + self._calls)
-        self._calls += 1
+        input_ids, attention = input_ids.to(device), attention.to(device)
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+        caps = [cap for _, _, cap in chunk]
+        stop = set(self._stop_ids)
+        tokens: list[list[int]] = [[] for _ in range(rows)]
+        logprobs: list[list[float]] = [[] for _ in range(rows)]
+        finish = ["length"] * rows
+        live = [True] * rows
+        was_training = self.model.training
+        self.model.eval()
         try:
             with torch.inference_mode():
-                result = self.model.generate(
-                    input_ids=input_ids.to(self.device),
-                    attention_mask=attention.to(self.device),
-                    generation_config=config,
+                out = self.model(
+                    input_ids=input_ids,
+                    attention_mask=attention,
+                    position_ids=positions,
+                    use_cache=True,
+                    logits_to_keep=1,
                 )
+                for t in range(max(caps)):
+                    nxt, lps = sample_next(
+                        out.logits[:, -1, :], params.temperature, params.top_p, generators
+                    )
+                    nxt_list, lp_list = nxt.tolist(), lps.tolist()
+                    for row in range(rows):
+                        if not live[row]:
+                            continue
+                        tokens[row].append(nxt_list[row])
+                        logprobs[row].append(float(lp_list[row]))
+                        if nxt_list[row] in stop:
+                            live[row], finish[row] = False, "stop"
+                        elif t + 1 >= caps[row]:
+                            live[row] = False
+                    if not any(live):
+                        break
+                    attention = torch.cat([attention, attention.new_ones((rows, 1))], dim=1)
+                    positions = positions[:, -1:] + 1
+                    out = self.model(
+                        input_ids=nxt[:, None],
+                        attention_mask=attention,
+                        position_ids=positions,
+                        past_key_values=out.past_key_values,
+                        use_cache=True,
+                    )
         finally:
-            if generator_state is not None:
-                torch.random.set_rng_state(generator_state)
-        new = result.sequences[:, width:].cpu()
-        logits = torch.stack(result.logits, dim=1).float()
-        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, new.unsqueeze(-1)).squeeze(-1).cpu()
-        stop = set(self._stop_ids)
-        completions = []
-        for row, (_, ids, cap) in enumerate(chunk):
-            toks = new[row].tolist()
-            n, finish = min(cap, len(toks)), "length"
-            for j, t in enumerate(toks[:cap]):
-                if t in stop:
-                    n, finish = j + 1, "stop"
-                    break
-            toks = toks[:n]
-            completions.append(
-                Completion(
-                    text=self.chat.completion_text(toks),
-                    token_ids=toks,
-                    logprobs=[float(x) for x in logprobs[row, :n]],
-                    finish_reason=finish,
-                    prompt_tokens=len(ids),
-                )
+            if was_training:
+                self.model.train()
+        return [
+            Completion(
+                text=self.chat.completion_text(tokens[row]),
+                token_ids=tokens[row],
+                logprobs=logprobs[row],
+                finish_reason=finish[row],
+                prompt_tokens=len(chunk[row][1]),
             )
-        return completions
+            for row in range(rows)
+        ]
 
     def close(self) -> None:
         """Drop the model."""
