@@ -259,7 +259,7 @@ def test_a_token_cap_scores_exactly_like_the_env_step_limit_at_the_same_point(re
             continue
         # Replay the same completions (the last one may be cut) with the env's step limit there.
         texts = [m["content"] for m in _render_assistant(ours, chat)]
-        replay = ScriptedEngine(lambda info: ScriptAgent(texts), chat=chat)
+        replay = ScriptedEngine(lambda info, texts=texts: ScriptAgent(texts), chat=chat)
         [envs] = run_rollouts(replay, make_env(max_steps=ours.n_steps), [EpisodeSpec(task)],
                               RolloutConfig(max_tokens=40_000))  # fmt: skip
         assert envs.termination == "max_steps"
