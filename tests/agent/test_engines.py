@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -196,3 +197,65 @@ def test_sampling_params_reject_bad_values():
         SamplingParams(max_tokens=0)
     with pytest.raises(ConfigError, match="top_p"):
         SamplingParams(top_p=0)
+
+
+# -- the sampling distribution --------------------------------------------------------------
+def _hand_logprob(logits: list[float], token: int, temperature: float, top_p: float) -> float:
+    """The log-probability of ``token`` under temperature then top-p, written out longhand."""
+    scaled = [x / temperature for x in logits]
+    top = max(scaled)
+    weights = [math.exp(x - top) for x in scaled]
+    total = sum(weights)
+    probs = [w / total for w in weights]
+    order = sorted(range(len(probs)), key=lambda i: probs[i])  # ascending
+    kept, mass = set(range(len(probs))), 0.0
+    for i in order[:-1]:  # the most likely token always stays
+        mass += probs[i]
+        if mass <= 1 - top_p:
+            kept.discard(i)
+    assert token in kept, "a token outside the nucleus was sampled"
+    return math.log(probs[token] / sum(probs[i] for i in kept))
+
+
+@pytest.mark.parametrize(("temperature", "top_p"), [(0.6, 1.0), (1.3, 0.85), (0.9, 0.5)])
+def test_logprobs_are_those_of_the_distribution_sampled(tiny_engine, temperature, top_p):
+    import torch
+
+    request = GenerationRequest(OPENING, TOOLS, seed=5)
+    [comp] = tiny_engine.generate(
+        [request], SamplingParams(max_tokens=10, temperature=temperature, top_p=top_p)
+    )
+    prompt = tiny_engine.chat.prompt_ids(OPENING, TOOLS)
+    ids = torch.tensor([prompt + comp.token_ids])
+    with torch.inference_mode():
+        logits = tiny_engine.model(ids).logits[0, len(prompt) - 1 : -1].double()
+    hand = [
+        _hand_logprob(logits[j].tolist(), tok, temperature, top_p)
+        for j, tok in enumerate(comp.token_ids)
+    ]
+    assert comp.logprobs == pytest.approx(hand, abs=2e-4)
+    raw = torch.log_softmax(logits, -1).gather(-1, torch.tensor(comp.token_ids)[:, None])
+    assert comp.logprobs != pytest.approx(raw.squeeze(-1).tolist(), abs=2e-4)  # not T=1 ones
+
+
+def test_greedy_completions_have_log_probability_zero_and_follow_the_argmax(tiny_engine):
+    import torch
+
+    [comp] = tiny_engine.generate(
+        [GenerationRequest(OPENING, TOOLS)], SamplingParams(max_tokens=6, temperature=0)
+    )
+    assert comp.logprobs == [0.0] * len(comp.token_ids)
+    prompt = tiny_engine.chat.prompt_ids(OPENING, TOOLS)
+    with torch.inference_mode():
+        logits = tiny_engine.model(torch.tensor([prompt + comp.token_ids])).logits[0]
+    assert logits[len(prompt) - 1 : -1].argmax(-1).tolist() == comp.token_ids
+
+
+def test_request_seeds_make_a_completion_independent_of_its_batch(tiny_engine):
+    params = SamplingParams(max_tokens=8, temperature=1.0)
+    alone = tiny_engine.generate([GenerationRequest(OPENING, TOOLS, seed=42)], params)[0]
+    other = GenerationRequest([{"role": "user", "content": "something else " * 3}], seed=1)
+    batched = tiny_engine.generate([other, GenerationRequest(OPENING, TOOLS, seed=42)], params)[1]
+    assert alone.token_ids == batched.token_ids
+    reseeded = tiny_engine.generate([GenerationRequest(OPENING, TOOLS, seed=43)], params)[0]
+    assert reseeded.token_ids != alone.token_ids
