@@ -89,6 +89,12 @@ class RolloutSection(Section):
     reward: Literal["progress", "success"] = Field(
         "progress", description="Episode reward for advantages: dense progress or strict success."
     )
+    batch_size: int = Field(
+        0,
+        ge=0,
+        description="Episodes generated at once (continuous batching); 0: all of a step's "
+        "episodes (tasks_per_step x group_size).",
+    )
 
 
 class GRPOConfig(Section):
@@ -119,6 +125,11 @@ class GRPOConfig(Section):
         gt=0.0,
         description="Cap of the truncated importance weight that corrects the "
         "generator-vs-learner log-prob mismatch; null disables the correction.",
+    )
+    mask_truncated: bool = Field(
+        False,
+        description="Episodes with a completion cut by max_new_tokens carry no loss "
+        "(DAPO's overlong filtering); they still count in their group's statistics.",
     )
 
 
@@ -192,6 +203,14 @@ class WarmStartConfig(Section):
     tasks: int = Field(0, ge=0, description="Train tasks transcribed (0: every one).")
     batch_size: int = Field(4, ge=1, description="Sequences per optimizer step.")
     max_tokens: int = Field(4096, ge=16, description="Transcripts longer than this are cut.")
+    micro_batch_size: int = Field(
+        1, ge=1, description="Transcripts per forward/backward (gradients are accumulated)."
+    )
+    measure: bool = Field(
+        True,
+        description="Measure the mean progress on the warm-start tasks before and after "
+        "(one seeded episode each, with the rollout's sampling).",
+    )
 
 
 class TrainConfig(Section):

@@ -202,7 +202,8 @@ def micro_batches(items: Sequence[Any], size: int) -> Iterator[list[Any]]:
         yield list(items[start : start + max(1, size)])
 
 
-def _pad(rows: Iterable[torch.Tensor], value: float | int, device: Any) -> torch.Tensor:
+def pad_rows(rows: Iterable[torch.Tensor], value: float | int, device: Any) -> torch.Tensor:
+    """1-D tensors right-padded with ``value`` into one ``[rows, longest]`` tensor on ``device``."""
     from torch.nn.utils.rnn import pad_sequence
 
     return pad_sequence(list(rows), batch_first=True, padding_value=value).to(device)
@@ -272,9 +273,9 @@ def score_sequences(
     try:
         with torch.no_grad():
             for mb in micro_batches(sequences, micro_batch_size):
-                ids = _pad((s.token_ids for s in mb), 0, device)
-                attn = _pad((torch.ones_like(s.token_ids) for s in mb), 0, device)
-                mask = _pad((s.loss_mask for s in mb), 0, device)
+                ids = pad_rows([s.token_ids for s in mb], 0, device)
+                attn = pad_rows((torch.ones_like(s.token_ids) for s in mb), 0, device)
+                mask = pad_rows((s.loss_mask for s in mb), 0, device)
                 logp, _ = score_tokens(model, ids, attn, mask, sampling)
                 for row, s in enumerate(mb):
                     out.append(logp[row, : len(s.token_ids)].float().cpu())
@@ -329,11 +330,11 @@ def grpo_step(
     sums = dict.fromkeys(("loss", "pg_loss", "kl", "clipped", "ratio", "entropy", "tis"), 0.0)
     model.train()
     for mb in micro_batches(seqs, config.micro_batch_size):
-        ids = _pad((s.token_ids for s in mb), 0, device)
-        attn = _pad((torch.ones_like(s.token_ids) for s in mb), 0, device)
-        mask = _pad((s.loss_mask for s in mb), 0, device).float()
-        old = _pad((_required(s.old_logp, "old_logp") for s in mb), 0.0, device)
-        eng = _pad((s.engine_logp for s in mb), 0.0, device)
+        ids = pad_rows([s.token_ids for s in mb], 0, device)
+        attn = pad_rows((torch.ones_like(s.token_ids) for s in mb), 0, device)
+        mask = pad_rows((s.loss_mask for s in mb), 0, device).float()
+        old = pad_rows((_required(s.old_logp, "old_logp") for s in mb), 0.0, device)
+        eng = pad_rows((s.engine_logp for s in mb), 0.0, device)
         adv = torch.tensor([s.advantage for s in mb], dtype=torch.float32, device=device)[:, None]
         logp, ent = score_tokens(model, ids, attn, mask, sampling, entropy=True)
         pg, was_clipped = clipped_surrogate(
@@ -343,7 +344,7 @@ def grpo_step(
         token_loss = pg * tis
         kl = torch.zeros_like(logp)
         if config.kl_coef > 0:
-            ref = _pad((_required(s.ref_logp, "ref_logp") for s in mb), 0.0, device)
+            ref = pad_rows((_required(s.ref_logp, "ref_logp") for s in mb), 0.0, device)
             kl = k3_kl(logp, ref)
             token_loss = token_loss + config.kl_coef * kl
         loss = aggregate_loss(

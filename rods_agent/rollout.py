@@ -236,6 +236,42 @@ class RolloutStats:
         return self.env_seconds / self.wall_seconds if self.wall_seconds else 0.0
 
 
+class DomainRouter:
+    """An environment slot for tasks of any domain: ``route(task)`` gives the environment of
+    the task's domain (one per domain, built on first use and reused).
+
+    The rollout calls ``route`` before each reset, so a batch can mix domains.
+
+    Args:
+        max_steps: The environments' step limit.
+        make_user: Builds the user simulator of a new environment (None: ScriptedUser).
+        **env_kwargs: More ``ToolEnv`` arguments.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_steps: int = 40,
+        make_user: Callable[[], Any] | None = None,
+        **env_kwargs: Any,
+    ) -> None:
+        self.max_steps = max_steps
+        self.make_user = make_user
+        self.env_kwargs = env_kwargs
+        self._envs: dict[str, Any] = {}
+
+    def route(self, task: Task) -> Any:
+        """The environment of ``task``'s domain."""
+        env = self._envs.get(task.domain)
+        if env is None:
+            from rods_env.env import ToolEnv
+
+            user = self.make_user() if self.make_user is not None else None
+            env = ToolEnv(task.domain, max_steps=self.max_steps, user=user, **self.env_kwargs)
+            self._envs[task.domain] = env
+        return env
+
+
 _Outcome = tuple[Any, BaseException | None, float]
 """What an environment call gave: its result, the exception it raised, its own seconds."""
 
@@ -266,6 +302,7 @@ class _Episode:
         self, index: int, spec: EpisodeSpec, env: Any, engine: Engine, config: RolloutConfig
     ):
         self.index, self.spec, self.env, self.config = index, spec, env, config
+        self.slot = env  # what make_env built (a router stays a router)
         self.chat = getattr(engine, "chat", None)
         self.format = get_tool_format(config.tool_format)
         self.record = EpisodeRecord(
@@ -285,6 +322,9 @@ class _Episode:
     # -- start -----------------------------------------------------------------------------
     def env_reset(self) -> tuple[str, dict[str, Any]]:
         """The environment call of :meth:`start` (seeds a model-played user first)."""
+        route = getattr(self.env, "route", None)
+        if callable(route):  # a DomainRouter: the environment of the task's domain
+            self.env = route(self.spec.task)
         user = getattr(getattr(self.env, "unwrapped", self.env), "user", None)
         seed_episode = getattr(user, "seed_episode", None)
         if callable(seed_episode):
@@ -533,7 +573,7 @@ def run_rollouts(
 
     def done(ep: _Episode) -> None:
         records[ep.index] = ep.record
-        free_envs.append(ep.env)
+        free_envs.append(ep.slot)
         stats.episodes += 1
         stats.completion_tokens += ep.record.completion_tokens
         stats.env_seconds += ep.record.env_seconds

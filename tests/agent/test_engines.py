@@ -259,3 +259,50 @@ def test_request_seeds_make_a_completion_independent_of_its_batch(tiny_engine):
     assert alone.token_ids == batched.token_ids
     reseeded = tiny_engine.generate([GenerationRequest(OPENING, TOOLS, seed=43)], params)[0]
     assert reseeded.token_ids != alone.token_ids
+
+
+def test_kept_keys_and_values_give_the_same_completions_and_save_prefill(tiny_model_dir):
+    from rods_agent.engines.hf import TransformersEngine
+
+    plain = TransformersEngine(tiny_model_dir)
+    reusing = TransformersEngine(tiny_model_dir, reuse_kv=True)
+    params = SamplingParams(max_tokens=6, temperature=1.0)
+    policy = {"role": "system", "content": "You are a store agent. " + "Follow the policy. " * 80}
+    first = [policy, {"role": "user", "content": "Cancel order #W0000001 please."}]
+    other = [policy, {"role": "user", "content": "Where is order #W0000002?"}]
+
+    def turn(engine, history, key, seed):
+        req = GenerationRequest(history, TOOLS, key=key, seed=seed)
+        return engine.generate([req], params)[0]
+
+    for engine in (plain, reusing):
+        engine.turns = []
+        a1, b1 = turn(engine, first, "a", 1), turn(engine, other, "b", 2)
+        longer = [*first, {"role": "assistant", "content": a1.text},
+                  {"role": "user", "content": "my email is x@y.z"}]  # fmt: skip
+        batch = engine.generate(
+            [GenerationRequest(longer, TOOLS, key="a", seed=3),
+             GenerationRequest(other, TOOLS, key="b", seed=4)], params,
+        )  # fmt: skip
+        engine.turns = [a1, b1, *batch]
+    for x, y in zip(plain.turns, reusing.turns, strict=True):
+        assert x.token_ids == y.token_ids
+        assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+    # The second turns continued from their conversations' own first turns.
+    assert reusing.kv_stats["reused"] >= len(reusing.chat.prompt_ids(first, TOOLS)) + 256
+    assert plain.kv_stats["reused"] == 0
+    # Two openings taught the engine their common head (system prompt and tools): a third
+    # conversation prefills only its own message.
+    third = [first[0], {"role": "user", "content": "Hello, I need to return an item."}]
+    before = dict(reusing.kv_stats)
+    turn(reusing, third, "c", 6)
+    new_tokens = reusing.kv_stats["prefilled"] - before["prefilled"]
+    assert 0 < new_tokens < 40 and reusing.kv_stats["reused"] - before["reused"] > 256
+    reusing.weights_version += 1  # new weights: nothing kept may be used
+    before = dict(reusing.kv_stats)
+    turn(reusing, first, "a", 1)
+    assert reusing.kv_stats["reused"] == before["reused"]
+    turn(reusing, other, "d", 5)
+    assert reusing.kv_stats["reused"] == before["reused"]
+    turn(reusing, third, "e", 7)
+    assert reusing.kv_stats["reused"] > before["reused"]  # the shared opening is learnt again

@@ -1,0 +1,207 @@
+"""Warm start: supervised fine-tuning on oracle transcripts (``rods sft``).
+
+The oracle (:class:`rods_env.oracle.OracleAgent`) solves every task from its gold calls, so
+perfect trajectories cost nothing but environment steps. They are collected with the same
+rollout code as RL episodes (:func:`rods_agent.rollout.run_rollouts` with the oracle wearing
+the engine interface and the learner's chat template), so a transcript is tokenized exactly
+as a rollout is: the same template, the same incremental observation tokens, and the same
+assistant mask (the completion tokens and their end-of-turn token carry loss, prompts and
+observations do not).
+
+The loss is the mean negative log-likelihood of the assistant tokens (temperature 1), over
+batches of ``batch_size`` transcripts accumulated in micro-batches. On GPU this is the cold
+start before GRPO; on CPU it lifts the tiny random model off zero, so that GRPO groups have
+reward variance and the data engine a boundary to find.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rods_agent.engines.base import SamplingParams, derive_seed
+from rods_agent.engines.chat import ChatTemplate
+from rods_agent.rollout import (
+    DomainRouter,
+    EpisodeRecord,
+    EpisodeSpec,
+    RolloutConfig,
+    run_rollouts,
+)
+from rods_env.errors import ConfigError
+from rods_env.task import Task
+
+
+def oracle_transcripts(
+    tasks: Sequence[Task],
+    chat: ChatTemplate,
+    *,
+    max_tokens: int = 16_384,
+    max_turns: int = 60,
+    batch_size: int = 32,
+) -> list[EpisodeRecord]:
+    """The oracle's episode of each task, tokenized with ``chat`` as a rollout is.
+
+    Args:
+        tasks: Tasks of any registered domains.
+        chat: The learner's chat template.
+        max_tokens: Transcripts are cut at this many tokens (the episode ends there, as a
+            rollout's token cap ends it).
+        max_turns: Most oracle steps per episode.
+        batch_size: Episodes run at once.
+    """
+    from rods_agent.engines.scripted import ScriptedEngine
+    from rods_env.oracle import OracleAgent
+    from rods_env.registry import load_domain
+
+    by_id = {t.id: t for t in tasks}
+    writes = {name: load_domain(name).toolkit.write_names() for name in {t.domain for t in tasks}}
+
+    def make_agent(info: Any) -> Any:
+        task = by_id[info["task_id"]]
+        return OracleAgent(task, writes[task.domain])
+
+    engine = ScriptedEngine(make_agent, chat=chat)
+    config = RolloutConfig(
+        sampling=SamplingParams(max_tokens=max_tokens),
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        batch_size=batch_size,
+    )
+    return run_rollouts(
+        engine,
+        lambda: DomainRouter(max_steps=max_turns),
+        [EpisodeSpec(t) for t in tasks],
+        config,
+    )
+
+
+@dataclass
+class SFTResult:
+    """What a warm start did.
+
+    Attributes:
+        steps: Optimizer steps.
+        transcripts: Transcripts trained on.
+        tokens: Assistant (loss) tokens per epoch.
+        loss_first: Mean loss of the first step.
+        loss_last: Mean loss of the last epoch's steps.
+        seconds: Wall time of the training (collecting the transcripts not included).
+    """
+
+    steps: int
+    transcripts: int
+    tokens: int
+    loss_first: float
+    loss_last: float
+    seconds: float
+
+    def metrics(self) -> dict[str, float]:
+        """As a flat dict of floats (for metrics.jsonl)."""
+        return {k: float(v) for k, v in self.__dict__.items()}
+
+
+def supervised_finetune(
+    model: Any,
+    records: Sequence[EpisodeRecord],
+    *,
+    epochs: int = 1,
+    lr: float = 1e-4,
+    batch_size: int = 4,
+    micro_batch_size: int = 2,
+    max_grad_norm: float = 1.0,
+    seed: int = 0,
+    device: Any = "cpu",
+    on_step: Callable[[int, float], None] | None = None,
+) -> SFTResult:
+    """Fine-tune ``model`` in place on the assistant tokens of ``records``.
+
+    Args:
+        model: A causal LM (a peft model trains its adapters).
+        records: Transcripts with ``token_ids`` and ``assistant_mask``.
+        epochs: Passes over the transcripts (shuffled each epoch by ``seed``).
+        lr: AdamW learning rate (constant).
+        batch_size: Transcripts per optimizer step.
+        micro_batch_size: Transcripts per forward/backward.
+        max_grad_norm: Gradient clipping.
+        seed: Shuffling seed.
+        device: Where the model is.
+        on_step: Called with (step, loss) after each optimizer step.
+
+    Raises:
+        ConfigError: when no transcript has an assistant token.
+    """
+    import torch
+
+    from rods_agent.grpo import Sampling, micro_batches, pad_rows, score_tokens
+
+    rows = [
+        (torch.tensor(r.token_ids, dtype=torch.long), torch.tensor(r.assistant_mask))
+        for r in records
+        if any(r.assistant_mask)
+    ]
+    if not rows:
+        raise ConfigError("no oracle transcript has assistant tokens to train on")
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    rng = random.Random(seed)
+    t0 = time.perf_counter()
+    step, first = 0, float("nan")
+    last_epoch: list[float] = []
+    model.train()
+    for _ in range(epochs):
+        order = list(range(len(rows)))
+        rng.shuffle(order)
+        last_epoch = []
+        for batch in micro_batches(order, batch_size):
+            n_tokens = float(sum(int(rows[i][1].sum()) for i in batch))
+            optimizer.zero_grad(set_to_none=True)
+            total = 0.0
+            for mb in micro_batches(batch, micro_batch_size):
+                ids = pad_rows([rows[i][0] for i in mb], 0, device)
+                attn = pad_rows([torch.ones_like(rows[i][0]) for i in mb], 0, device)
+                mask = pad_rows([rows[i][1] for i in mb], 0, device).float()
+                logp, _ = score_tokens(model, ids, attn, mask, Sampling())
+                loss = -(logp * mask).sum() / n_tokens
+                loss.backward()
+                total += float(loss.item())
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+            optimizer.step()
+            if step == 0:
+                first = total
+            last_epoch.append(total)
+            step += 1
+            if on_step is not None:
+                on_step(step, total)
+    optimizer.zero_grad(set_to_none=True)
+    model.eval()
+    return SFTResult(
+        steps=step,
+        transcripts=len(rows),
+        tokens=sum(int(m.sum()) for _, m in rows),
+        loss_first=first,
+        loss_last=sum(last_epoch) / max(len(last_epoch), 1),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def mean_progress(
+    engine: Any,
+    tasks: Sequence[Task],
+    sampling: SamplingParams,
+    *,
+    max_turns: int,
+    max_tokens: int,
+    seed: int = 0,
+    batch_size: int = 32,
+) -> float:
+    """Mean progress of one seeded episode per task with ``engine``."""
+    specs = [EpisodeSpec(t, sampling_seed=derive_seed(seed, "progress", t.id)) for t in tasks]
+    config = RolloutConfig(
+        sampling=sampling, max_turns=max_turns, max_tokens=max_tokens, batch_size=batch_size
+    )
+    records = run_rollouts(engine, lambda: DomainRouter(max_steps=max_turns), specs, config)
+    return sum(r.progress for r in records) / len(records) if records else 0.0
