@@ -1,4 +1,4 @@
-"""The ``rods`` command line: ``rods demo``, ``rods train``, ``rods eval``, ``rods synth``.
+"""The ``rods`` command line: ``rods demo``, ``rods train``, ``rods eval``, ``rods synth``, ``rods sft``.
 
 Each subcommand lives in its own module, imported only when it runs, so ``rods synth`` does
 not pay for importing torch.
@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("rods_agent.commands.train", "GRPO training with the RODS data engine in the loop"),
     "eval": ("rods_agent.commands.eval", "evaluate a model on a task pool (pass^k, progress)"),
     "synth": ("rods_agent.commands.synth", "grow a validated task pool offline from seed tasks"),
+    "sft": ("rods_agent.commands.sft", "warm-start a model on oracle transcripts of a task pool"),
 }
 
 

@@ -68,6 +68,16 @@ class ModelConfig(Section):
     vllm_sleep: bool = Field(
         True, description="On GPU, put vLLM to sleep during the update to free its memory."
     )
+    reuse_kv: bool = Field(
+        True,
+        description="transformers generator: keep each episode's keys and values between "
+        "turns and share a domain's prompt head, so a turn prefills only its new tokens.",
+    )
+    share_heads: bool = Field(
+        True,
+        description="Learner: run the forward pass of a prompt head that many episodes "
+        "share (a domain's policy and tools) once per micro-step group (same gradient).",
+    )
 
 
 class RolloutSection(Section):

@@ -217,6 +217,7 @@ def score_tokens(
     sampling: Sampling,
     *,
     entropy: bool = False,
+    head: SharedHead | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-probabilities ``[B, T]`` of each token under ``model``'s sampling distribution,
     computed only where ``loss_mask`` is 1 (0 elsewhere).
@@ -225,34 +226,176 @@ def score_tokens(
     (``logits_to_keep``), which keeps the vocabulary-sized tensors small: a conversation's
     prompt and observations are most of its tokens and carry no loss.
 
+    Args:
+        head: Keys and values of the rows' common first tokens (see :class:`SharedHead`);
+            the forward pass then runs on the rest of each row only.
+
     Returns:
         ``(logp, entropy)``; the entropy ``[B, T]`` of the sampling distribution when asked.
     """
     import torch
 
     batch, length = input_ids.shape
-    positions = loss_mask[:, 1:].bool().any(dim=0).nonzero().squeeze(-1)
+    start = head.length if head is not None else 0
+    positions = loss_mask[:, start + 1 :].bool().any(dim=0).nonzero().squeeze(-1)
     logp = torch.zeros((batch, length), dtype=torch.float32, device=input_ids.device)
     ent = torch.zeros_like(logp) if entropy else None
     if positions.numel() == 0:
         return logp, ent
-    out = model(
-        input_ids=input_ids,
-        attention_mask=attention_mask,
-        logits_to_keep=positions,
-        use_cache=False,
-    )
+    rest = input_ids[:, start:]
+    if head is None:
+        out = model(
+            input_ids=rest,
+            attention_mask=attention_mask,
+            logits_to_keep=positions,
+            use_cache=False,
+        )
+    else:
+        out = model(
+            input_ids=rest,
+            attention_mask=attention_mask,
+            position_ids=torch.arange(start, length, device=rest.device).expand(batch, -1),
+            past_key_values=head.cache(batch),
+            logits_to_keep=positions,
+            use_cache=True,
+        )
     logits = out.logits  # [B, n_positions, V]
-    targets = input_ids[:, positions + 1]
+    targets = rest[:, positions + 1]
     scored = sampling_logprobs(
         logits, targets, temperature=sampling.temperature, top_p=sampling.top_p
     )
-    logp = logp.index_copy(1, positions + 1, scored)
+    logp = logp.index_copy(1, start + positions + 1, scored)
     if ent is not None:
         h = sampling_entropy(logits, temperature=sampling.temperature, top_p=sampling.top_p)
-        ent = ent.index_copy(1, positions + 1, h.float())
+        ent = ent.index_copy(1, start + positions + 1, h.float())
     keep = loss_mask.bool()
     return torch.where(keep, logp, torch.zeros_like(logp)), ent
+
+
+MIN_SHARED_HEAD = 256
+"""Fewest common first tokens worth a shared forward pass (a domain's policy and tool
+schemas are thousands)."""
+
+
+class SharedHead:
+    """The keys and values of first tokens that several sequences share (the system prompt
+    and tool schemas of a domain), computed once per step instead of once per sequence.
+
+    With gradients on, the forward pass of the head keeps its graph; the micro-batches use
+    leaf copies of its keys and values, whose gradients add up over micro-batches, and
+    :meth:`backward` pushes the total through the head's graph once. The gradient is the
+    same as running each whole sequence on its own (up to float rounding).
+    """
+
+    def __init__(self, model: Any, token_ids: torch.Tensor, device: Any) -> None:
+        import torch
+
+        self.length = int(token_ids.shape[0])
+        out = model(input_ids=token_ids[None].to(device), use_cache=True, logits_to_keep=1)
+        self._live = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        grad = torch.is_grad_enabled()
+        self.layers = [
+            (k.detach().requires_grad_(grad), v.detach().requires_grad_(grad))
+            for k, v in self._live
+        ]
+
+    def cache(self, batch: int) -> Any:
+        """A cache holding the head for ``batch`` rows (views: no copy)."""
+        from transformers import DynamicCache
+
+        return DynamicCache(
+            ddp_cache_data=[
+                (k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in self.layers
+            ]
+        )
+
+    def backward(self) -> None:
+        """Send the gradients gathered on the head's keys and values through its graph."""
+        import torch
+
+        outputs, grads = [], []
+        for (k, v), (lk, lv) in zip(self._live, self.layers, strict=True):
+            for live, leaf in ((k, lk), (v, lv)):
+                if leaf.grad is not None and live.requires_grad:
+                    outputs.append(live)
+                    grads.append(leaf.grad)
+        if outputs:
+            torch.autograd.backward(outputs, grads)
+        self._live, self.layers = [], []
+
+
+def head_groups(
+    token_rows: Sequence[torch.Tensor], loss_rows: Sequence[torch.Tensor], min_length: int
+) -> list[tuple[int, list[int]]]:
+    """Rows grouped by a common head: ``(head length, row indices)`` per group.
+
+    A row joins the first group whose first row it shares at least ``min_length`` tokens
+    with; the head stops before the group's first loss token (its logits come from the
+    position before). Rows that share nothing long enough get a head of 0.
+    """
+    groups: list[tuple[int, list[int]]] = []
+    for i, (ids, mask) in enumerate(zip(token_rows, loss_rows, strict=True)):
+        nonzero = mask.nonzero()
+        first_loss = int(nonzero[0].item()) if nonzero.numel() else len(ids)
+        placed = False
+        for g, (length, members) in enumerate(groups):
+            lead = token_rows[members[0]]
+            n = min(length, first_loss - 1, len(ids) - 1)
+            if n < min_length:
+                continue
+            same = int((lead[:n] == ids[:n]).long().cumprod(0).sum().item())
+            if same >= min_length:
+                groups[g] = (same, [*members, i])
+                placed = True
+                break
+        if not placed:
+            groups.append((max(0, min(first_loss - 1, len(ids) - 1)), [i]))
+    return [(length if len(m) > 1 and length >= min_length else 0, m) for length, m in groups]
+
+
+def scored_micro_batches(
+    model: Any,
+    token_rows: Sequence[torch.Tensor],
+    loss_rows: Sequence[torch.Tensor],
+    sampling: Sampling,
+    *,
+    micro_batch_size: int,
+    device: Any = "cpu",
+    entropy: bool = False,
+    share_heads: bool = True,
+) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor | None, torch.Tensor]]:
+    """Score rows micro-batch by micro-batch: yields ``(row indices, logp, entropy, mask)``
+    with ``[B, T]`` tensors on ``device``.
+
+    Rows are grouped by their shared head (:func:`head_groups`; a domain's system prompt
+    and tools), whose forward pass runs once per group. A caller training on the scores
+    calls ``backward`` on each micro-batch's loss before asking for the next; the heads'
+    gradients are sent through at the end of each group. Gradient checkpointing disables the
+    sharing (the checkpointed forward does not take a cache).
+    """
+    import torch
+
+    share = share_heads and not getattr(model, "is_gradient_checkpointing", False)
+    groups = (
+        head_groups(token_rows, loss_rows, MIN_SHARED_HEAD)
+        if share
+        else [(0, list(range(len(token_rows))))]
+    )
+    for length, members in groups:
+        head = SharedHead(model, token_rows[members[0]][:length], device) if length else None
+        for mb in micro_batches(members, micro_batch_size):
+            start = head.length if head is not None else 0
+            ids = pad_rows([token_rows[i] for i in mb], 0, device)
+            attn = pad_rows([torch.ones_like(token_rows[i][start:]) for i in mb], 0, device)
+            if head is not None:
+                attn = torch.cat([attn.new_ones((len(mb), start)), attn], dim=1)
+            mask = pad_rows([loss_rows[i] for i in mb], 0, device)
+            logp, ent = score_tokens(model, ids, attn, mask, sampling, entropy=entropy, head=head)
+            yield mb, logp, ent, mask
+        if head is not None:
+            if torch.is_grad_enabled():
+                head.backward()
+            del head
 
 
 def score_sequences(
@@ -262,6 +405,7 @@ def score_sequences(
     *,
     micro_batch_size: int,
     device: Any = "cpu",
+    share_heads: bool = True,
 ) -> list[torch.Tensor]:
     """The model's log-probabilities of each sequence's loss tokens (no gradient, eval mode),
     as ``[T]`` CPU tensors aligned with ``token_ids``."""
@@ -269,20 +413,24 @@ def score_sequences(
 
     was_training = model.training
     model.eval()
-    out: list[torch.Tensor] = []
+    out: list[torch.Tensor | None] = [None] * len(sequences)
     try:
         with torch.no_grad():
-            for mb in micro_batches(sequences, micro_batch_size):
-                ids = pad_rows([s.token_ids for s in mb], 0, device)
-                attn = pad_rows((torch.ones_like(s.token_ids) for s in mb), 0, device)
-                mask = pad_rows((s.loss_mask for s in mb), 0, device)
-                logp, _ = score_tokens(model, ids, attn, mask, sampling)
-                for row, s in enumerate(mb):
-                    out.append(logp[row, : len(s.token_ids)].float().cpu())
+            for mb, logp, _, _ in scored_micro_batches(
+                model,
+                [s.token_ids for s in sequences],
+                [s.loss_mask for s in sequences],
+                sampling,
+                micro_batch_size=micro_batch_size,
+                device=device,
+                share_heads=share_heads,
+            ):
+                for row, i in enumerate(mb):
+                    out[i] = logp[row, : len(sequences[i].token_ids)].float().cpu()
     finally:
         if was_training:
             model.train()
-    return out
+    return [x for x in out if x is not None]
 
 
 @dataclass(frozen=True)
@@ -306,6 +454,7 @@ def grpo_step(
     sampling: Sampling,
     *,
     device: Any = "cpu",
+    share_heads: bool = True,
 ) -> dict[str, float]:
     """One optimizer step of GRPO over ``sequences``, accumulated over micro-batches.
 
@@ -329,14 +478,22 @@ def grpo_step(
     optimizer.zero_grad(set_to_none=True)
     sums = dict.fromkeys(("loss", "pg_loss", "kl", "clipped", "ratio", "entropy", "tis"), 0.0)
     model.train()
-    for mb in micro_batches(seqs, config.micro_batch_size):
-        ids = pad_rows([s.token_ids for s in mb], 0, device)
-        attn = pad_rows((torch.ones_like(s.token_ids) for s in mb), 0, device)
-        mask = pad_rows((s.loss_mask for s in mb), 0, device).float()
-        old = pad_rows((_required(s.old_logp, "old_logp") for s in mb), 0.0, device)
-        eng = pad_rows((s.engine_logp for s in mb), 0.0, device)
-        adv = torch.tensor([s.advantage for s in mb], dtype=torch.float32, device=device)[:, None]
-        logp, ent = score_tokens(model, ids, attn, mask, sampling, entropy=True)
+    for mb, logp, ent, mask in scored_micro_batches(
+        model,
+        [s.token_ids for s in seqs],
+        [s.loss_mask for s in seqs],
+        sampling,
+        micro_batch_size=config.micro_batch_size,
+        device=device,
+        entropy=True,
+        share_heads=share_heads,
+    ):
+        rows = [seqs[i] for i in mb]
+        mask = mask.float()
+        old = pad_rows([_required(s.old_logp, "old_logp") for s in rows], 0.0, device)
+        eng = pad_rows([s.engine_logp for s in rows], 0.0, device)
+        adv = torch.tensor([s.advantage for s in rows], dtype=torch.float32, device=device)
+        adv = adv[:, None]
         pg, was_clipped = clipped_surrogate(
             logp, old, adv, clip_low=config.clip_low, clip_high=config.clip_high
         )
@@ -344,7 +501,7 @@ def grpo_step(
         token_loss = pg * tis
         kl = torch.zeros_like(logp)
         if config.kl_coef > 0:
-            ref = pad_rows((_required(s.ref_logp, "ref_logp") for s in mb), 0.0, device)
+            ref = pad_rows([_required(s.ref_logp, "ref_logp") for s in rows], 0.0, device)
             kl = k3_kl(logp, ref)
             token_loss = token_loss + config.kl_coef * kl
         loss = aggregate_loss(
@@ -353,11 +510,10 @@ def grpo_step(
         loss.backward()
         with torch.no_grad():
             sums["loss"] += float(loss.item())
-            sums["pg_loss"] += float(
-                aggregate_loss(
-                    pg * tis, mask, config.loss_agg, n_tokens=n_tokens, n_sequences=n_seqs
-                ).item()
+            pg_share = aggregate_loss(
+                pg * tis, mask, config.loss_agg, n_tokens=n_tokens, n_sequences=n_seqs
             )
+            sums["pg_loss"] += float(pg_share.item())
             sums["kl"] += float((kl * mask).sum().item())
             sums["clipped"] += float((was_clipped.float() * mask).sum().item())
             sums["ratio"] += float((torch.exp(logp - old) * mask).sum().item())

@@ -27,6 +27,8 @@ import io
 import json
 import logging
 import math
+import os
+import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -234,7 +236,9 @@ class ModelPolicy:
         if mc.engine == "transformers":
             from rods_agent.engines.hf import TransformersEngine
 
-            engine = TransformersEngine(self.learner, self.tokenizer, device=self.device)
+            engine = TransformersEngine(
+                self.learner, self.tokenizer, device=self.device, reuse_kv=mc.reuse_kv
+            )
             self.learner.train()  # the engine switched it to eval; it switches per call
             return engine
         from rods_agent.engines.vllm_engine import VLLMEngine
@@ -282,6 +286,9 @@ class ModelPolicy:
     def _sync_generator(self, engine: Any = None) -> None:
         engine = engine if engine is not None else self.engine
         engine.weights_version = self.weights_version
+        reset_kv = getattr(engine, "reset_kv", None)
+        if callable(reset_kv):  # kept keys and values belong to the old weights
+            reset_kv()
         load = getattr(engine, "load_weights", None)
         if callable(load):
             load(self.generator_state())
@@ -408,7 +415,12 @@ class ModelPolicy:
         for s, lp in zip(
             seqs,
             score_sequences(
-                self.learner, seqs, self.sampling, micro_batch_size=micro, device=self.device
+                self.learner,
+                seqs,
+                self.sampling,
+                micro_batch_size=micro,
+                device=self.device,
+                share_heads=self.config.model.share_heads,
             ),
             strict=True,
         ):
@@ -422,7 +434,7 @@ class ModelPolicy:
         for _ in range(self.config.grpo.epochs):
             step_metrics = grpo_step(
                 self.learner, seqs, self.optimizer, self.loss_config, self.sampling,
-                device=self.device,
+                device=self.device, share_heads=self.config.model.share_heads,
             )  # fmt: skip
         metrics["lr"] = float(self.optimizer.param_groups[0]["lr"])
         self.scheduler.step()
@@ -448,10 +460,20 @@ class ModelPolicy:
         if self.lora:
             with self.learner.disable_adapter():
                 return score_sequences(
-                    self.learner, seqs, self.sampling, micro_batch_size=micro, device=self.device
+                    self.learner,
+                    seqs,
+                    self.sampling,
+                    micro_batch_size=micro,
+                    device=self.device,
+                    share_heads=self.config.model.share_heads,
                 )
         return score_sequences(
-            self.reference, seqs, self.sampling, micro_batch_size=micro, device=self.device
+            self.reference,
+            seqs,
+            self.sampling,
+            micro_batch_size=micro,
+            device=self.device,
+            share_heads=self.config.model.share_heads,
         )
 
     def evaluate(self, tasks: Sequence[Task], *, step: int) -> dict[str, Any]:
@@ -507,6 +529,7 @@ class ModelPolicy:
             micro_batch_size=ws.micro_batch_size,
             seed=self.config.seed,
             device=self.device,
+            share_heads=self.config.model.share_heads,
         )
         self.learner.train()
         self._sync_generator()
@@ -572,6 +595,26 @@ class ModelPolicy:
             torch.cuda.set_rng_state_all(state["cuda_rng"])
         self.weights_version = int(state["weights_version"])
         self._sync_generator()
+
+    def save_model(self, directory: Path) -> Path:
+        """Save the learner as a plain model folder (LoRA merged in) with its tokenizer,
+        loadable as ``model.path``."""
+        directory = Path(directory)
+        model = self.learner
+        if self.lora:
+            model = self.learner.merge_and_unload()
+            self.learner = model
+            self.lora = False
+        # transformers writes the folder file by file: write it aside, then rename it into
+        # place, so a kill never leaves a half-written model where a run would load it.
+        tmp = directory.with_name(f".{directory.name}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        model.save_pretrained(tmp)
+        self.tokenizer.save_pretrained(tmp)
+        if directory.exists():
+            shutil.rmtree(directory)
+        os.replace(tmp, directory)
+        return directory
 
     def close(self) -> None:
         """Release the generator and the models."""

@@ -115,6 +115,7 @@ def supervised_finetune(
     max_grad_norm: float = 1.0,
     seed: int = 0,
     device: Any = "cpu",
+    share_heads: bool = True,
     on_step: Callable[[int, float], None] | None = None,
 ) -> SFTResult:
     """Fine-tune ``model`` in place on the assistant tokens of ``records``.
@@ -129,6 +130,8 @@ def supervised_finetune(
         max_grad_norm: Gradient clipping.
         seed: Shuffling seed.
         device: Where the model is.
+        share_heads: Run a prompt head shared by many transcripts once per step
+            (:func:`rods_agent.grpo.scored_micro_batches`).
         on_step: Called with (step, loss) after each optimizer step.
 
     Raises:
@@ -136,7 +139,7 @@ def supervised_finetune(
     """
     import torch
 
-    from rods_agent.grpo import Sampling, micro_batches, pad_rows, score_tokens
+    from rods_agent.grpo import Sampling, micro_batches, scored_micro_batches
 
     rows = [
         (torch.tensor(r.token_ids, dtype=torch.long), torch.tensor(r.assistant_mask))
@@ -144,7 +147,12 @@ def supervised_finetune(
         if any(r.assistant_mask)
     ]
     if not rows:
-        raise ConfigError("no oracle transcript has assistant tokens to train on")
+        longest = max((len(r.token_ids) for r in records), default=0)
+        raise ConfigError(
+            "no oracle transcript has an assistant token to train on: each was cut before "
+            f"the first reply (the opening prompt alone takes about {longest} tokens; raise "
+            "warm_start.max_tokens)"
+        )
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     rng = random.Random(seed)
@@ -160,12 +168,16 @@ def supervised_finetune(
             n_tokens = float(sum(int(rows[i][1].sum()) for i in batch))
             optimizer.zero_grad(set_to_none=True)
             total = 0.0
-            for mb in micro_batches(batch, micro_batch_size):
-                ids = pad_rows([rows[i][0] for i in mb], 0, device)
-                attn = pad_rows([torch.ones_like(rows[i][0]) for i in mb], 0, device)
-                mask = pad_rows([rows[i][1] for i in mb], 0, device).float()
-                logp, _ = score_tokens(model, ids, attn, mask, Sampling())
-                loss = -(logp * mask).sum() / n_tokens
+            for _, logp, _, mask in scored_micro_batches(
+                model,
+                [rows[i][0] for i in batch],
+                [rows[i][1] for i in batch],
+                Sampling(),
+                micro_batch_size=micro_batch_size,
+                device=device,
+                share_heads=share_heads,
+            ):
+                loss = -(logp * mask.float()).sum() / n_tokens
                 loss.backward()
                 total += float(loss.item())
             torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
@@ -205,3 +217,61 @@ def mean_progress(
     )
     records = run_rollouts(engine, lambda: DomainRouter(max_steps=max_turns), specs, config)
     return sum(r.progress for r in records) / len(records) if records else 0.0
+
+
+# -- ``rods sft`` -----------------------------------------------------------------------------
+def pool_tasks(config: Any) -> list[Task]:
+    """The training pool of a :class:`~rods_agent.config.TrainConfig`: ``data.pool``
+    (``seeds`` or a JSONL file) of every ``env``, in ``data.split``."""
+    from pathlib import Path
+
+    from rods_env.registry import load_domain
+    from rods_env.task import load_tasks
+
+    split = None if config.data.split == "all" else config.data.split
+    tasks: list[Task] = []
+    for env in config.env:
+        domain = load_domain(env)
+        if config.data.pool == "seeds":
+            tasks += domain.seed_tasks(split)
+            continue
+        path = Path(config.data.pool)
+        if not path.is_file():
+            raise ConfigError(f"data.pool: no file '{path}'; use 'seeds' or a JSONL task pool")
+        tasks += [
+            t
+            for t in load_tasks(path)
+            if t.domain == domain.name and (split is None or t.split in (None, split))
+        ]
+    if not tasks:
+        raise ConfigError(f"no tasks in data.pool '{config.data.pool}' for {config.env}")
+    return tasks
+
+
+def run_sft(config: Any, out: Any) -> dict[str, Any]:
+    """``rods sft``: warm-start the configured model on oracle transcripts of the training
+    pool, and save it as a model folder.
+
+    Writes ``<out>/model`` (weights and tokenizer: use it as ``model.path``),
+    ``<out>/sft.json`` (what the warm start measured) and ``<out>/config.yaml``.
+
+    Returns:
+        The warm start's metrics (see :meth:`ModelPolicy.warm_start`).
+    """
+    from pathlib import Path
+
+    from rods_agent.config import config_yaml
+    from rods_agent.model_policy import ModelPolicy
+    from rods_env.fileio import atomic_write, write_json
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "config.yaml", config_yaml(config))
+    policy = ModelPolicy(config, out)
+    try:
+        metrics = policy.warm_start(pool_tasks(config))
+        policy.save_model(out / "model")
+    finally:
+        policy.close()
+    write_json(out / "sft.json", metrics)
+    return metrics

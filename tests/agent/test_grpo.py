@@ -238,3 +238,49 @@ def test_the_importance_weight_scales_the_policy_gradient():
         )
     assert torch.allclose(deltas[1.5], 1.5 * deltas[1.0], atol=1e-6)
     assert torch.allclose(deltas[2.0], 2.0 * deltas[1.0], atol=1e-6)
+
+
+def test_a_shared_head_is_computed_once_and_changes_nothing(monkeypatch):
+    import rods_agent.grpo as grpo
+
+    monkeypatch.setattr(grpo, "MIN_SHARED_HEAD", 5)
+    g = torch.Generator().manual_seed(7)
+    heads = [torch.randint(0, 50, (9,), generator=g), torch.randint(0, 50, (7,), generator=g)]
+    seqs = _sequences(6, seed=8)
+    for i, s in enumerate(seqs):  # two domains: two system prompts
+        s.token_ids = torch.cat([heads[i % 2], s.token_ids])
+        s.loss_mask = torch.cat([torch.zeros(len(heads[i % 2]), dtype=torch.long), s.loss_mask])
+        s.engine_logp = torch.cat([torch.zeros(len(heads[i % 2])), s.engine_logp])
+    groups = grpo.head_groups([s.token_ids for s in seqs], [s.loss_mask for s in seqs], 5)
+    assert sorted(m for _, m in groups) == [[0, 2, 4], [1, 3, 5]]
+    assert all(length >= 7 for length, _ in groups)
+    sampling = Sampling(temperature=0.8)
+    base, results = _model(5), []
+    calls = []
+    for share in (True, False):
+        model = copy.deepcopy(base)
+        original = model.forward
+
+        def counting(*args, _orig=original, share=share, **kw):
+            calls.append((share, kw["input_ids"].shape, kw.get("past_key_values") is not None))
+            return _orig(*args, **kw)
+
+        model.forward = counting
+        scored = score_sequences(model, seqs, sampling, micro_batch_size=2, share_heads=share)
+        for s, lp in zip(seqs, scored, strict=True):
+            s.old_logp = lp
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        cfg = LossConfig(micro_batch_size=2, max_grad_norm=1e9)
+        metrics = grpo_step(model, seqs, opt, cfg, sampling, share_heads=share)
+        results.append((scored, model, metrics))
+    (s1, m1, r1), (s2, m2, r2) = results
+    for a, b in zip(s1, s2, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+    for p1, p2 in zip(m1.parameters(), m2.parameters(), strict=True):
+        assert torch.allclose(p1, p2, atol=1e-5)
+    assert r1["loss"] == pytest.approx(r2["loss"], rel=1e-5)
+    # With sharing, micro-batches run on the rows' own tokens only, after one pass per head.
+    rest = [shape[1] for share, shape, past in calls if share and past]
+    whole = [shape[1] for share, shape, past in calls if not share]
+    assert max(rest) < max(whole)
+    assert sum(1 for share, _, past in calls if share and not past) == 4  # 2 heads x 2 passes
