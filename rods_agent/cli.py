@@ -1,4 +1,5 @@
-"""The ``rods`` command line: ``rods demo``, ``rods train``, ``rods eval``, ``rods synth``, ``rods sft``.
+"""The ``rods`` command line: ``rods demo``, ``rods train``, ``rods report``, ``rods eval``,
+``rods synth``, ``rods sft``.
 
 Each subcommand lives in its own module, imported only when it runs, so ``rods synth`` does
 not pay for importing torch.
@@ -20,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "oracle and baselines on a seed split: success and progress",
     ),
     "train": ("rods_agent.commands.train", "GRPO training with the RODS data engine in the loop"),
+    "report": ("rods_agent.commands.report", "plots and a summary of training runs, side by side"),
     "eval": ("rods_agent.commands.eval", "evaluate a model on a task pool (pass^k, progress)"),
     "synth": ("rods_agent.commands.synth", "grow a validated task pool offline from seed tasks"),
     "sft": ("rods_agent.commands.sft", "warm-start a model on oracle transcripts of a task pool"),

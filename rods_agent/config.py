@@ -12,13 +12,16 @@ is one :class:`~rods_env.errors.ConfigError` line naming it::
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rods_env.errors import ConfigError
+
+SynthMode = Literal["resample", "expand"]
+SYNTH_MODES: tuple[SynthMode, ...] = ("resample", "expand")
 
 
 class Section(BaseModel):
@@ -146,48 +149,102 @@ class GRPOConfig(Section):
 class DataConfig(Section):
     """The RODS data engine: boundary detection, the replay buffer, synthesis in the loop."""
 
-    pool: str = Field("seeds", description="Starting pool: 'seeds' or a JSONL task pool.")
+    pool: str = Field(default="seeds", description="Starting pool: 'seeds' or a JSONL task pool.")
     split: Literal["train", "test", "all"] = Field(
-        "train", description="Split of the starting pool trained on."
+        default="train", description="Split of the starting pool trained on."
     )
-    capacity: int = Field(800, ge=1, description="Active pool capacity C.")
+    capacity: int = Field(
+        default=800,
+        ge=1,
+        description="Active pool capacity C (mode rods; static and filter use the "
+        "whole starting pool).",
+    )
     mastered: float = Field(
-        0.9, ge=0.0, le=1.0, description="Group mean progress at or above this: mastered."
+        default=0.85,
+        ge=0.0,
+        le=1.0,
+        description="Group mean reward at or above this: mastered (0.85 counts 7 of 8 "
+        "successes, 14 of 16).",
     )
     hard: float = Field(
-        0.1, ge=0.0, le=1.0, description="Group mean progress at or below this: hard."
+        default=0.1, ge=0.0, le=1.0, description="Group mean reward at or below this: hard."
     )
     min_std: float = Field(
-        1e-6, ge=0.0, description="A group whose reward std is not above this has no signal."
+        default=1e-6,
+        ge=0.0,
+        description="A group whose reward std is not above this has no signal.",
     )
-    mastered_k: int = Field(3, ge=1, description="Mastered this many visits in a row: retired.")
-    hard_m: int = Field(3, ge=1, description="Hard this many visits in a row: parked.")
-    park_steps: int = Field(50, ge=1, description="Steps a parked task waits before a retry.")
+    mastered_k: int = Field(
+        default=3, ge=1, description="Mastered this many visits in a row: retired."
+    )
+    hard_m: int = Field(default=3, ge=1, description="Hard this many visits in a row: parked.")
+    park_steps: int = Field(
+        default=50,
+        ge=1,
+        description="Steps a parked task waits before a retry (doubled each time "
+        "the same task is parked again).",
+    )
     max_age: int = Field(
-        0, ge=0, description="Steps after which a synthesized task is retired (0: no limit)."
+        default=0,
+        ge=0,
+        description="Steps after its admission at which a synthesized task is "
+        "retired (0: no limit).",
     )
     admit_per_step: int = Field(
-        8, ge=0, description="Synthesized candidates admitted to the active pool per step."
+        default=8, ge=0, description="Synthesized candidates admitted to the active pool per step."
     )
     p_max: float = Field(
-        0.5, ge=0.0, le=1.0, description="Cap on the synthesized share of the active pool."
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Cap on synthesized tasks in the active pool, as a share of its capacity C.",
     )
     confirm_visits: int = Field(
-        1, ge=1, description="Visits a new task gets to confirm it sits at the boundary."
+        default=1, ge=1, description="Visits a new task gets to confirm it sits at the boundary."
+    )
+    max_candidates: int = Field(
+        default=32,
+        ge=0,
+        description="Synthesized candidates waiting for admission at most; synthesis "
+        "pauses while this many wait.",
     )
     synth_per_boundary: int = Field(
-        2, ge=0, description="Variants synthesized around each boundary task per step."
+        default=2,
+        ge=0,
+        description="Variants synthesized around each boundary task per step and mode.",
     )
-    synth_modes: list[Literal["resample", "expand"]] = Field(
-        default_factory=lambda: ["resample", "expand"],
+    synth_modes: list[SynthMode] = Field(
+        default_factory=lambda: list(SYNTH_MODES),
         description="Synthesis modes used around boundary tasks.",
     )
-    synth_augment: list[str] = Field(
-        default_factory=list, description="Augmentations applied to synthesized variants."
+    synth_augment: list[
+        Literal["missing_parameter", "missing_function", "long_context", "distractor"]
+    ] = Field(default_factory=list, description="Augmentations applied to synthesized variants.")
+    expand_mastered: bool = Field(
+        default=True,
+        description="When a task is retired as mastered, synthesize its harder neighbours "
+        "(expand), so the curriculum climbs past what the policy has learned.",
+    )
+    synth_attempts: int = Field(
+        default=3,
+        ge=1,
+        description="Tries per wanted variant before the synthesizer gives up on it.",
     )
     variance_weight: float = Field(
-        1.0, ge=0.0, description="How strongly sampling favours tasks of recent high variance."
+        default=4.0,
+        ge=0.0,
+        description="Sampling weight of a task is 1 + this x its recent reward "
+        "variance (scaled to [0, 1]); mode rods only.",
     )
+    history: int = Field(default=16, ge=1, description="Visits kept in each task's zone history.")
+
+    @model_validator(mode="after")
+    def _ordered_thresholds(self) -> DataConfig:
+        if self.hard >= self.mastered:
+            raise ValueError(
+                f"data.hard ({self.hard}) must be below data.mastered ({self.mastered})"
+            )
+        return self
 
 
 class LogConfig(Section):
@@ -223,6 +280,36 @@ class WarmStartConfig(Section):
     )
 
 
+class SimulatedConfig(Section):
+    """The simulated learner (policy: simulated): a stand-in for a model, not a model."""
+
+    initial_logit: float = Field(
+        default=2.0,
+        description="Mean, over skills, of the per-action success logit before training.",
+    )
+    skill_spread: float = Field(
+        default=1.5, ge=0.0, description="Spread (std) of the skills' initial logits."
+    )
+    task_spread: float = Field(
+        default=0.5,
+        ge=0.0,
+        description="Spread (std) of a task's fixed logit offset: tasks of one "
+        "structure differ in difficulty by their entities.",
+    )
+    skill_lr: float = Field(
+        default=1.0,
+        ge=0.0,
+        description="Logit gained by a skill per unit of group reward std in an "
+        "update (averaged over the update's groups).",
+    )
+    signature_lr: float = Field(
+        default=2.0,
+        ge=0.0,
+        description="Logit gained by one skill-and-signature structure per unit of "
+        "group reward std in an update.",
+    )
+
+
 class TrainConfig(Section):
     """Everything ``rods train`` needs. Top-level keys: what to run, where and how long."""
 
@@ -249,9 +336,7 @@ class TrainConfig(Section):
     data: DataConfig = Field(default_factory=DataConfig)
     log: LogConfig = Field(default_factory=LogConfig)
     warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig)
-    simulated: dict[str, Any] = Field(
-        default_factory=dict, description="Options of the simulated learner (policy: simulated)."
-    )
+    simulated: SimulatedConfig = Field(default_factory=SimulatedConfig)
 
 
 def _known_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
@@ -264,13 +349,15 @@ def _known_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
     return keys
 
 
-def _error_line(exc: ValidationError, data: Mapping[str, Any]) -> str:
+def _error_line(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "config"
     if first["type"] == "extra_forbidden":
         close = difflib.get_close_matches(where, _known_keys(TrainConfig), n=1, cutoff=0.6)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         return f"{where}: unknown key{hint}"
+    if first["type"] == "value_error":  # a model validator's own, complete message
+        return str(first["msg"]).removeprefix("Value error, ")
     got = first.get("input")
     shown = repr(got)
     if len(shown) > 60:
@@ -330,7 +417,7 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     try:
         return TrainConfig.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_error_line(exc, merged)) from None
+        raise ConfigError(_error_line(exc)) from None
 
 
 def config_yaml(config: TrainConfig) -> str:
@@ -340,15 +427,26 @@ def config_yaml(config: TrainConfig) -> str:
     return OmegaConf.to_yaml(OmegaConf.create(config.model_dump(mode="json")))
 
 
-def describe_config(model: type[BaseModel] = TrainConfig, prefix: str = "") -> list[str]:
-    """One ``key: default  # help`` line per field, sections expanded (for ``--show-config``)."""
+def describe_config(
+    model: type[BaseModel] = TrainConfig, prefix: str = "", *, values: BaseModel | None = None
+) -> list[str]:
+    """One ``key: value  # help`` line per field, sections expanded (for ``--show-config``).
+
+    Args:
+        model: The section to describe.
+        prefix: Indentation of its lines.
+        values: A configuration whose values are shown (default: the defaults).
+    """
+    if values is not None:
+        model = type(values)
     lines = []
     for name, field in model.model_fields.items():
         ann = field.annotation
+        current = getattr(values, name) if values is not None else None
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             lines.append(f"{prefix}{name}:  # {ann.__doc__.splitlines()[0] if ann.__doc__ else ''}")
-            lines.extend(describe_config(ann, prefix + "  "))
+            lines.extend(describe_config(ann, prefix + "  ", values=current))
             continue
-        default = field.get_default(call_default_factory=True)
-        lines.append(f"{prefix}{name}: {default!r}  # {field.description or ''}")
+        shown = current if values is not None else field.get_default(call_default_factory=True)
+        lines.append(f"{prefix}{name}: {shown!r}  # {field.description or ''}")
     return lines

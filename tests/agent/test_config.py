@@ -71,3 +71,18 @@ def test_every_field_is_described():
     assert any(line.startswith("  lr: ") for line in lines)
     undocumented = [line for line in lines if line.rstrip().endswith("#")]
     assert not undocumented
+
+
+def test_simulated_learner_section_is_typed():
+    config = load_config(None, ["policy=simulated", "simulated.skill_lr=0.25"])
+    assert config.simulated.skill_lr == 0.25
+    with pytest.raises(ConfigError, match=r"^simulated\.skill_lr: "):
+        load_config(None, ["simulated.skill_lr=fast"])
+    with pytest.raises(ConfigError, match=r"^simulated\.skil_lr: unknown key"):
+        load_config(None, ["simulated.skil_lr=1"])
+
+
+def test_zone_thresholds_must_be_ordered():
+    with pytest.raises(ConfigError) as info:
+        load_config(None, ["data.hard=0.95"])
+    assert str(info.value) == "data.hard (0.95) must be below data.mastered (0.85)"

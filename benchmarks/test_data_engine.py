@@ -1,0 +1,142 @@
+"""The data engine on the simulated learner: the three modes side by side, and its cost.
+
+``test_three_modes`` trains ``configs/simulated.yaml`` for 300 steps in each mode (static,
+filter, rods) and checks the RODS target against what it measures: after ``static``'s
+effective group ratio falls below 0.3 (trailing 25-step mean), does ``rods`` hold at least
+0.8? It prints the table of :func:`rods_agent.report.report_markdown`, writes the run
+folders and plots under ``$RODS_BENCH_OUT`` (default: a temporary folder), and records the
+numbers in the benchmark's ``extra_info``. The target is reported, not asserted: the
+simulation decides it, and docs/training.md records the outcome.
+
+``test_learner_sensitivity`` (only with ``RODS_BENCH_SWEEP=1``: ~5 minutes) repeats static
+and rods under other learner assumptions, to show what the outcome depends on.
+
+``test_engine_step_cost`` times one ``sample`` + ``observe`` of the engine (no synthesis)
+on a pool of 800 tasks.
+
+Run: ``pytest benchmarks/test_data_engine.py --benchmark-only -s``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from rods_agent.config import DataConfig, load_config
+from rods_agent.data import DataEngine, GroupResult
+from rods_agent.report import compare, load_run, make_report, report_markdown, summarize
+from rods_agent.train import train
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "configs" / "simulated.yaml"
+QUIET = ["log.progress=false", "log.tensorboard=false", "log.checkpoint_every=0"]
+
+
+def _out() -> Path:
+    base = os.environ.get("RODS_BENCH_OUT")
+    return Path(base) if base else Path(tempfile.mkdtemp(prefix="rods-bench-"))
+
+
+def _run(out: Path, mode: str, *overrides: str) -> Path:
+    folder = out / mode
+    if (folder / "metrics.jsonl").exists():
+        import shutil
+
+        shutil.rmtree(folder)
+    train(load_config(CONFIG, [f"mode={mode}", f"out={folder}", *QUIET, *overrides]))
+    return folder
+
+
+def test_three_modes(benchmark):
+    out = _out()
+    seconds: dict[str, float] = {}
+
+    def run() -> None:
+        for mode in ("static", "filter", "rods"):
+            start = time.perf_counter()
+            _run(out, mode)
+            seconds[mode] = time.perf_counter() - start
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    runs = [load_run(out / m) for m in ("static", "filter", "rods")]
+    make_report([r.path for r in runs], out / "report")
+    verdict = compare(runs[0], runs[2])
+    print()
+    print(report_markdown(runs))
+    print("wall seconds per mode:", {k: round(v, 1) for k, v in seconds.items()})
+    print("plots:", out / "report")
+    benchmark.extra_info.update(
+        {
+            "summaries": [summarize(r) for r in runs],
+            "target": verdict,
+            "seconds": seconds,
+        }
+    )
+    assert all(len(r.rows) == 300 or r.mode == "rods" for r in runs)
+
+
+SWEEP = {
+    "as configured": [],
+    "half the learning rate": ["simulated.skill_lr=0.5", "simulated.signature_lr=1.0"],
+    "no skill-wide transfer": ["simulated.skill_lr=0.0"],
+    "no skill-wide transfer, twice the rate": [
+        "simulated.skill_lr=0.0",
+        "simulated.signature_lr=4",
+    ],
+    "entity spread 1.5": ["simulated.task_spread=1.5"],
+    "no in-loop augmentation": ["data.synth_augment=[]"],
+}
+
+
+@pytest.mark.skipif(not os.environ.get("RODS_BENCH_SWEEP"), reason="set RODS_BENCH_SWEEP=1")
+def test_learner_sensitivity(benchmark):
+    out = _out()
+    lines = [
+        "| assumption | static falls below 0.3 at | rods after it | rods last 25 | "
+        "static last 25 | rods test progress | static test progress |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+
+    def run() -> None:
+        for name, overrides in SWEEP.items():
+            folder = out / name.replace(" ", "-")
+            static = load_run(_run(folder, "static", *overrides))
+            rods = load_run(_run(folder, "rods", *overrides))
+            c = compare(static, rods)
+            s, r = summarize(static), summarize(rods)
+            after = "-" if c["rods_ratio_after"] is None else f"{c['rods_ratio_after']:.3f}"
+            lines.append(
+                f"| {name} | {c['static_fell_at'] if c['static_fell_at'] is not None else 'never'}"
+                f" | {after} | {r['ratio_last']:.3f} | {s['ratio_last']:.3f} | "
+                f"{r['eval_progress_last']:.3f} | {s['eval_progress_last']:.3f} |"
+            )
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    print()
+    print("\n".join(lines))
+    benchmark.extra_info["table"] = lines
+
+
+def test_engine_step_cost(benchmark):
+    from rods_env.registry import load_domain
+
+    tasks = [t for d in ("retail", "airline") for t in load_domain(d).seed_tasks()]
+    pool = [t.model_copy(update={"id": f"{t.id}-{i}"}) for i in range(4) for t in tasks][:800]
+    engine = DataEngine(DataConfig(synth_per_boundary=0), mode="rods", tasks=pool, seed=0)
+    rng = random.Random(0)
+    step = [0]
+
+    def one_step() -> None:
+        batch = engine.sample(64, step=step[0])
+        groups = [
+            GroupResult(t.id, tuple(float(rng.random() < 0.5) for _ in range(16))) for t in batch
+        ]
+        engine.observe(groups, step=step[0])
+        step[0] += 1
+
+    benchmark(one_step)

@@ -1,0 +1,384 @@
+"""``rods report``: plots and a summary of one or more training runs, side by side.
+
+Reads each run directory's ``metrics.jsonl`` and ``config.yaml`` (see
+:mod:`rods_agent.train`) and draws, with matplotlib:
+
+- ``reward.png``: reward and progress per step (and test-split progress when evaluated);
+- ``effective_group_ratio.png``: the share of groups with a reward variance, one line per
+  run (labelled by mode), with the 0.3 and 0.8 marks of the RODS target;
+- ``zones.png``: the zones of each step's groups over time, one panel per run;
+- ``pool.png``: the active pool by synthesis generation over time, one panel per run;
+- ``variance.png``: the mean reward variance of each zone's groups over time.
+
+``report.md`` holds the numbers (and, given a ``static`` and a ``rods`` run, whether rods
+held an effective group ratio of at least 0.8 after static fell below 0.3). Runs of the
+simulated learner are labelled as such in every title and table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rods_env.errors import ConfigError
+from rods_env.fileio import atomic_write, read_jsonl
+
+ZONE_COLORS = {"mastered": "#4c9a5b", "boundary": "#e0a030", "hard": "#c0504d"}
+FELL_BELOW = 0.3
+HOLDS = 0.8
+
+
+@dataclass
+class Run:
+    """One run directory's metrics and settings.
+
+    Attributes:
+        path: The run directory.
+        rows: Its metrics lines, ordered by step.
+        config: Its resolved configuration (as a plain dict; empty when missing).
+    """
+
+    path: Path
+    rows: list[dict[str, Any]]
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        """The run's mode (static, filter or rods)."""
+        return str(self.config.get("mode") or (self.rows[0].get("mode") if self.rows else "?"))
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the run used the simulated learner instead of a model."""
+        policy = self.config.get("policy") or (self.rows[0].get("policy") if self.rows else "")
+        return policy == "simulated"
+
+    @property
+    def label(self) -> str:
+        """``mode (folder)``."""
+        return f"{self.mode} ({self.path.name})"
+
+    def series(self, *keys: str) -> list[float | None]:
+        """One value per step, following nested ``keys`` (None where missing)."""
+        out: list[float | None] = []
+        for row in self.rows:
+            value: Any = row
+            for key in keys:
+                value = value.get(key) if isinstance(value, Mapping) else None
+            out.append(float(value) if isinstance(value, (int, float)) else None)
+        return out
+
+    @property
+    def stopped_early(self) -> int | None:
+        """The step at which the run stopped before its configured steps (its pool was
+        exhausted), or None."""
+        planned = self.config.get("steps")
+        done = self.rows[-1]["step"] + 1
+        return done if isinstance(planned, int) and done < planned else None
+
+    @property
+    def steps(self) -> list[int]:
+        """The step of each row."""
+        return [int(r["step"]) for r in self.rows]
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a run directory.
+
+    Raises:
+        ConfigError: when it is not a run directory or has no metrics yet.
+    """
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    path = Path(path)
+    metrics = path / "metrics.jsonl"
+    if not metrics.exists():
+        raise ConfigError(f"{path}: not a training run (no metrics.jsonl)")
+    rows = sorted(
+        (r for r in read_jsonl(metrics) if isinstance(r.get("step"), int)), key=lambda r: r["step"]
+    )
+    if not rows:
+        raise ConfigError(f"{metrics}: no steps recorded yet")
+    config: dict[str, Any] = {}
+    saved = path / "config.yaml"
+    if saved.exists():
+        try:
+            loaded = OmegaConf.to_container(OmegaConf.load(saved))
+        except (OmegaConfBaseException, ValueError, OSError) as exc:
+            raise ConfigError(f"{saved}: unreadable ({str(exc).splitlines()[0]})") from None
+        config = {str(k): v for k, v in loaded.items()} if isinstance(loaded, dict) else {}
+    return Run(path, rows, config)
+
+
+def rolling(values: Sequence[float | None], window: int) -> list[float | None]:
+    """Trailing mean over the last ``window`` present values (None until one is seen)."""
+    out: list[float | None] = []
+    recent: list[float] = []
+    for v in values:
+        if v is not None:
+            recent.append(v)
+            if len(recent) > window:
+                recent.pop(0)
+        out.append(sum(recent) / len(recent) if recent else None)
+    return out
+
+
+def _plottable(values: Sequence[float | None]) -> list[float]:
+    """Missing values as NaN (matplotlib leaves a gap)."""
+    return [math.nan if v is None else v for v in values]
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def summarize(run: Run, window: int = 25) -> dict[str, Any]:
+    """The numbers of one run: ratios early and late, when it fell below 0.3, time shares."""
+    ratio = run.series("effective_group_ratio")
+    smooth = rolling(ratio, window)
+    fell = next(
+        (
+            s
+            for s, i, v in zip(run.steps, range(len(smooth)), smooth, strict=True)
+            if i + 1 >= window and v is not None and v < FELL_BELOW
+        ),
+        None,
+    )
+    evals = [(r["step"], r["eval"]) for r in run.rows if isinstance(r.get("eval"), Mapping)]
+    step_time = [v or 0.0 for v in run.series("time", "step")]
+    data_time = [
+        (a or 0.0) + (b or 0.0)
+        for a, b in zip(run.series("time", "engine"), run.series("time", "synthesis"), strict=True)
+    ]
+    total = sum(step_time)
+    return {
+        "run": str(run.path),
+        "mode": run.mode,
+        "simulated": run.simulated,
+        "steps": len(run.rows),
+        "stopped_early_at": run.stopped_early,
+        "ratio_first": _mean(ratio[:window]),
+        "ratio_last": _mean(ratio[-window:]),
+        "fell_below_0.3_at": fell,
+        "reward_last": _mean(run.series("reward")[-window:]),
+        "progress_last": _mean(run.series("progress")[-window:]),
+        "eval_progress_last": evals[-1][1].get("progress") if evals else None,
+        "synthesized_accepted": int(sum(v or 0 for v in run.series("synthesized", "accepted"))),
+        "pool_last": run.rows[-1].get("pool", {}).get("active"),
+        "data_engine_time_share": sum(data_time) / total if total > 0 else None,
+    }
+
+
+def compare(static: Run, rods: Run, window: int = 25) -> dict[str, Any]:
+    """The RODS target: after ``static``'s rolling ratio falls below 0.3, does ``rods``
+    hold a ratio of at least 0.8?
+
+    Returns:
+        ``static_fell_at`` (the step, or None), ``rods_ratio_after`` (rods' mean ratio over
+        the steps from then on), ``rods_min_rolling_after`` (its lowest rolling mean then)
+        and ``holds`` (True, False, or None when static never fell below 0.3).
+    """
+    fell = summarize(static, window)["fell_below_0.3_at"]
+    if fell is None:
+        return {
+            "static_fell_at": None,
+            "rods_steps_after": 0,
+            "rods_ratio_after": None,
+            "rods_min_rolling_after": None,
+            "holds": None,
+        }
+    ratio = rods.series("effective_group_ratio")
+    after = [v for s, v in zip(rods.steps, ratio, strict=True) if s >= fell]
+    smooth = [v for s, v in zip(rods.steps, rolling(ratio, window), strict=True) if s >= fell]
+    mean_after = _mean(after)
+    return {
+        "static_fell_at": fell,
+        "rods_steps_after": len(after),
+        "rods_ratio_after": mean_after,
+        "rods_min_rolling_after": min((v for v in smooth if v is not None), default=None),
+        "holds": mean_after is not None and mean_after >= HOLDS,
+    }
+
+
+def make_report(paths: Sequence[str | Path], out: str | Path, *, window: int = 10) -> list[Path]:
+    """Draw the plots and write ``report.md`` for the runs in ``paths``.
+
+    Args:
+        paths: Run directories.
+        out: Folder for the PNGs and ``report.md``.
+        window: Steps averaged in the plotted curves.
+
+    Returns:
+        The files written.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [load_run(p) for p in paths]
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    suffix = " (simulated learner)" if any(r.simulated for r in runs) else ""
+    written = []
+
+    def save(fig: Any, name: str) -> None:
+        path = out / name
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
+    for i, run in enumerate(runs):
+        color = f"C{i}"
+        for ax, key in zip(axes[0], ("reward", "progress"), strict=True):
+            ax.plot(
+                run.steps,
+                _plottable(rolling(run.series(key), window)),
+                color=color,
+                label=run.label,
+            )
+        evals = [(r["step"], r["eval"].get("progress")) for r in run.rows if "eval" in r]
+        evals = [(s, v) for s, v in evals if isinstance(v, (int, float))]
+        if evals:
+            axes[0][1].plot(
+                *zip(*evals, strict=True), "o--", color=color, ms=3, label=f"{run.label}: test"
+            )
+    for ax, key in zip(axes[0], ("reward", "progress"), strict=True):
+        ax.set(title=f"{key} per step{suffix}", xlabel="step", ylim=(0, 1.02))
+        ax.legend(fontsize=7)
+    save(fig, "reward.png")
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, run in enumerate(runs):
+        ax.plot(
+            run.steps,
+            _plottable(rolling(run.series("effective_group_ratio"), window)),
+            color=f"C{i}",
+            label=run.label,
+        )
+    ax.axhline(HOLDS, color="grey", ls=":", lw=1)
+    ax.axhline(FELL_BELOW, color="grey", ls="--", lw=1)
+    ax.set(
+        title=f"effective group ratio by mode{suffix}",
+        xlabel="step",
+        ylabel=f"groups with variance ({window}-step mean)",
+        ylim=(0, 1.02),
+    )
+    ax.legend(fontsize=8)
+    save(fig, "effective_group_ratio.png")
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 3.6), squeeze=False)
+    for ax, run in zip(axes[0], runs, strict=True):
+        stacks = [rolling(run.series("zones", z), window) for z in ZONE_COLORS]
+        ax.stackplot(
+            run.steps,
+            *[[v or 0.0 for v in s] for s in stacks],
+            labels=list(ZONE_COLORS),
+            colors=list(ZONE_COLORS.values()),
+        )
+        ax.set(title=f"zones: {run.label}", xlabel="step", ylabel="groups per step")
+        ax.legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"zones over time{suffix}")
+    save(fig, "zones.png")
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 3.6), squeeze=False)
+    for ax, run in zip(axes[0], runs, strict=True):
+        generations = sorted(
+            {g for r in run.rows for g in r.get("pool", {}).get("generations", {})}, key=int
+        )
+        layers = [
+            [float(r.get("pool", {}).get("generations", {}).get(g, 0)) for r in run.rows]
+            for g in generations
+        ]
+        if layers:
+            ax.stackplot(run.steps, *layers, labels=[f"gen {g}" for g in generations])
+        parked = run.series("pool", "parked")
+        ax.plot(run.steps, [v or 0.0 for v in parked], "k--", lw=1, label="parked")
+        ax.set(title=f"pool: {run.label}", xlabel="step", ylabel="active tasks")
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"pool composition by generation{suffix}")
+    save(fig, "pool.png")
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), squeeze=False)
+    for ax, zone in zip(axes[0], ZONE_COLORS, strict=True):
+        for i, run in enumerate(runs):
+            ax.plot(
+                run.steps,
+                _plottable(rolling(run.series("variance", zone), window)),
+                color=f"C{i}",
+                label=run.label,
+            )
+        ax.set(title=f"{zone}: mean reward variance", xlabel="step", ylim=(0, 0.26))
+        ax.legend(fontsize=7)
+    fig.suptitle(f"variance by zone{suffix}")
+    save(fig, "variance.png")
+
+    path = out / "report.md"
+    atomic_write(path, report_markdown(runs))
+    written.append(path)
+    return written
+
+
+def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
+    """The summary table of the runs (and the RODS target when static and rods are given)."""
+    simulated = any(r.simulated for r in runs)
+    lines = [
+        "# Training report" + (" (simulated learner: no model was trained)" if simulated else "")
+    ]
+    lines += [
+        "",
+        f"Ratios are means over the first / last {window} steps; 'fell below 0.3' is the first "
+        f"step whose trailing {window}-step mean ratio is under 0.3.",
+        "",
+        "| run | mode | steps | ratio first | ratio last | fell below 0.3 | reward last | "
+        "test progress | synthesized | pool | data engine time |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+
+    def fmt(v: Any, pct: bool = False) -> str:
+        if v is None:
+            return "-"
+        if isinstance(v, float):
+            return f"{100 * v:.1f}%" if pct else f"{v:.3f}"
+        return str(v)
+
+    for run in runs:
+        s = summarize(run, window)
+        lines.append(
+            f"| {run.path.name} | {s['mode']} | {s['steps']} | {fmt(s['ratio_first'])} | "
+            f"{fmt(s['ratio_last'])} | {fmt(s['fell_below_0.3_at'])} | {fmt(s['reward_last'])} | "
+            f"{fmt(s['eval_progress_last'])} | {s['synthesized_accepted']} | {fmt(s['pool_last'])} | "
+            f"{fmt(s['data_engine_time_share'], pct=True)} |"
+        )
+    for run in runs:
+        if run.stopped_early is not None:
+            lines.append(
+                f"\n{run.path.name} stopped at step {run.stopped_early} of "
+                f"{run.config.get('steps')}: its pool was exhausted (every task retired or "
+                "parked as hard)."
+            )
+    statics = [r for r in runs if r.mode == "static"]
+    rods = [r for r in runs if r.mode == "rods"]
+    if statics and rods:
+        c = compare(statics[0], rods[0], window)
+        lines += ["", "## Target: rods holds a ratio >= 0.8 after static falls below 0.3", ""]
+        if c["static_fell_at"] is None:
+            lines.append(f"static ({statics[0].path.name}) never fell below 0.3: not measurable.")
+        else:
+            verdict = "met" if c["holds"] else "missed"
+            if rods[0].stopped_early is not None and rods[0].stopped_early <= c["static_fell_at"]:
+                verdict = "missed (rods had stopped: its pool was exhausted)"
+            lines.append(
+                f"static fell below 0.3 at step {c['static_fell_at']}; over the "
+                f"{c['rods_steps_after']} steps from then on rods averaged "
+                f"{fmt(c['rods_ratio_after'])} (lowest {window}-step mean "
+                f"{fmt(c['rods_min_rolling_after'])}): target {verdict}."
+            )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,81 @@
+"""``rods report``: the RODS target computed from metrics, plots of several runs, errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rods_agent import cli
+from rods_agent.report import Run, compare, make_report, report_markdown, rolling, summarize
+from rods_env.fileio import write_jsonl
+
+
+def run_of(mode: str, ratios: list[float], steps: int | None = None) -> Run:
+    rows = [
+        {
+            "step": i,
+            "mode": mode,
+            "policy": "simulated",
+            "reward": 0.5,
+            "progress": 0.5,
+            "effective_group_ratio": r,
+            "zones": {"mastered": 1, "boundary": 2, "hard": 1},
+            "variance": {"mastered": 0.0, "boundary": 0.2, "hard": None},
+            "pool": {"active": 10, "parked": 1, "generations": {"0": 8, "1": 2}},
+            "synthesized": {"accepted": 1 if mode == "rods" else 0},
+            "time": {"step": 1.0, "engine": 0.01, "synthesis": 0.04},
+        }
+        for i, r in enumerate(ratios)
+    ]
+    return Run(Path(mode), rows, {"mode": mode, "policy": "simulated", "steps": steps or len(rows)})
+
+
+def test_rolling_mean_skips_missing_values():
+    assert rolling([1.0, None, 3.0, 5.0], 2) == [1.0, 1.0, 2.0, 4.0]
+    assert rolling([None, 2.0], 3) == [None, 2.0]
+
+
+def test_target_met_and_missed():
+    static = run_of("static", [0.6] * 40 + [0.0] * 60)
+    held = run_of("rods", [0.9] * 100)
+    dropped = run_of("rods", [0.9] * 60 + [0.5] * 40)
+    c = compare(static, held, window=25)
+    # the trailing 25-step mean first drops below 0.3 once 13 of its 25 steps are at 0
+    assert c["static_fell_at"] == 52
+    assert c["holds"] is True and c["rods_ratio_after"] == pytest.approx(0.9)
+    assert c["rods_steps_after"] == 48
+    assert compare(static, dropped, window=25)["holds"] is False
+    never = compare(run_of("static", [0.6] * 100), held)
+    assert never["static_fell_at"] is None and never["holds"] is None
+
+
+def test_summary_and_markdown_name_the_simulation_and_early_stops():
+    rods = run_of("rods", [0.9] * 30, steps=50)
+    s = summarize(rods)
+    assert s["data_engine_time_share"] == pytest.approx(0.05)
+    assert s["stopped_early_at"] == 30 and s["synthesized_accepted"] == 30
+    text = report_markdown([run_of("static", [0.6] * 30 + [0.1] * 30), rods])
+    assert "simulated learner: no model was trained" in text
+    assert "rods stopped at step 30 of 50" in text
+    assert "target missed (rods had stopped" in text
+
+
+def test_several_runs_side_by_side(tmp_path, capsys):
+    for mode, ratios in (("static", [0.6] * 10), ("rods", [0.9] * 10)):
+        folder = tmp_path / mode
+        write_jsonl(folder / "metrics.jsonl", run_of(mode, ratios).rows)
+        (folder / "config.yaml").write_text(f"mode: {mode}\npolicy: simulated\nsteps: 10\n")
+    written = make_report([tmp_path / "static", tmp_path / "rods"], tmp_path / "out")
+    assert sorted(p.name for p in written) == [
+        "effective_group_ratio.png",
+        "pool.png",
+        "report.md",
+        "reward.png",
+        "variance.png",
+        "zones.png",
+    ]
+    assert cli.main(["report", str(tmp_path / "static"), str(tmp_path / "rods")]) == 2
+    assert "--out is needed" in capsys.readouterr().err
+    assert cli.main(["report", str(tmp_path / "nothing")]) == 2
+    assert "not a training run (no metrics.jsonl)" in capsys.readouterr().err
