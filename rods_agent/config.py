@@ -273,6 +273,11 @@ class WarmStartConfig(Section):
     micro_batch_size: int = Field(
         1, ge=1, description="Transcripts per forward/backward (gradients are accumulated)."
     )
+    select: Literal["first", "shortest"] = Field(
+        "first",
+        description="Which `tasks` of the pool: the first ones, or those whose oracle "
+        "transcripts have the fewest assistant tokens (a curriculum for a tiny model).",
+    )
     measure: bool = Field(
         True,
         description="Measure the mean progress on the warm-start tasks before and after "

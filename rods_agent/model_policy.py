@@ -29,6 +29,7 @@ import logging
 import math
 import os
 import shutil
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -162,7 +163,7 @@ class ModelPolicy:
         kwargs: dict[str, Any] = {"gguf_file": mc.gguf_file} if mc.gguf_file else {}
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_path), **kwargs)
-            model = AutoModelForCausalLM.from_pretrained(
+            model: Any = AutoModelForCausalLM.from_pretrained(
                 str(self.model_path), dtype=getattr(torch, self.dtype_name), **kwargs
             )
         except OSError as exc:
@@ -201,6 +202,8 @@ class ModelPolicy:
         )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
         self.weights_version = 0
+        self.update_seconds: dict[str, float] = {}
+        """Where the last update's time went: ``score``, ``step``, ``sync``, ``total``."""
         self.engine = self._make_engine()
         self.sampling = Sampling(temperature=rc.temperature, top_p=rc.top_p)
         self.loss_config = LossConfig(
@@ -236,7 +239,7 @@ class ModelPolicy:
         if mc.engine == "transformers":
             from rods_agent.engines.hf import TransformersEngine
 
-            engine = TransformersEngine(
+            engine: Any = TransformersEngine(
                 self.learner, self.tokenizer, device=self.device, reuse_kv=mc.reuse_kv
             )
             self.learner.train()  # the engine switched it to eval; it switches per call
@@ -316,16 +319,32 @@ class ModelPolicy:
         # The env's own step limit sits above the rollout's turn cap, which ends episodes.
         return DomainRouter(max_steps=self.config.rollout.max_turns + 1, make_user=make_user)
 
-    def _run(self, specs: list[EpisodeSpec], stats: RolloutStats) -> list[EpisodeRecord]:
+    def _bar(self, total: int, desc: str, unit: str) -> Any:
+        """A tqdm bar on stderr (None when ``log.progress`` is off; hidden off a terminal)."""
+        if not self.config.log.progress:
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc, unit=unit, leave=False, disable=None, file=sys.stderr)
+
+    def _run(
+        self, specs: list[EpisodeSpec], stats: RolloutStats, desc: str = "rollouts"
+    ) -> list[EpisodeRecord]:
         batch = self.config.rollout.batch_size or len(specs)
-        return run_rollouts(
-            self.engine,
-            self._make_env,
-            specs,
-            self.rollout_config(batch),
-            stats=stats,
-            users=self.users,
-        )
+        bar = self._bar(len(specs), desc, "episode")
+        try:
+            return run_rollouts(
+                self.engine,
+                self._make_env,
+                specs,
+                self.rollout_config(batch),
+                stats=stats,
+                users=self.users,
+                on_record=(lambda record: bar.update(1)) if bar is not None else None,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
 
     def reward(self, record: EpisodeRecord) -> float:
         """The episode's reward for advantages: its progress, or 0/1 success."""
@@ -428,14 +447,16 @@ class ModelPolicy:
         if self.config.grpo.kl_coef > 0:
             for s, lp in zip(seqs, self._reference_scores(seqs), strict=True):
                 s.ref_logp = lp * s.loss_mask
-        metrics["score_seconds"] = time.perf_counter() - t_score
+        timings = {"score": time.perf_counter() - t_score}
         metrics.update(mismatch_metrics(seqs))
         step_metrics: dict[str, float] = {}
+        t_step = time.perf_counter()
         for _ in range(self.config.grpo.epochs):
             step_metrics = grpo_step(
                 self.learner, seqs, self.optimizer, self.loss_config, self.sampling,
                 device=self.device, share_heads=self.config.model.share_heads,
             )  # fmt: skip
+        timings["step"] = time.perf_counter() - t_step
         metrics["lr"] = float(self.optimizer.param_groups[0]["lr"])
         self.scheduler.step()
         self.weights_version += 1
@@ -446,13 +467,18 @@ class ModelPolicy:
         self._sync_generator()
         if self.config.model.engine == "vllm" and callable(wake):
             wake(["kv_cache"])
-        metrics["sync_seconds"] = time.perf_counter() - t_sync
+        timings["sync"] = time.perf_counter() - t_sync
         metrics.update({k: v for k, v in step_metrics.items() if k != "seconds"})
         metrics["weights_version"] = float(self.weights_version)
-        seconds = time.perf_counter() - t0
-        metrics["seconds"] = seconds
-        tokens = sum(len(s.token_ids) for s in seqs) * (1 + self.config.grpo.epochs)
-        metrics["learner_tokens_per_s"] = tokens / seconds if seconds > 0 else 0.0
+        # Tokens the learner ran forward (scoring, then each epoch): divide by the loop's
+        # time.update for the learner's tokens/s. No wall-clock value goes into these
+        # metrics, so a resumed run logs the same numbers as an unbroken one.
+        metrics["learner_tokens"] = float(
+            sum(len(s.token_ids) for s in seqs) * (1 + self.config.grpo.epochs)
+        )
+        timings["total"] = time.perf_counter() - t0
+        self.update_seconds = timings
+        log.info("update %d: %s", step, {k: round(v, 2) for k, v in timings.items()})
         return metrics
 
     def _reference_scores(self, seqs: Sequence[TrainSequence]) -> list[Any]:
@@ -491,19 +517,38 @@ class ModelPolicy:
             for task in tasks
             for trial in range(k)
         ]
-        records = self._run(specs, RolloutStats())
+        records = self._run(specs, RolloutStats(), desc="evaluation")
         results = [task_result(task, records[i * k : (i + 1) * k]) for i, task in enumerate(tasks)]
         return summarize(results, k, {"step": step, "weights_version": self.weights_version})
 
     def warm_start(self, tasks: Sequence[Task]) -> dict[str, float]:
-        """Fine-tune on the oracle's transcripts of ``tasks`` (``warm_start`` section), and
-        measure the mean progress on them before and after (when ``warm_start.measure``)."""
+        """Fine-tune on the oracle's transcripts of ``tasks`` (``warm_start`` section: its
+        ``tasks`` of them, by ``select``), and measure the mean progress on the tasks
+        trained on before and after (``warm_start.measure``; one seeded episode each with
+        the rollout's sampling).
+
+        Returns:
+            ``tasks``, ``pool_tasks``, ``progress_before``/``progress_after``, the fit
+            (``steps``, ``transcripts``, ``tokens``, ``loss_first``, ``loss_last``,
+            ``seconds``), ``oracle_progress`` and ``total_seconds``.
+        """
         from rods_agent.sft import mean_progress, oracle_transcripts, supervised_finetune
 
         ws = self.config.warm_start
-        chosen = list(tasks)[: ws.tasks] if ws.tasks else list(tasks)
-        if not chosen:
+        pool = list(tasks)
+        if not pool:
             raise ConfigError("warm_start: no tasks to transcribe")
+        t0 = time.perf_counter()
+        records = oracle_transcripts(pool, self.engine.chat, max_tokens=ws.max_tokens)
+        if ws.select == "shortest":
+            order = sorted(
+                range(len(pool)), key=lambda i: (sum(records[i].assistant_mask), pool[i].id)
+            )
+        else:
+            order = list(range(len(pool)))
+        order = order[: ws.tasks] if ws.tasks else order
+        chosen = [pool[i] for i in order]
+        records = [records[i] for i in order]
         rc = self.config.rollout
         measure_sampling = SamplingParams(
             max_tokens=rc.max_new_tokens, temperature=rc.temperature, top_p=rc.top_p
@@ -515,14 +560,21 @@ class ModelPolicy:
                 max_tokens=rc.max_tokens, seed=self.config.seed,
             )  # fmt: skip
 
-        out: dict[str, float] = {}
-        t0 = time.perf_counter()
+        out: dict[str, float] = {"tasks": float(len(chosen)), "pool_tasks": float(len(pool))}
         if ws.measure:
             out["progress_before"] = progress()
-        records = oracle_transcripts(chosen, self.engine.chat, max_tokens=ws.max_tokens)
+        n_steps = ws.epochs * -(-len(records) // ws.batch_size)
+        bar = self._bar(n_steps, "warm start", "step")
+
+        def on_step(step: int, loss: float) -> None:
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}")
+
         result = supervised_finetune(
             self.learner,
             records,
+            on_step=on_step,
             epochs=ws.epochs,
             lr=ws.lr,
             batch_size=ws.batch_size,
@@ -531,6 +583,8 @@ class ModelPolicy:
             device=self.device,
             share_heads=self.config.model.share_heads,
         )
+        if bar is not None:
+            bar.close()
         self.learner.train()
         self._sync_generator()
         out.update(result.metrics())

@@ -37,6 +37,7 @@ replies it needs.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -566,7 +567,7 @@ def run_rollouts(
     records: dict[int, EpisodeRecord] = {}
     end_episode = getattr(engine, "end_episode", None)
 
-    def run_round(calls: list[Callable[[], Any]]) -> list[_Outcome]:
+    def run_round(calls: Sequence[Callable[[], Any]]) -> list[_Outcome]:
         if users is not None:
             return users.run(calls)
         return [_timed(call)() for call in calls]
@@ -624,7 +625,7 @@ def run_rollouts(
             action = ep.prepare(completion)
             if not ep.done:
                 stepping.append((ep, action))
-        calls = [lambda ep=ep, action=action: ep.env_step(action) for ep, action in stepping]
+        calls = [functools.partial(ep.env_step, action) for ep, action in stepping]
         for (ep, _), outcome in zip(stepping, run_round(calls), strict=True):
             ep.after_step(outcome)
         still = []

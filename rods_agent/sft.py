@@ -220,37 +220,10 @@ def mean_progress(
 
 
 # -- ``rods sft`` -----------------------------------------------------------------------------
-def pool_tasks(config: Any) -> list[Task]:
-    """The training pool of a :class:`~rods_agent.config.TrainConfig`: ``data.pool``
-    (``seeds`` or a JSONL file) of every ``env``, in ``data.split``."""
-    from pathlib import Path
-
-    from rods_env.registry import load_domain
-    from rods_env.task import load_tasks
-
-    split = None if config.data.split == "all" else config.data.split
-    tasks: list[Task] = []
-    for env in config.env:
-        domain = load_domain(env)
-        if config.data.pool == "seeds":
-            tasks += domain.seed_tasks(split)
-            continue
-        path = Path(config.data.pool)
-        if not path.is_file():
-            raise ConfigError(f"data.pool: no file '{path}'; use 'seeds' or a JSONL task pool")
-        tasks += [
-            t
-            for t in load_tasks(path)
-            if t.domain == domain.name and (split is None or t.split in (None, split))
-        ]
-    if not tasks:
-        raise ConfigError(f"no tasks in data.pool '{config.data.pool}' for {config.env}")
-    return tasks
-
-
 def run_sft(config: Any, out: Any) -> dict[str, Any]:
     """``rods sft``: warm-start the configured model on oracle transcripts of the training
-    pool, and save it as a model folder.
+    pool (``data.pool`` / ``data.split`` of ``env``; ``warm_start.tasks`` of it), and save it
+    as a model folder.
 
     Writes ``<out>/model`` (weights and tokenizer: use it as ``model.path``),
     ``<out>/sft.json`` (what the warm start measured) and ``<out>/config.yaml``.
@@ -262,14 +235,16 @@ def run_sft(config: Any, out: Any) -> dict[str, Any]:
 
     from rods_agent.config import config_yaml
     from rods_agent.model_policy import ModelPolicy
+    from rods_agent.train import load_pools
     from rods_env.fileio import atomic_write, write_json
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "config.yaml", config_yaml(config))
+    train_tasks, _ = load_pools(config)
     policy = ModelPolicy(config, out)
     try:
-        metrics = policy.warm_start(pool_tasks(config))
+        metrics = policy.warm_start(train_tasks)
         policy.save_model(out / "model")
     finally:
         policy.close()

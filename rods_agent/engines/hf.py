@@ -97,7 +97,8 @@ class TransformersEngine:
                 raise EngineError(f"cannot load model '{model}': {exc}") from None
         elif tokenizer is None:
             raise EngineError("pass the tokenizer along with a loaded model")
-        self.model = model.to(device).eval()
+        loaded: Any = model
+        self.model = loaded.to(device).eval()
         self.tokenizer = tokenizer
         self.device = device
         self.max_batch_size = int(max_batch_size)

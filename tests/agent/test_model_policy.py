@@ -95,10 +95,7 @@ def test_save_and_load_resume_exactly(tiny_model_dir, retail_tasks, tmp_path):
     for ga, gb in zip(next_a.groups, next_b.groups, strict=True):
         ga.rewards = gb.rewards = [1.0, 0.0]
     ma, mb = a.update(next_a.groups, step=1), b.update(next_b.groups, step=1)
-    timing = {"seconds", "score_seconds", "sync_seconds", "learner_tokens_per_s"}
-    assert {k: v for k, v in ma.items() if k not in timing} == {
-        k: v for k, v in mb.items() if k not in timing
-    }
+    assert ma == mb  # no wall-clock value in the update's metrics
     assert all(
         torch.equal(x, y) for x, y in zip(_params(a).values(), _params(b).values(), strict=True)
     )
