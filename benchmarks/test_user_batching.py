@@ -79,9 +79,7 @@ def test_batched_users_against_one_reply_at_a_time(benchmark: Any, user_engine: 
     alone = [run(user_engine, False) for _ in range(3)]
     base = statistics.median(s for s, _, _ in alone)
     fast = statistics.median(batched)
-    assert [r.comparable() for r in outcome["records"]] == [
-        r.comparable() for r in alone[0][1]
-    ]
+    assert [r.comparable() for r in outcome["records"]] == [r.comparable() for r in alone[0][1]]
     batcher = outcome["batcher"]
     benchmark.extra_info.update(
         batched_s=fast,

@@ -519,7 +519,11 @@ class ModelPolicy:
         ]
         records = self._run(specs, RolloutStats(), desc="evaluation")
         results = [task_result(task, records[i * k : (i + 1) * k]) for i, task in enumerate(tasks)]
-        return summarize(results, k, {"step": step, "weights_version": self.weights_version})
+        summary = summarize(results, k, {"step": step, "weights_version": self.weights_version})
+        # The loop's reports read these two, as from every policy.
+        summary["progress"] = summary["mean_progress"]
+        summary["success"] = summary["pass_k"]["1"]
+        return summary
 
     def warm_start(self, tasks: Sequence[Task]) -> dict[str, float]:
         """Fine-tune on the oracle's transcripts of ``tasks`` (``warm_start`` section: its

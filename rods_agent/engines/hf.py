@@ -32,6 +32,40 @@ class _KV:
 _MIN_SHARED_PREFIX = 256
 
 
+def _preallocated(cache: Any, extra: int) -> Any:
+    """``cache`` with room for ``extra`` more tokens per layer, written in place.
+
+    The default cache concatenates each new token's keys and values onto the whole cache,
+    a copy of every row's full context per decoding step; with a batch of long
+    conversations that copy, not the model, dominated decoding on CPU.
+    """
+    from transformers.cache_utils import DynamicLayer
+
+    class _Layer(DynamicLayer):
+        def __init__(self, keys: Any, values: Any) -> None:
+            super().__init__()
+            b, h, n, d = keys.shape
+            self._k = keys.new_zeros((b, h, n + extra, d))
+            self._v = values.new_zeros((b, values.shape[1], n + extra, values.shape[3]))
+            self._k[:, :, :n] = keys
+            self._v[:, :, :n] = values
+            self._n = n
+            self.dtype, self.device = keys.dtype, keys.device
+            self.is_initialized = True
+            self.keys, self.values = self._k[:, :, :n], self._v[:, :, :n]
+
+        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
+            m = key_states.shape[-2]
+            self._k[:, :, self._n : self._n + m] = key_states
+            self._v[:, :, self._n : self._n + m] = value_states
+            self._n += m
+            self.keys, self.values = self._k[:, :, : self._n], self._v[:, :, : self._n]
+            return self.keys, self.values
+
+    cache.layers = [_Layer(layer.keys, layer.values) for layer in cache.layers]
+    return cache
+
+
 class TransformersEngine:
     """Generates with a Hugging Face causal LM (left-padded batches, KV cache).
 
@@ -353,6 +387,7 @@ class TransformersEngine:
                     out, attention, positions = self._prefill_reusing(chunk, keys)
                 else:
                     out, attention, positions = self._prefill_padded(chunk)
+                cache = _preallocated(out.past_key_values, max(caps))
                 for t in range(max(caps)):
                     nxt, lps = sample_next(
                         out.logits[:, -1, :], params.temperature, params.top_p, generators
@@ -375,7 +410,7 @@ class TransformersEngine:
                         input_ids=nxt[:, None],
                         attention_mask=attention,
                         position_ids=positions,
-                        past_key_values=out.past_key_values,
+                        past_key_values=cache,
                         use_cache=True,
                     )
         finally:
