@@ -1,16 +1,20 @@
-"""The ``rods`` command line: ``rods demo``, ``rods train``, ``rods report``, ``rods eval``,
-``rods synth``, ``rods sft``.
+"""The ``rods`` command line: ``rods demo``, ``rods eval``, ``rods synth`` and more.
 
-Each subcommand lives in its own module, imported only when it runs, so ``rods synth`` does
-not pay for importing torch.
+Each subcommand lives in its own module, imported only when it runs (``rods synth`` does not
+pay for importing torch, and a broken optional dependency of one command never breaks
+another). A command module defines ``add_arguments(parser)`` and ``run(args) -> int``; it
+is a thin layer over typed library functions, its options derived from their dataclasses
+(:mod:`rods_agent.options`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from types import ModuleType
 
 from rods_env.errors import RodsError
 
@@ -27,25 +31,40 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sft": ("rods_agent.commands.sft", "warm-start a model on oracle transcripts of a task pool"),
 }
 
+INSTALL_HINT = "pip install -c constraints/cpu.txt -e '.[agent,openai]'"
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand."""
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (its first non-option word), if any."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; only ``command``'s module is imported to add its options.
+
+    Returns:
+        A parser whose namespace carries ``_module`` (the command's module name) and, when
+        the module cannot be imported, ``_missing`` (why, in one line).
+    """
     parser = argparse.ArgumentParser(prog="rods", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(_module=module)
+        if name != command:
+            p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+            continue
         try:
-            add: Callable[[argparse.ArgumentParser], None] = importlib.import_module(
-                module
-            ).add_arguments
+            add: Callable[[argparse.ArgumentParser], None] = _load(module).add_arguments
         except ModuleNotFoundError as exc:
             if exc.name and exc.name.startswith("rods_agent"):
                 p.set_defaults(_missing=f"the '{name}' command is not available in this build")
             else:
                 p.set_defaults(
-                    _missing=f"'{name}' needs the optional dependency '{exc.name}': "
-                    "pip install -c constraints/cpu.txt -e '.[agent,openai]'"
+                    _missing=f"'{name}' needs the optional dependency '{exc.name}': {INSTALL_HINT}"
                 )
             p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
             continue
@@ -53,9 +72,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _load(module: str) -> ModuleType:
+    return importlib.import_module(module)
+
+
+class _StderrHandler(logging.Handler):
+    """Log records of rods as ``rods CMD: [warning: ]message`` lines on the current stderr."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__(logging.INFO)
+        self.command = command
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
+            print(f"rods {self.command}: {level}{record.getMessage()}", file=sys.stderr)
+        except Exception:  # logging must never break the command (a closed stderr ...)
+            self.handleError(record)
+
+
+def _setup_logging(command: str) -> None:
+    """Show the INFO messages of rods' own loggers on stderr (once per process)."""
+    for name in ("rods_agent", "rods_env"):
+        logger = logging.getLogger(name)
+        for h in list(logger.handlers):
+            if isinstance(h, _StderrHandler):
+                logger.removeHandler(h)
+        logger.addHandler(_StderrHandler(command))
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rods`` console script."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_of(argv)
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -63,17 +115,19 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "_missing", None):
         print(f"rods: {args._missing}", file=sys.stderr)
         return 2
+    _setup_logging(args.command)
     try:
-        return int(importlib.import_module(args._module).run(args) or 0)
+        return int(_load(args._module).run(args) or 0)
     except RodsError as exc:
-        print(f"rods {args.command}: error: {exc}", file=sys.stderr)
+        message = " ".join(str(exc).split())
+        print(f"rods {args.command}: error: {message}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.split(".")[0] in ("rods_env", "rods_agent", "environments"):
             raise
         print(
             f"rods {args.command}: error: this needs the optional dependency '{exc.name}': "
-            "pip install -c constraints/cpu.txt -e '.[agent,openai]'",
+            f"{INSTALL_HINT}",
             file=sys.stderr,
         )
         return 2

@@ -1,16 +1,26 @@
-"""``rods eval``: a model on a task pool -- pass^k, mean progress, per-skill/depth/variant/domain.
+"""Evaluation: a model on a task pool -- pass^k, mean progress, per-skill/depth/variant/domain.
 
-    rods eval --env rods/Retail-v0 --pool seeds --split test --engine openai \\
-        --base-url http://127.0.0.1:8000/v1 --model NAME --k 4 --concurrency 16 --out results/NAME
+The library entry point is :func:`evaluate`; ``rods eval`` and the trainer's periodic
+evaluation both call it::
 
-Files written under ``--out``:
+    from rods_agent.evaluate import evaluate
+    summary = evaluate(engine, tasks, k=4, out=Path("results/NAME"))
+    summary.pass_k[1], summary.mean_progress, summary.by_skill["cancel_order"].pass_1
 
-* ``results.jsonl`` -- one line per task, written when all its trials are done (a rerun
-  skips the tasks listed there, so an interrupted run resumes where it stopped);
-* ``episodes.jsonl`` -- one line per trial: transcript, rewards, termination, timings;
-* ``summary.json`` and ``summary.md`` -- pass^1..k, mean progress, breakdowns;
-* ``pass_k.png`` -- pass^k against k;
-* ``config.json`` -- the run's settings (the API key's variable name, never its value).
+Without ``out`` nothing is written. With ``out`` the run is resumable; these files are
+written there (all through :mod:`rods_env.fileio`):
+
+* ``episodes.jsonl`` -- one line per trial as soon as it ends: transcript, rewards,
+  termination, timings;
+* ``results.jsonl`` -- one line per task once all its trials are done;
+* ``config.json`` -- the run's settings (written once the engine exists, so a model that
+  fails to load leaves no folder behind);
+* ``summary.json``, ``summary.md`` and ``pass_k.png`` -- pass^1..k, mean progress,
+  breakdowns.
+
+A rerun into the same folder skips the trials already done; trials that ended in an error
+(a server that was down, a crashed engine) run again, and a line cut off by a kill is
+dropped. A rerun with another model, pool or trial count is refused rather than mixed in.
 
 pass^k is the chance that k independent trials of a task all succeed, estimated without
 bias from n >= k trials with c successes as C(c, k) / C(n, k), averaged over tasks.
@@ -18,31 +28,58 @@ bias from n >= k trials with c successes as C(c, k) / C(n, k), averaged over tas
 
 from __future__ import annotations
 
-import argparse
+import io
 import json
 import logging
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from math import comb
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from rods_env.errors import ConfigError, RodsError
-from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json
+from rods_agent.engines.base import Completion, Engine, GenerationRequest, SamplingParams
+from rods_agent.rollout import EpisodeRecord, EpisodeSpec, RolloutConfig, run_rollouts
+from rods_env.domain import Domain
+from rods_env.env import ToolEnv
+from rods_env.errors import ConfigError
+from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl
+from rods_env.gold import GOLD_CACHE, GoldError
+from rods_env.registry import load_domain
 from rods_env.task import Task, load_tasks
+from rods_env.user import UserSimulator
 
 log = logging.getLogger(__name__)
 
 RESULTS = "results.jsonl"
 EPISODES = "episodes.jsonl"
-_RUN_KEYS = ("env", "pool", "split", "engine", "model", "trials", "max_turns", "user")
+CONFIG = "config.json"
+SUMMARY_JSON = "summary.json"
+SUMMARY_MD = "summary.md"
+PASS_K_PNG = "pass_k.png"
+
+IDENTITY_KEYS: tuple[str, ...] = (
+    "env", "pool", "split", "engine", "model", "trials", "max_turns", "user",
+)  # fmt: skip
+"""Settings that make two runs different: a rerun into the same folder must match them."""
+
+UserFactory = Callable[[], UserSimulator]
+"""Builds the user simulator of one environment (one per live episode slot)."""
+
+EngineFactory = Callable[[], Engine]
+"""Builds an engine; :func:`evaluate` calls it only when some trial is left to run."""
 
 
 # -- pass^k ------------------------------------------------------------------------------
 def pass_hat_k(n: int, c: int, k: int) -> float:
     """Unbiased estimate of pass^k for one task: C(c, k) / C(n, k).
+
+    Args:
+        n: Trials of the task.
+        c: Successful trials.
+        k: Trials that must all succeed.
 
     Raises:
         ConfigError: when ``k`` is not in 1..n or ``c`` not in 0..n.
@@ -54,108 +91,305 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return comb(c, k) / comb(n, k)
 
 
-def pass_k_curve(results: Iterable[Mapping[str, Any]], k_max: int) -> dict[int, float]:
-    """pass^1..k_max averaged over tasks (each result has ``n`` and ``successes``)."""
+# -- results -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TaskResult:
+    """The trials of one task.
+
+    Attributes:
+        task_id: The task.
+        domain: Its domain.
+        skill: The skill that generated it.
+        variant: ``base`` or an augmented variant.
+        depth: Depth of its signature (None when the task has no signature).
+        signature: Canonical key of its signature.
+        success: Strict success of each trial, in trial order.
+        progress: Final progress of each trial.
+        termination: How each trial ended (``user_stop``, ``max_turns``, ``error``, ...).
+        n_steps: Agent steps of each trial.
+        errors: Trials that met an engine or environment error.
+        completion_tokens: Tokens generated over all trials.
+        gen_seconds: Generation wall time the trials waited for.
+        env_seconds: Time in the environments and user simulators.
+    """
+
+    task_id: str
+    domain: str
+    skill: str
+    variant: str
+    depth: int | None
+    signature: str | None
+    success: tuple[bool, ...]
+    progress: tuple[float, ...]
+    termination: tuple[str, ...]
+    n_steps: tuple[int, ...]
+    errors: int = 0
+    completion_tokens: int = 0
+    gen_seconds: float = 0.0
+    env_seconds: float = 0.0
+
+    @property
+    def n(self) -> int:
+        """Number of trials."""
+        return len(self.success)
+
+    @property
+    def successes(self) -> int:
+        """Number of successful trials."""
+        return sum(self.success)
+
+    @property
+    def mean_progress(self) -> float:
+        """Mean final progress over the trials."""
+        return sum(self.progress) / self.n if self.n else 0.0
+
+    @classmethod
+    def from_records(cls, task: Task, records: Sequence[EpisodeRecord]) -> TaskResult:
+        """The result of ``task`` from its trials' records (any order)."""
+        records = sorted(records, key=lambda r: r.trial)
+        sig = task.signature
+        return cls(
+            task_id=task.id,
+            domain=task.domain,
+            skill=task.skill,
+            variant=task.variant,
+            depth=sig.depth if sig is not None else None,
+            signature=sig.key if sig is not None else None,
+            success=tuple(r.success for r in records),
+            progress=tuple(r.progress for r in records),
+            termination=tuple(r.termination for r in records),
+            n_steps=tuple(r.n_steps for r in records),
+            errors=sum(1 for r in records if r.errors),
+            completion_tokens=sum(r.completion_tokens for r in records),
+            gen_seconds=sum(r.gen_seconds for r in records),
+            env_seconds=sum(r.env_seconds for r in records),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (a ``results.jsonl`` line), with ``n``, ``successes`` and
+        ``mean_progress`` spelled out."""
+        data = asdict(self)
+        data.update(n=self.n, successes=self.successes, mean_progress=self.mean_progress)
+        for name in ("success", "progress", "termination", "n_steps"):
+            data[name] = list(data[name])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskResult:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            task_id=str(data["task_id"]),
+            domain=str(data["domain"]),
+            skill=str(data["skill"]),
+            variant=str(data["variant"]),
+            depth=data.get("depth"),
+            signature=data.get("signature"),
+            success=tuple(bool(s) for s in data["success"]),
+            progress=tuple(float(p) for p in data["progress"]),
+            termination=tuple(str(t) for t in data["termination"]),
+            n_steps=tuple(int(s) for s in data["n_steps"]),
+            errors=int(data.get("errors", 0)),
+            completion_tokens=int(data.get("completion_tokens", 0)),
+            gen_seconds=float(data.get("gen_seconds", 0.0)),
+            env_seconds=float(data.get("env_seconds", 0.0)),
+        )
+
+
+def pass_k_curve(results: Iterable[TaskResult], k_max: int) -> dict[int, float]:
+    """pass^1..k_max averaged over the tasks with at least k trials."""
     rows = list(results)
     curve = {}
     for k in range(1, k_max + 1):
-        vals = [pass_hat_k(r["n"], r["successes"], k) for r in rows if r["n"] >= k]
+        vals = [pass_hat_k(r.n, r.successes, k) for r in rows if r.n >= k]
         curve[k] = sum(vals) / len(vals) if vals else 0.0
     return curve
 
 
-# -- summary -----------------------------------------------------------------------------
-def _group(results: Sequence[Mapping[str, Any]], key: str) -> dict[str, dict[str, float]]:
-    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+@dataclass(frozen=True)
+class GroupScore:
+    """Scores of a group of tasks (one skill, domain, depth or variant).
+
+    Attributes:
+        tasks: Tasks in the group.
+        pass_1: Mean success rate (pass^1) over its tasks.
+        progress: Mean progress over its tasks.
+    """
+
+    tasks: int
+    pass_1: float
+    progress: float
+
+    def to_dict(self) -> dict[str, float]:
+        """``{"tasks", "pass^1", "progress"}``."""
+        return {"tasks": self.tasks, "pass^1": self.pass_1, "progress": self.progress}
+
+
+def _group(
+    results: Sequence[TaskResult], key: Callable[[TaskResult], object]
+) -> dict[str, GroupScore]:
+    groups: dict[str, list[TaskResult]] = defaultdict(list)
     for r in results:
-        groups[str(r.get(key))].append(r)
+        groups[str(key(r))].append(r)
     out = {}
     for name in sorted(groups, key=lambda s: (len(s), s)):
         rows = groups[name]
-        out[name] = {
-            "tasks": len(rows),
-            "pass^1": sum(r["successes"] / r["n"] for r in rows) / len(rows),
-            "progress": sum(r["mean_progress"] for r in rows) / len(rows),
-        }
+        out[name] = GroupScore(
+            tasks=len(rows),
+            pass_1=sum(r.successes / r.n for r in rows) / len(rows),
+            progress=sum(r.mean_progress for r in rows) / len(rows),
+        )
     return out
 
 
-def summarize(
-    results: Sequence[Mapping[str, Any]], k: int, meta: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """The summary of per-task results: pass^1..k, mean progress, breakdowns and counts."""
-    terminations: Counter[str] = Counter()
-    for r in results:
-        terminations.update(r.get("termination", []))
-    n_trials = sum(r["n"] for r in results)
-    return {
-        **dict(meta or {}),
-        "tasks": len(results),
-        "trials": n_trials,
-        "pass_k": {str(i): v for i, v in pass_k_curve(results, k).items()},
-        "mean_progress": (sum(r["mean_progress"] for r in results) / len(results))
-        if results
-        else 0.0,
-        "by_domain": _group(results, "domain"),
-        "by_skill": _group(results, "skill"),
-        "by_depth": _group(results, "depth"),
-        "by_variant": _group(results, "variant"),
-        "terminations": dict(sorted(terminations.items())),
-        "episodes_with_errors": sum(r.get("errors", 0) for r in results),
-        "gen_seconds": sum(r.get("gen_seconds", 0.0) for r in results),
-        "env_seconds": sum(r.get("env_seconds", 0.0) for r in results),
-    }
+@dataclass(frozen=True)
+class EvalSummary:
+    """What an evaluation measured.
 
+    Attributes:
+        results: One result per task, in the order of the tasks given.
+        k: pass^1..k is reported.
+        pass_k: pass^i for i in 1..k.
+        mean_progress: Mean over tasks of the mean progress of their trials.
+        success: Share of all trials that succeeded.
+        by_domain: Scores per domain.
+        by_skill: Scores per skill.
+        by_depth: Scores per signature depth.
+        by_variant: Scores per variant.
+        terminations: How many trials ended each way.
+        errored_trials: Trials that ended in an engine or environment error.
+        completion_tokens: Tokens generated.
+        gen_seconds: Generation time summed over trials.
+        env_seconds: Environment and user-simulator time summed over trials.
+        meta: What the caller said about the run (model, environment, pool ...).
+    """
 
-def summary_markdown(summary: Mapping[str, Any]) -> str:
-    """The summary as Markdown tables."""
-    lines = [f"# Evaluation of `{summary.get('model', '?')}` on {summary.get('env', '?')}", ""]
-    lines.append(
-        f"Pool: {summary.get('pool', '?')} (split {summary.get('split', '?')}) -- "
-        f"{summary['tasks']} tasks, {summary['trials']} trials; "
-        f"engine {summary.get('engine', '?')}."
-    )
-    lines += ["", "| k | pass^k |", "|---|---|"]
-    lines += [f"| {k} | {v:.3f} |" for k, v in summary["pass_k"].items()]
-    lines += ["", f"Mean progress: {summary['mean_progress']:.3f}", ""]
-    for key, title in (
-        ("by_domain", "domain"),
-        ("by_skill", "skill"),
-        ("by_depth", "signature depth"),
-        ("by_variant", "variant"),
-    ):
+    results: tuple[TaskResult, ...]
+    k: int
+    pass_k: dict[int, float]
+    mean_progress: float
+    success: float
+    by_domain: dict[str, GroupScore]
+    by_skill: dict[str, GroupScore]
+    by_depth: dict[str, GroupScore]
+    by_variant: dict[str, GroupScore]
+    terminations: dict[str, int]
+    errored_trials: int
+    completion_tokens: int
+    gen_seconds: float
+    env_seconds: float
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tasks(self) -> int:
+        """Number of tasks."""
+        return len(self.results)
+
+    @property
+    def trials(self) -> int:
+        """Number of trials over all tasks."""
+        return sum(r.n for r in self.results)
+
+    @classmethod
+    def from_results(
+        cls, results: Sequence[TaskResult], k: int, meta: Mapping[str, Any] | None = None
+    ) -> EvalSummary:
+        """Summarize per-task results (pass^1..k, means, breakdowns, counts)."""
+        results = tuple(results)
+        terminations: Counter[str] = Counter()
+        for r in results:
+            terminations.update(r.termination)
+        trials = sum(r.n for r in results)
+        return cls(
+            results=results,
+            k=k,
+            pass_k=pass_k_curve(results, k),
+            mean_progress=sum(r.mean_progress for r in results) / len(results) if results else 0.0,
+            success=sum(r.successes for r in results) / trials if trials else 0.0,
+            by_domain=_group(results, lambda r: r.domain),
+            by_skill=_group(results, lambda r: r.skill),
+            by_depth=_group(results, lambda r: r.depth),
+            by_variant=_group(results, lambda r: r.variant),
+            terminations=dict(sorted(terminations.items())),
+            errored_trials=terminations.get("error", 0),
+            completion_tokens=sum(r.completion_tokens for r in results),
+            gen_seconds=sum(r.gen_seconds for r in results),
+            env_seconds=sum(r.env_seconds for r in results),
+            meta=dict(meta or {}),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (``summary.json``), without the per-task results."""
+        return {
+            **dict(self.meta),
+            "tasks": self.tasks,
+            "trials": self.trials,
+            "pass_k": {str(i): v for i, v in self.pass_k.items()},
+            "mean_progress": self.mean_progress,
+            "success": self.success,
+            "by_domain": {n: g.to_dict() for n, g in self.by_domain.items()},
+            "by_skill": {n: g.to_dict() for n, g in self.by_skill.items()},
+            "by_depth": {n: g.to_dict() for n, g in self.by_depth.items()},
+            "by_variant": {n: g.to_dict() for n, g in self.by_variant.items()},
+            "terminations": dict(self.terminations),
+            "errored_trials": self.errored_trials,
+            "completion_tokens": self.completion_tokens,
+            "gen_seconds": self.gen_seconds,
+            "env_seconds": self.env_seconds,
+        }
+
+    def line(self) -> str:
+        """One line: tasks, pass^1..k and mean progress."""
+        pk = ", ".join(f"pass^{k}={v:.3f}" for k, v in self.pass_k.items())
+        return f"{self.tasks} tasks: {pk}, mean progress {self.mean_progress:.3f}"
+
+    def markdown(self) -> str:
+        """The summary as Markdown tables (``summary.md``)."""
+        meta = self.meta
+        lines = [f"# Evaluation of `{meta.get('model', '?')}` on {meta.get('env', '?')}", ""]
+        lines.append(
+            f"Pool: {meta.get('pool', '?')} (split {meta.get('split', '?')}) -- "
+            f"{self.tasks} tasks, {self.trials} trials; engine {meta.get('engine', '?')}."
+        )
+        lines += ["", "| k | pass^k |", "|---|---|"]
+        lines += [f"| {k} | {v:.3f} |" for k, v in self.pass_k.items()]
+        lines += ["", f"Mean progress: {self.mean_progress:.3f}", ""]
+        for groups, title in (
+            (self.by_domain, "domain"),
+            (self.by_skill, "skill"),
+            (self.by_depth, "signature depth"),
+            (self.by_variant, "variant"),
+        ):
+            lines += [
+                f"## By {title}",
+                "",
+                f"| {title} | tasks | pass^1 | progress |",
+                "|---|---|---|---|",
+            ]
+            for name, g in groups.items():
+                lines.append(f"| {name} | {g.tasks} | {g.pass_1:.3f} | {g.progress:.3f} |")
+            lines.append("")
+        lines += ["## Terminations", "", "| termination | trials |", "|---|---|"]
+        lines += [f"| {t} | {c} |" for t, c in self.terminations.items()]
         lines += [
-            f"## By {title}",
             "",
-            f"| {title} | tasks | pass^1 | progress |",
-            "|---|---|---|---|",
+            f"Trials that ended in an engine or environment error: {self.errored_trials}. "
+            f"{self.completion_tokens:,} tokens generated; generation time "
+            f"{self.gen_seconds:.1f} s (summed per trial), environment time "
+            f"{self.env_seconds:.1f} s.",
+            "",
         ]
-        for name, row in summary[key].items():
-            lines.append(
-                f"| {name} | {row['tasks']} | {row['pass^1']:.3f} | {row['progress']:.3f} |"
-            )
-        lines.append("")
-    lines += ["## Terminations", "", "| termination | trials |", "|---|---|"]
-    lines += [f"| {t} | {c} |" for t, c in summary["terminations"].items()]
-    lines += [
-        "",
-        f"Trials that met an engine or environment error: {summary['episodes_with_errors']}. "
-        f"Generation time {summary['gen_seconds']:.1f} s (summed per trial), "
-        f"environment time {summary['env_seconds']:.1f} s.",
-        "",
-    ]
-    return "\n".join(lines)
+        return "\n".join(lines)
 
 
-def plot_pass_k(summary: Mapping[str, Any], path: str | Path) -> Path:
-    """Save a PNG of pass^k against k."""
+def plot_pass_k(summary: EvalSummary, path: str | Path) -> Path:
+    """Save a PNG of pass^k against k (atomically, like every file rods writes)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ks = [int(k) for k in summary["pass_k"]]
-    vals = [summary["pass_k"][str(k)] for k in ks]
+    ks = list(summary.pass_k)
+    vals = [summary.pass_k[k] for k in ks]
     fig, ax = plt.subplots(figsize=(5, 3.5), dpi=100)
     ax.plot(ks, vals, marker="o")
     ax.set_xlabel("k")
@@ -168,74 +402,264 @@ def plot_pass_k(summary: Mapping[str, Any], path: str | Path) -> Path:
     ax.set_xticks(ks)
     ax.grid(alpha=0.3)
     ax.set_title(
-        f"{summary.get('model', '?')} on {summary.get('env', '?')} ({summary['tasks']} tasks)",
+        f"{summary.meta.get('model', '?')} on {summary.meta.get('env', '?')} "
+        f"({summary.tasks} tasks)",
         fontsize=9,
     )
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
     plt.close(fig)
-    return path
+    return atomic_write(path, buf.getvalue())
 
 
-# -- files -------------------------------------------------------------------------------
-def resume_state(out: Path) -> dict[str, dict[str, Any]]:
-    """Finished tasks of an earlier run in ``out`` (by task id); tidies both JSONL files.
+# -- progress ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class EvalProgress:
+    """Where a running evaluation stands (reported after every generation batch).
 
-    Lines cut off by a kill are dropped, and episodes of tasks whose result line was never
-    written are removed, so they run again cleanly and no task is counted twice.
+    Attributes:
+        tasks_done: Tasks whose trials have all ended (earlier runs' included).
+        tasks: Tasks in the evaluation.
+        trials_done: Trials ended in this run.
+        trials: Trials this run has to run.
+        turns: Completions generated in this run (agent turns, within live trials too).
+        tokens: Completion tokens generated in this run.
+        successes: Successful trials in this run.
+        seconds: Wall time of this run so far.
     """
-    done: dict[str, dict[str, Any]] = {}
-    for row in read_jsonl(out / RESULTS):
-        done.setdefault(row["task_id"], row)
-    atomic_write(
-        out / RESULTS, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done.values())
-    )
-    episodes = [e for e in read_jsonl(out / EPISODES) if e.get("task_id") in done]
-    atomic_write(
-        out / EPISODES, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in episodes)
-    )
-    return done
+
+    tasks_done: int
+    tasks: int
+    trials_done: int
+    trials: int
+    turns: int
+    tokens: int
+    successes: int
+    seconds: float
 
 
-# -- running -----------------------------------------------------------------------------
-def task_result(task: Task, records: Sequence[Any]) -> dict[str, Any]:
-    """The per-task result line from its trials' records."""
-    sig = task.signature
-    n = len(records)
-    return {
-        "task_id": task.id,
-        "domain": task.domain,
-        "skill": task.skill,
-        "variant": task.variant,
-        "depth": sig.depth if sig is not None else None,
-        "signature": sig.key if sig is not None else None,
-        "n": n,
-        "successes": sum(1 for r in records if r.success),
-        "mean_progress": sum(r.progress for r in records) / n if n else 0.0,
-        "success": [r.success for r in records],
-        "progress": [r.progress for r in records],
-        "termination": [r.termination for r in records],
-        "n_steps": [r.n_steps for r in records],
-        "errors": sum(1 for r in records if r.errors),
-        "gen_seconds": sum(r.gen_seconds for r in records),
-        "env_seconds": sum(r.env_seconds for r in records),
-    }
+ProgressCallback = Callable[[EvalProgress], None]
 
 
-def load_pool(env_id: str, pool: str, split: str) -> tuple[Any, list[Task]]:
-    """The domain of ``env_id`` and the tasks to evaluate (``pool`` is ``seeds`` or a path)."""
-    from rods_env.registry import load_domain
+class _Tracker:
+    """Counts turns, tokens and finished trials, and reports them."""
 
-    domain = load_domain(env_id)
+    def __init__(self, report: ProgressCallback, tasks: int, tasks_done: int, trials: int):
+        self.report = report
+        self.tasks, self.tasks_done, self.trials = tasks, tasks_done, trials
+        self.trials_done = self.turns = self.tokens = self.successes = 0
+        self.t0 = time.perf_counter()
+
+    def batch(self, completions: Sequence[Completion]) -> None:
+        ok = [c for c in completions if c.finish_reason != "error"]
+        self.turns += len(ok)
+        self.tokens += sum(c.n_tokens for c in ok)
+        self.emit()
+
+    def trial(self, record: EpisodeRecord) -> None:
+        self.trials_done += 1
+        self.successes += int(record.success)
+        self.emit()
+
+    def task(self) -> None:
+        self.tasks_done += 1
+        self.emit()
+
+    def emit(self) -> None:
+        self.report(
+            EvalProgress(
+                tasks_done=self.tasks_done,
+                tasks=self.tasks,
+                trials_done=self.trials_done,
+                trials=self.trials,
+                turns=self.turns,
+                tokens=self.tokens,
+                successes=self.successes,
+                seconds=time.perf_counter() - self.t0,
+            )
+        )
+
+
+class _MeteredEngine:
+    """An engine that reports each batch of completions to a tracker (same behaviour)."""
+
+    def __init__(self, engine: Engine, tracker: _Tracker) -> None:
+        self.engine = engine
+        self.chat = engine.chat
+        self.tracker = tracker
+
+    def generate(
+        self, requests: Sequence[GenerationRequest], params: SamplingParams
+    ) -> list[Completion]:
+        out = self.engine.generate(requests, params)
+        self.tracker.batch(out)
+        return out
+
+    def end_episode(self, key: str) -> None:
+        end = getattr(self.engine, "end_episode", None)
+        if callable(end):
+            end(key)
+
+    def close(self) -> None:
+        """The wrapped engine belongs to the caller: it is not closed here."""
+
+
+def _quiet(progress: EvalProgress) -> None:
+    """Report nothing."""
+
+
+class _Bar:
+    """A tqdm bar over trials whose postfix shows turns and tokens within live trials (hidden
+    when stderr is not a terminal)."""
+
+    def __init__(self, total: int) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=total, desc="trials", unit="trial", file=sys.stderr, disable=None)
+
+    def __call__(self, p: EvalProgress) -> None:
+        bar = self.bar
+        if bar.total != p.trials:
+            bar.total = p.trials
+        if p.trials_done > bar.n:
+            bar.update(p.trials_done - bar.n)
+        rate = f"{p.successes / p.trials_done:.2f}" if p.trials_done else "-"
+        bar.set_postfix_str(
+            f"tasks {p.tasks_done}/{p.tasks}, turns {p.turns}, tokens {p.tokens:,}, success {rate}"
+        )
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+# -- the run folder ----------------------------------------------------------------------
+@dataclass
+class _Resumed:
+    done: dict[str, TaskResult]
+    trials: dict[str, list[EpisodeRecord]]
+
+
+class RunFolder:
+    """The files of a resumable evaluation in one folder (see the module docstring).
+
+    Nothing is created until :meth:`write_config`, so a run that fails before its engine
+    exists leaves no folder behind.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if self.path.exists() and not self.path.is_dir():
+            raise ConfigError(f"--out {self.path} is a file; give a folder")
+
+    def check_config(self, config: Mapping[str, Any]) -> None:
+        """Refuse a folder that holds results of a different run.
+
+        Raises:
+            ConfigError: naming the settings that differ.
+        """
+        path = self.path / CONFIG
+        if not path.exists():
+            return
+        try:
+            prev = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{path} is unreadable ({exc}); use another --out") from None
+        diff = [k for k in IDENTITY_KEYS if k in config and prev.get(k) != config[k]]
+        if diff:
+            shown = ", ".join(f"{k}={prev.get(k)!r} (now {config[k]!r})" for k in diff)
+            raise ConfigError(
+                f"{self.path} holds results of a different run ({shown}); "
+                "use another --out or delete it"
+            )
+
+    def write_config(self, config: Mapping[str, Any]) -> None:
+        """Write ``config.json`` (creating the folder)."""
+        write_json(self.path / CONFIG, dict(config))
+
+    def resume(self, tasks: Sequence[Task], trials: int) -> _Resumed:
+        """The trials already done, with the files tidied to match.
+
+        Episode lines cut off by a kill and trials that ended in an error are dropped (they
+        run again); a task keeps its result line only while all its trials are there.
+        Lines of tasks not in ``tasks`` are kept untouched.
+        """
+        if not self.path.exists():
+            return _Resumed({}, {})
+        by_id = {t.id: t for t in tasks}
+        kept: dict[tuple[str, int], dict[str, Any]] = {}
+        for row in read_jsonl(self.path / EPISODES):
+            tid, trial = row.get("task_id"), row.get("trial")
+            if not isinstance(tid, str) or not isinstance(trial, int):
+                continue
+            if tid in by_id and (trial >= trials or row.get("termination") == "error"):
+                kept.pop((tid, trial), None)
+                continue
+            kept[(tid, trial)] = row  # a later line of the same trial replaces an earlier one
+        per_task: dict[str, list[EpisodeRecord]] = defaultdict(list)
+        for (tid, _), row in kept.items():
+            if tid in by_id:
+                per_task[tid].append(EpisodeRecord.from_dict(row))
+        complete = {tid for tid, recs in per_task.items() if len(recs) == trials}
+        results: dict[str, dict[str, Any]] = {}
+        for row in read_jsonl(self.path / RESULTS):
+            tid = row.get("task_id")
+            if isinstance(tid, str) and (tid not in by_id or tid in complete):
+                results.setdefault(tid, row)
+        done: dict[str, TaskResult] = {}
+        for tid in complete:
+            stored = results.get(tid)
+            result = (
+                TaskResult.from_dict(stored)
+                if stored is not None
+                else TaskResult.from_records(by_id[tid], per_task[tid])
+            )
+            results[tid] = result.to_dict()
+            done[tid] = result
+        write_jsonl(self.path / EPISODES, kept.values())
+        write_jsonl(self.path / RESULTS, results.values())
+        partial = {tid: recs for tid, recs in per_task.items() if tid not in complete}
+        return _Resumed(done, partial)
+
+    def add_trial(self, record: EpisodeRecord) -> None:
+        """Append a finished trial to ``episodes.jsonl``."""
+        append_jsonl(self.path / EPISODES, [record.to_dict(tokens=False)])
+
+    def add_result(self, result: TaskResult) -> None:
+        """Append a finished task to ``results.jsonl``."""
+        append_jsonl(self.path / RESULTS, [result.to_dict()])
+
+    def write_summary(self, summary: EvalSummary) -> None:
+        """Write ``summary.json``, ``summary.md`` and ``pass_k.png``."""
+        write_json(self.path / SUMMARY_JSON, summary.to_dict())
+        atomic_write(self.path / SUMMARY_MD, summary.markdown())
+        plot_pass_k(summary, self.path / PASS_K_PNG)
+
+
+# -- pools -------------------------------------------------------------------------------
+def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list[Task]:
+    """The tasks of one domain to evaluate.
+
+    Args:
+        env: Environment id or domain name (``rods/Retail-v0`` or ``retail``).
+        pool: ``"seeds"`` (the domain's frozen seed tasks) or a JSONL task file; tasks of
+            other domains in the file are skipped, tasks without a split kept for any split.
+        split: ``"train"``, ``"test"`` or ``"all"``.
+
+    Raises:
+        ConfigError: for an unknown split, a missing file, or no tasks left.
+    """
+    if split not in ("train", "test", "all"):
+        raise ConfigError(f"unknown split '{split}'; splits: train, test, all")
+    domain = load_domain(env)
     want = None if split == "all" else split
-    if pool == "seeds":
+    if str(pool) == "seeds":
         tasks = domain.seed_tasks(want)
         if not tasks:
             raise ConfigError(f"domain {domain.name} has no seed tasks in split '{split}'")
-        return domain, tasks
+        return tasks
     path = Path(pool)
-    if not path.exists():
+    if not path.is_file():
         raise ConfigError(f"--pool: no file '{pool}'; use 'seeds' or a JSONL file of tasks")
     tasks = load_tasks(path)
     other = sum(1 for t in tasks if t.domain != domain.name)
@@ -246,263 +670,210 @@ def load_pool(env_id: str, pool: str, split: str) -> tuple[Any, list[Task]]:
         log.warning("skipping %d tasks of other domains in %s", other, pool)
     if not tasks:
         raise ConfigError(f"--pool {pool}: no tasks of domain {domain.name} in split '{split}'")
-    return domain, tasks
+    return tasks
 
 
-def build_engine(args: argparse.Namespace, domain: Any = None, tasks: Sequence[Task] = ()) -> Any:
-    """The engine the arguments ask for (``oracle``: the gold oracle of ``tasks``)."""
-    from rods_agent.engines import make_engine
+def check_gold(tasks: Sequence[Task]) -> dict[str, Domain]:
+    """Replay every task's gold calls (cached for the episodes); returns the domains used.
 
-    if args.engine == "oracle":
-        from rods_agent.engines.scripted import ScriptedEngine
-        from rods_env.oracle import OracleAgent
-
-        by_id = {t.id: t for t in tasks}
-        writes = domain.toolkit.write_names()
-        return ScriptedEngine(lambda info: OracleAgent(by_id[info["task_id"]], writes))
-    if args.engine == "openai":
-        extra = json.loads(args.extra_body) if args.extra_body else None
-        return make_engine(
-            "openai",
-            args.model,
-            base_url=args.base_url,
-            api_key_env=args.api_key_env,
-            concurrency=args.concurrency,
-            timeout=args.timeout,
-            max_retries=args.retries,
-            logprobs=args.logprobs,
-            extra_body=extra,
-        )
-    if args.engine == "transformers":
-        return make_engine("transformers", args.model, device=args.device, dtype=args.dtype)
-    return make_engine(
-        "vllm",
-        args.model,
-        dtype=args.dtype,
-        max_model_len=args.max_episode_tokens,
-        seed=args.seed or 0,
-    )
-
-
-def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``rods eval`` options to ``parser``."""
-    from rods_agent.engines import ENGINES
-    from rods_agent.engines.formats import tool_formats
-
-    g = parser.add_argument_group("what to evaluate")
-    g.add_argument("--env", required=True, help="environment id or domain, e.g. rods/Retail-v0")
-    g.add_argument(
-        "--pool", default="seeds", help="'seeds' (the domain's seed tasks) or a JSONL task file"
-    )
-    g.add_argument(
-        "--split", default="test", choices=("train", "test", "all"), help="split of the pool"
-    )
-    g.add_argument("--limit", type=int, default=None, help="evaluate only the first N tasks")
-    g.add_argument("--k", type=int, default=1, help="report pass^1..k")
-    g.add_argument("--trials", type=int, default=None, help="trials per task (n >= k; default k)")
-    g.add_argument("--out", required=True, help="output folder (a rerun resumes it)")
-    m = parser.add_argument_group("model")
-    m.add_argument(
-        "--engine",
-        default="openai",
-        choices=(*ENGINES, "oracle"),
-        help="how to reach the model (oracle: replay the gold calls, a check of the pool)",
-    )
-    m.add_argument(
-        "--model", default=None, help="model name on the server, or a local model folder"
-    )
-    m.add_argument(
-        "--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible API root"
-    )
-    m.add_argument(
-        "--api-key-env",
-        default="OPENAI_API_KEY",
-        help="name of the environment variable holding the API key (its value is never written)",
-    )
-    m.add_argument(
-        "--concurrency", type=int, default=16, help="episodes (and HTTP requests) at once"
-    )
-    m.add_argument("--timeout", type=float, default=120.0, help="seconds per HTTP request")
-    m.add_argument("--retries", type=int, default=5, help="HTTP retries on 429/5xx/timeouts")
-    m.add_argument("--logprobs", action="store_true", help="ask the server for log-probabilities")
-    m.add_argument("--extra-body", default=None, help="JSON merged into every HTTP request body")
-    m.add_argument("--device", default="cpu", help="device of the transformers engine")
-    m.add_argument("--dtype", default="float32", help="dtype of local engines")
-    s = parser.add_argument_group("sampling and limits")
-    s.add_argument("--temperature", type=float, default=0.7)
-    s.add_argument("--top-p", type=float, default=1.0)
-    s.add_argument("--seed", type=int, default=None, help="seed of local engines' sampling")
-    s.add_argument("--max-tokens", type=int, default=512, help="most tokens per completion")
-    s.add_argument(
-        "--max-episode-tokens", type=int, default=8192, help="most tokens per conversation"
-    )
-    s.add_argument("--max-turns", type=int, default=30, help="most agent steps per episode")
-    s.add_argument(
-        "--tool-format",
-        default="auto",
-        choices=tool_formats(),
-        help="how completions become actions",
-    )
-    s.add_argument(
-        "--user",
-        default="scripted",
-        choices=("scripted", "llm"),
-        help="user simulator (llm: the same engine)",
-    )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def _config(args: argparse.Namespace) -> dict[str, Any]:
-    keys = (
-        "env", "pool", "split", "limit", "k", "trials", "engine", "model", "base_url", "api_key_env",
-        "concurrency", "temperature", "top_p", "seed", "max_tokens", "max_episode_tokens",
-        "max_turns", "tool_format", "user",
-    )  # fmt: skip
-    return {k: getattr(args, k) for k in keys}
-
-
-def run_eval(args: argparse.Namespace) -> int:
-    """Run ``rods eval`` with parsed arguments; returns the exit code."""
-    from rods_agent.engines.base import SamplingParams
-    from rods_agent.rollout import RolloutConfig
-
-    args.trials = args.trials or args.k
-    if args.model is None:
-        if args.engine != "oracle":
-            raise ConfigError(f"--model is required with --engine {args.engine}")
-        args.model = "oracle"
-    if args.k < 1 or args.trials < args.k:
-        raise ConfigError(f"need 1 <= k <= trials; got k={args.k}, trials={args.trials}")
-    domain, tasks = load_pool(args.env, args.pool, args.split)
-    if args.limit is not None:
-        tasks = tasks[: args.limit]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    config = _config(args)
-    old = out / "config.json"
-    if old.exists():
-        prev = json.loads(old.read_text())
-        diff = [k for k in _RUN_KEYS if prev.get(k) != config.get(k)]
-        if diff:
-            raise ConfigError(
-                f"{out} holds results of a different run ({', '.join(f'{k}={prev.get(k)!r}' for k in diff)}); "
-                "use another --out or delete it"
-            )
-    write_json(old, config)
-    done = resume_state(out)
-    todo = [t for t in tasks if t.id not in done]
-    if done:
-        print(
-            f"rods eval: resuming: {len(tasks) - len(todo)} of {len(tasks)} tasks already done",
-            file=sys.stderr,
-        )
-
-    sampling = SamplingParams(
-        max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
-    )
-    rollout = RolloutConfig(
-        sampling=sampling,
-        max_turns=args.max_turns,
-        max_tokens=args.max_episode_tokens,
-        batch_size=args.concurrency,
-        tool_format=args.tool_format,
-    )
-    results = [done[t.id] for t in tasks if t.id in done]
-    if todo:
-        engine = build_engine(args, domain, todo)
+    Raises:
+        ConfigError: when some tasks' gold calls fail: no agent could pass those tasks, so
+            their scores would mean nothing. The message names them.
+    """
+    domains: dict[str, Domain] = {}
+    broken: list[str] = []
+    for task in tasks:
+        domain = domains.get(task.domain)
+        if domain is None:
+            domain = domains[task.domain] = load_domain(task.domain)
         try:
-            results += _run(engine, domain, todo, args, rollout, out)
+            GOLD_CACHE.get(domain, task)
+        except GoldError as exc:
+            broken.append(str(exc))
+    if broken:
+        raise ConfigError(
+            f"the gold calls of {len(broken)} of {len(tasks)} tasks fail, so no agent can "
+            f"pass them; fix or drop them from the pool (first: {broken[0]})"
+        )
+    return domains
+
+
+# -- evaluate ----------------------------------------------------------------------------
+def _settings(k: int, trials: int, rollout: RolloutConfig, user: str) -> dict[str, Any]:
+    s = rollout.sampling
+    return {
+        "k": k,
+        "trials": trials,
+        "max_turns": rollout.max_turns,
+        "max_episode_tokens": rollout.max_tokens,
+        "max_tokens": s.max_tokens,
+        "temperature": s.temperature,
+        "top_p": s.top_p,
+        "seed": s.seed,
+        "concurrency": rollout.batch_size,
+        "tool_format": rollout.tool_format,
+        "user": user,
+    }
+
+
+def evaluate(
+    engine: Engine | EngineFactory,
+    tasks: Sequence[Task],
+    *,
+    k: int = 1,
+    trials: int | None = None,
+    rollout: RolloutConfig | None = None,
+    user: Literal["scripted", "llm"] | UserFactory = "scripted",
+    out: str | Path | None = None,
+    progress: bool | ProgressCallback = False,
+    meta: Mapping[str, Any] | None = None,
+) -> EvalSummary:
+    """Evaluate a model on tasks: ``trials`` episodes per task, pass^1..k and breakdowns.
+
+    Args:
+        engine: The model, or a function that builds it. A function is called only when
+            some trial is left to run (a rerun that finds every task done loads no model),
+            and the engine it builds is closed at the end; an engine given as such is
+            left open (it belongs to the caller).
+        tasks: The tasks (any installed domains; ids must be unique).
+        k: pass^1..k is reported.
+        trials: Trials per task, at least ``k`` (default ``k``).
+        rollout: Sampling and limits (default :class:`RolloutConfig`). Its ``batch_size``
+            is how many episodes run at once.
+        user: ``"scripted"`` (the default deterministic user), ``"llm"`` (the user is
+            played by the same engine, :class:`rods_agent.user.LLMUser`), or a function
+            that builds a user simulator.
+        out: A folder for resumable result files (see the module docstring); None writes
+            nothing.
+        progress: True shows a progress bar on stderr (turns and tokens within live
+            trials); a function gets an :class:`EvalProgress` after every generation batch.
+        meta: What describes the run (model, environment, pool ...): written into
+            ``config.json`` and the summary. With ``out``, a rerun whose ``env``, ``pool``,
+            ``split``, ``engine`` or ``model`` differ from the folder's is refused.
+
+    Returns:
+        The summary; ``summary.results`` has one :class:`TaskResult` per task.
+
+    Raises:
+        ConfigError: for bad arguments, tasks whose gold calls fail, or an ``out`` folder
+            holding another run.
+    """
+    tasks = list(tasks)
+    if not tasks:
+        raise ConfigError("no tasks to evaluate")
+    ids = [t.id for t in tasks]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ConfigError(f"task ids must be unique; '{dup}' appears more than once")
+    trials = k if trials is None else trials
+    if k < 1 or trials < k:
+        raise ConfigError(f"need 1 <= k <= trials; got k={k}, trials={trials}")
+    rollout = rollout or RolloutConfig()
+    user_name = user if isinstance(user, str) else "custom"
+    if user_name not in ("scripted", "llm", "custom"):
+        raise ConfigError(f"unknown user simulator '{user}'; use 'scripted' or 'llm'")
+    domains = check_gold(tasks)
+    meta = dict(meta or {})
+    config = {**meta, **_settings(k, trials, rollout, user_name)}
+    folder = RunFolder(out) if out is not None else None
+    resumed = _Resumed({}, {})
+    if folder is not None:
+        folder.check_config(config)
+        resumed = folder.resume(tasks, trials)
+        if resumed.done:
+            log.info("resuming: %d of %d tasks already done", len(resumed.done), len(tasks))
+    todo = [t for t in tasks if t.id not in resumed.done]
+    specs: list[EpisodeSpec] = []
+    for task in todo:
+        have = {r.trial for r in resumed.trials.get(task.id, [])}
+        specs += [EpisodeSpec(task, trial) for trial in range(trials) if trial not in have]
+
+    results = dict(resumed.done)
+    if specs:
+        owned = not isinstance(engine, Engine)
+        model: Engine = engine() if not isinstance(engine, Engine) else engine
+        bar: _Bar | None = None
+        try:
+            if folder is not None:
+                folder.write_config(config)
+            report: ProgressCallback = _quiet
+            if callable(progress):
+                report = progress
+            elif progress:
+                bar = _Bar(len(specs))
+                report = bar
+            tracker = _Tracker(report, len(tasks), len(resumed.done), len(specs))
+            results.update(
+                _run(model, domains, todo, specs, resumed, trials, rollout, user, folder, tracker)
+            )
         finally:
-            engine.close()
-    order = {t.id: i for i, t in enumerate(tasks)}
-    results.sort(key=lambda r: order.get(r["task_id"], len(order)))
-    meta = {k: config[k] for k in ("env", "pool", "split", "engine", "model")}
-    summary = summarize(results, args.k, meta)
-    write_json(out / "summary.json", summary)
-    atomic_write(out / "summary.md", summary_markdown(summary))
-    plot_pass_k(summary, out / "pass_k.png")
-    pk = ", ".join(f"pass^{k}={v:.3f}" for k, v in summary["pass_k"].items())
-    print(
-        f"rods eval: {len(results)} tasks: {pk}, mean progress {summary['mean_progress']:.3f}; wrote {out}"
-    )
-    trials = sum(len(r["termination"]) for r in results)
-    errored = sum(t == "error" for r in results for t in r["termination"])
-    if trials and errored == trials:
-        print(
-            f"rods eval: error: every trial ({trials}) ended in an engine or environment error; "
-            f"the scores mean nothing (see {out / 'episodes.jsonl'}; is the model reachable?)",
-            file=sys.stderr,
-        )
-        return 1
-    if errored:
-        print(
-            f"rods eval: warning: {errored} of {trials} trials ended in an error", file=sys.stderr
-        )
-    return 0
+            if bar is not None:
+                bar.close()
+            if owned:
+                model.close()
+    elif folder is not None:
+        folder.write_config(config)
+    summary = EvalSummary.from_results([results[t.id] for t in tasks], k, meta)
+    if folder is not None:
+        folder.write_summary(summary)
+    return summary
 
 
 def _run(
-    engine: Any, domain: Any, todo: list[Task], args: argparse.Namespace, rollout: Any, out: Path
-) -> list[dict[str, Any]]:
-    """Run the trials of ``todo``, writing each task's lines as soon as its trials finish."""
-    import gymnasium as gym
-    from tqdm.auto import tqdm
-
-    import rods_env  # registers the environment ids
-    from rods_agent.rollout import EpisodeSpec, run_rollouts
-    from rods_agent.user import LLMUser
-
-    assert rods_env.ENV_IDS
-
-    def make_env() -> Any:
-        user = LLMUser(engine) if args.user == "llm" else None
-        return gym.make(
-            domain.env_id, max_steps=args.max_turns, user=user, disable_env_checker=True
-        )
-
+    engine: Engine,
+    domains: Mapping[str, Domain],
+    todo: Sequence[Task],
+    specs: Sequence[EpisodeSpec],
+    resumed: _Resumed,
+    trials: int,
+    rollout: RolloutConfig,
+    user: Literal["scripted", "llm"] | UserFactory,
+    folder: RunFolder | None,
+    tracker: _Tracker,
+) -> dict[str, TaskResult]:
+    """Run ``specs`` domain by domain; write each trial and each finished task at once."""
     by_id = {t.id: t for t in todo}
-    pending: dict[str, list[Any]] = defaultdict(list)
-    finished: list[dict[str, Any]] = []
-    bar = tqdm(
-        total=len(todo), desc="tasks", unit="task", disable=True if args.no_progress else None
-    )
-    t_start = time.perf_counter()
+    groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for tid, recs in resumed.trials.items():
+        groups[tid].extend(recs)
+    finished: dict[str, TaskResult] = {}
+    metered = _MeteredEngine(engine, tracker)
 
-    def on_record(record: Any) -> None:
-        group = pending[record.task_id]
+    def on_record(record: EpisodeRecord) -> None:
+        if folder is not None:
+            folder.add_trial(record)
+        tracker.trial(record)
+        group = groups[record.task_id]
         group.append(record)
-        if len(group) < args.trials:
+        if len(group) < trials:
             return
-        group.sort(key=lambda r: r.trial)
-        row = task_result(by_id[record.task_id], group)
-        append_jsonl(out / EPISODES, (r.to_dict(tokens=False) for r in group))
-        append_jsonl(out / RESULTS, [row])
-        finished.append(row)
-        del pending[record.task_id]
-        bar.update(1)
-        wins = sum(r["successes"] for r in finished)
-        bar.set_postfix(success=f"{wins / (len(finished) * args.trials):.2f}")
+        result = TaskResult.from_records(by_id[record.task_id], group)
+        if folder is not None:
+            folder.add_result(result)
+        finished[result.task_id] = result
+        del groups[record.task_id]
+        tracker.task()
 
-    specs = (EpisodeSpec(task, trial) for task in todo for trial in range(args.trials))
-    try:
-        run_rollouts(engine, make_env, specs, rollout, on_record=on_record)
-    finally:
-        bar.close()
-    log.info("evaluated %d tasks in %.1fs", len(finished), time.perf_counter() - t_start)
+    def user_for_env() -> UserSimulator | None:
+        if user == "scripted":
+            return None
+        if user == "llm":
+            from rods_agent.user import LLMUser
+
+            return LLMUser(engine)  # the user's own turns are not counted as the agent's
+        return user()
+
+    t_start = time.perf_counter()
+    for name, domain in domains.items():
+        mine = [s for s in specs if s.task.domain == name]
+        if not mine:
+            continue
+
+        def make_env(domain: Domain = domain) -> ToolEnv:
+            return ToolEnv(
+                domain, tasks=(), split=None, max_steps=rollout.max_turns, user=user_for_env()
+            )
+
+        run_rollouts(metered, make_env, mine, rollout, on_record=on_record)
+    log.debug("evaluated %d tasks in %.1fs", len(finished), time.perf_counter() - t_start)
     return finished
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m rods_agent.evaluate ...`` (same as ``rods eval ...``)."""
-    parser = argparse.ArgumentParser(prog="rods eval", description=__doc__.splitlines()[0])
-    add_eval_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run_eval(args)
-    except RodsError as exc:
-        print(f"rods eval: error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

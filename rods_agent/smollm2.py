@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import shutil
+import sys
 from pathlib import Path
 
 from rods_agent.engines.base import EngineError
@@ -74,7 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", help="folder to write the model to")
     args = parser.parse_args(argv)
-    print(convert(args.path))
+    try:
+        print(convert(args.path))
+    except EngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

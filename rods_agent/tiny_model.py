@@ -4,7 +4,7 @@ It emits nonsense (its weights are random), which is what the error paths need; 
 tokenizer and chat template are real (byte-level BPE, ChatML with tools), so token
 accounting, batching and serving are exercised as with a real model. Nothing is downloaded.
 
-    python -m rods_agent.tiny_model /tmp/tiny-qwen     # then: rods eval --engine transformers --model /tmp/tiny-qwen
+    python -m rods_agent.tiny_model results/tiny-qwen  # then: rods eval --engine transformers --model results/tiny-qwen
 """
 
 from __future__ import annotations
@@ -12,8 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+from rods_env.errors import ConfigError
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 TOOL_TOKENS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
@@ -58,7 +62,9 @@ def build_tiny_model(
 
     The tokenizer is trained through ``Qwen2Tokenizer.train_new_from_iterator`` so that
     token ids survive a reload by ``AutoTokenizer``; ``<tool_call>`` and friends are added
-    as ordinary (non-special) tokens, as in Qwen 2.5, so they survive decoding.
+    as ordinary (non-special) tokens, as in Qwen 2.5, so they survive decoding. The folder
+    is written beside ``path`` and renamed into place, so a killed build never leaves a
+    folder that looks complete.
 
     Args:
         extra_texts: More tokenizer training text (training passes the domains' policies
@@ -66,13 +72,53 @@ def build_tiny_model(
 
     Returns:
         ``path``.
+
+    Raises:
+        ConfigError: when ``path`` is a file, or a folder holding something other than a
+            model (it is replaced only when empty or a model folder).
     """
+    path = Path(path)
+    if path.exists() and (
+        not path.is_dir() or (any(path.iterdir()) and not (path / "config.json").exists())
+    ):
+        raise ConfigError(f"{path} exists and is not an empty folder or a model folder")
+    tmp = path.with_name(path.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    _write_tiny_model(
+        tmp,
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        intermediate_size=intermediate_size,
+        max_positions=max_positions,
+        seed=seed,
+        extra_texts=extra_texts,
+    )
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.replace(path)
+    return path
+
+
+def _write_tiny_model(
+    path: Path,
+    *,
+    vocab_size: int,
+    hidden_size: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    intermediate_size: int,
+    max_positions: int,
+    seed: int,
+    extra_texts: Iterable[str],
+) -> None:
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM, Qwen2Tokenizer
 
     from rods_agent.engines.chat import CHATML_TOOLS_TEMPLATE
 
-    path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     base = Qwen2Tokenizer()
     tok = base.train_new_from_iterator(
@@ -108,7 +154,6 @@ def build_tiny_model(
         eos_token_id=[config.eos_token_id, config.bos_token_id],
         pad_token_id=config.pad_token_id,
     ).save_pretrained(path)
-    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,7 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--hidden-size", type=int, default=128)
     args = parser.parse_args(argv)
-    out = build_tiny_model(args.path, layers=args.layers, hidden_size=args.hidden_size)
+    try:
+        out = build_tiny_model(args.path, layers=args.layers, hidden_size=args.hidden_size)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print(out)
     return 0
 

@@ -48,9 +48,16 @@ def freeze_tables(tables: Mapping[str, Mapping[str, Record]]) -> Tables:
         tables: Table name to (record key to record).
 
     Returns:
-        The same tables behind read-only mapping proxies.
+        The same tables behind read-only mapping proxies. A table that is already behind
+        one is shared as it is (a long-context world derives its tables from another's
+        without copying them: see :mod:`rods_env.padding`).
     """
-    return MappingProxyType({name: MappingProxyType(dict(rows)) for name, rows in tables.items()})
+    return MappingProxyType(
+        {
+            name: rows if isinstance(rows, MappingProxyType) else MappingProxyType(dict(rows))
+            for name, rows in tables.items()
+        }
+    )
 
 
 def record_digest(record: Record | Any) -> str:

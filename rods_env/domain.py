@@ -110,8 +110,10 @@ class Domain:
         name: Lower-case name, also the entry-point name (``"retail"``).
         title: Name in environment ids (``"Retail"`` gives ``rods/Retail-v0``).
         generate: ``(seed, size) -> tables``; deterministic; ``size`` is one of ``sizes``.
-        sizes: Size presets; must include ``"default"`` and ``"tiny"``; ``"long"`` (large
-            records, for long-context variants) is recommended.
+        sizes: Size presets; must include ``"default"`` and ``"tiny"``. For long-context
+            variants, ``"long-<n>k"`` sizes (the ``default`` world with about ``n`` thousand
+            tokens of padding per customer record, every ``default`` record under the same
+            key: see :mod:`rods_env.padding`) or a plain ``"long"`` size.
         toolkit: The domain's :class:`Toolkit` subclass.
         policy: The policy text the agent receives as its system prompt.
         skills: Task generators.
@@ -122,6 +124,17 @@ class Domain:
             a record that the task's gold never touches. The shared test suite uses it to
             check that collateral changes fail a turn.
         version: Environment version in the id.
+        customers: Tables whose records belong to one customer, each with the field that
+            names the owner (``{"users": "user_id", "orders": "user_id"}``). With it, the
+            customers of the test split and their records are reserved: train tasks never
+            touch them (see :mod:`rods_env.splits`). Empty: no entity-disjoint splits.
+        policy_checks: The policy's rules as checks over a gold run, ``(domain, task, gold)
+            -> what is wrong or None``; synthesis rejects a candidate that breaks one
+            (``policy_violation``).
+        forbidden_requests: ``(task, db, rng) -> sentences``: requests of the task's own
+            customer that the policy forbids (e.g. cancelling a delivered order), worded
+            as the customer would; synthesis adds one to a request as a distractor that
+            the agent must decline. ``db`` is the state before the task.
     """
 
     name: str
@@ -134,6 +147,9 @@ class Domain:
     seeds_path: Path | None = None
     unrelated_write: Callable[[Task, Database], ToolCall] | None = None
     version: int = 0
+    customers: Mapping[str, str] = field(default_factory=dict)
+    policy_checks: tuple[Callable[[Domain, Task, Any], str | None], ...] = ()
+    forbidden_requests: Callable[[Task, Database, random.Random], Sequence[str]] | None = None
 
     @property
     def env_id(self) -> str:

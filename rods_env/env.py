@@ -15,15 +15,19 @@ from rods_env.errors import ConfigError, RodsError
 from rods_env.gold import GOLD_CACHE, Gold, GoldCache
 from rods_env.parsing import ParsedAction, parse_action
 from rods_env.rewards import (
+    OutputCheck,
+    SeenValues,
+    Speech,
     TurnResult,
+    check_outputs,
     effect_present,
     evaluate_turn,
-    missing_outputs,
     progress,
     success,
 )
 from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
 from rods_env.task import Task, load_tasks
+from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text
 from rods_env.user import ScriptedUser, TurnView, UserSimulator
 
 _ARGS_JSON = json.JSONEncoder(ensure_ascii=False)  # reused: cheaper than json.dumps per call
@@ -35,7 +39,14 @@ class ToolEnv(gym.Env[str, str]):
     Observations are text: the user's messages, or the results of the agent's tool calls.
     Actions are text (a raw completion, with tool calls as ``<tool_call>{json}</tool_call>``
     blocks or bare JSON) or an OpenAI-style assistant message dict. A message without tool
-    calls goes to the user, whose reply is the next observation.
+    calls goes to the user, whose reply is the next observation. ``step`` never raises on
+    an action: whatever it is (malformed, huge, deeply nested, not JSON data), it becomes
+    an error observation, in time linear in its size; an observation is at most
+    ``MAX_TEXT_CHARS`` characters, a longer one ends with a truncation note.
+
+    ``info["tools"]`` and the messages of ``info["messages"]`` are read-only data (editing
+    them raises; ``copy.deepcopy`` gives an editable copy), so a caller cannot change the
+    environment's history or another environment's tool list.
 
     The reward of a step is the increase of ``progress`` (share of user turns passed), so an
     episode's rewards sum to its final progress. ``terminated`` is true when the conversation
@@ -56,7 +67,8 @@ class ToolEnv(gym.Env[str, str]):
         gold_cache: Where gold replays are cached (default: process-wide).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    # gymnasium types metadata as an instance attribute; it is class-level data here.
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}  # type: ignore[misc]
 
     def __init__(
         self,
@@ -101,7 +113,7 @@ class ToolEnv(gym.Env[str, str]):
         self._by_id = {t.id: t for t in domain.seed_tasks()}
         self._by_id.update({t.id: t for t in pool})
         self._all_tool_names = frozenset(domain.toolkit.names())
-        self._schemas_all = domain.toolkit.schemas()
+        self._schemas_all = FrozenList(domain.toolkit.schemas())
         self._policy = domain.policy
 
         self._db: Database | None = None
@@ -109,6 +121,7 @@ class ToolEnv(gym.Env[str, str]):
         self._task: Task | None = None
         self._gold: Gold | None = None
         self._messages: list[dict[str, Any]] = []
+        self._seen = SeenValues()
         self._over = True
 
     # -- properties ------------------------------------------------------------------------
@@ -172,12 +185,14 @@ class ToolEnv(gym.Env[str, str]):
         self._success = False
         self._termination: str | None = None
         self._over = False
-        first = self.user.start(task)
+        self._seen = SeenValues()
+        first = clip_text(self.user.start(task), MAX_TEXT_CHARS)
         self._messages = [
-            {"role": "system", "content": self._policy},
-            {"role": "user", "content": first},
+            FrozenDict(role="system", content=self._policy),
+            FrozenDict(role="user", content=first),
         ]
         self._open_turn(0)
+        self._turn_customer.append(first)
         return first, self._info([])
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -197,19 +212,13 @@ class ToolEnv(gym.Env[str, str]):
             raise RodsError("the episode is over: call reset() to start another")
         self._steps += 1
         before = self._progress
-        if isinstance(action, str) and len(action) > self.max_action_chars:
-            parsed = ParsedAction(
-                "",
-                error=f"action too long ({len(action):,} characters; at most {self.max_action_chars:,})",
-            )
-        else:
-            parsed = parse_action(action)
+        parsed = parse_action(action, self.max_action_chars)
 
         call_log: list[dict[str, Any]] = []
         if parsed.error:
-            obs = f"Error: {parsed.error}"
-            self._messages.append({"role": "assistant", "content": _clip(action)})
-            self._messages.append({"role": "system", "content": obs})
+            obs = clip_text(f"Error: {parsed.error}", MAX_ERROR_CHARS, "error")
+            self._messages.append(FrozenDict(role="assistant", content=_clip(action)))
+            self._messages.append(FrozenDict(role="system", content=obs))
         elif parsed.calls:
             obs = self._run_calls(parsed, call_log)
         else:
@@ -221,7 +230,7 @@ class ToolEnv(gym.Env[str, str]):
             truncated = True
         terminated = self._over and not truncated
         reward = self._progress - before
-        return obs, reward, terminated, truncated, self._info(call_log)
+        return clip_text(obs, MAX_TEXT_CHARS), reward, terminated, truncated, self._info(call_log)
 
     def truncate(self, reason: str = "truncated") -> dict[str, Any]:
         """End the episode now, scored exactly as when the step limit cuts it.
@@ -285,13 +294,31 @@ class ToolEnv(gym.Env[str, str]):
         self._turn = index
         self._turn_start = self._db.checkpoint()
         self._turn_text: list[str] = []
+        self._turn_customer: list[str] = []
+        self._said_memo: tuple[tuple[int, ...], OutputCheck] | None = None
         withheld = self._task.turns[index].withheld_tools
         if withheld:
             self._available = self._all_tool_names - set(withheld)
-            self._schemas = self.domain.toolkit.schemas(self._available)
+            self._schemas = FrozenList(self.domain.toolkit.schemas(self._available))
         else:
             self._available = self._all_tool_names
             self._schemas = self._schemas_all
+
+    def _speech(self) -> Speech:
+        return Speech(
+            agent="\n".join(self._turn_text),
+            customer="\n".join(self._turn_customer),
+            seen=self._seen,
+        )
+
+    def _said(self) -> OutputCheck:
+        """The output rules on the open turn, memoized on what they read (the user's view
+        and the turn's end usually ask about the same messages)."""
+        assert self._gold is not None
+        key = (self._turn, len(self._turn_text), len(self._turn_customer), self._seen.count)
+        if self._said_memo is None or self._said_memo[0] != key:
+            self._said_memo = (key, check_outputs(self._gold.turns[self._turn], self._speech()))
+        return self._said_memo[1]
 
     def _close_turn(self) -> None:
         assert self._gold is not None and self._db is not None
@@ -300,7 +327,8 @@ class ToolEnv(gym.Env[str, str]):
             self._gold.turns[self._turn],
             self._db,
             self._turn_start,
-            "\n".join(self._turn_text),
+            self._speech(),
+            said=self._said(),
         )
         self._record(result)
 
@@ -325,59 +353,61 @@ class ToolEnv(gym.Env[str, str]):
         assert self._task is not None and self._gold is not None and self._db is not None
         tg = self._gold.turns[self._turn]
         present = effect_present(tg, self._db)
-        missing = missing_outputs(tg, "\n".join(self._turn_text))
+        said = self._said()
         return TurnView(
             task=self._task,
             turn=self._turn,
-            goal_reached=present and not missing,
+            goal_reached=present and said.ok,
             effect_present=present,
             needs_write=bool(tg.effect),
-            missing_outputs=missing,
+            missing_outputs=said.missing,
         )
 
     def _talk(self, content: str) -> str:
         assert self._task is not None
-        self._messages.append({"role": "assistant", "content": content})
+        self._messages.append(FrozenDict(role="assistant", content=content))
         self._turn_text.append(content)
         reply = self.user.reply(content, self._view())
-        self._messages.append({"role": "user", "content": reply.text})
+        text = clip_text(reply.text, MAX_TEXT_CHARS)
+        self._messages.append(FrozenDict(role="user", content=text))
         if reply.advance or reply.stop:
             self._close_turn()
             if reply.stop or self._turn + 1 >= len(self._task.turns):
                 self._finish("user_stop")
             else:
                 self._open_turn(self._turn + 1)
-        return reply.text
+        self._turn_customer.append(text)
+        return text
 
     def _run_calls(self, parsed: ParsedAction, log: list[dict[str, Any]]) -> str:
         tool_calls = []
         for k, call in enumerate(parsed.calls):
             args = call.arguments if call.arguments is not None else {}
+            function = FrozenDict(name=call.name or "?", arguments=_ARGS_JSON.encode(args))
             tool_calls.append(
-                {
-                    "id": f"call_{self._steps}_{k}",
-                    "type": "function",
-                    "function": {
-                        "name": call.name or "?",
-                        "arguments": _ARGS_JSON.encode(args),
-                    },
-                }
+                FrozenDict(id=f"call_{self._steps}_{k}", type="function", function=function)
             )
         self._messages.append(
-            {"role": "assistant", "content": parsed.content or None, "tool_calls": tool_calls}
+            FrozenDict(
+                role="assistant", content=parsed.content or None, tool_calls=FrozenList(tool_calls)
+            )
         )
         if parsed.content:
             self._turn_text.append(parsed.content)
         outputs: list[str] = []
         for call, tc in zip(parsed.calls, tool_calls, strict=True):
+            error: str | None
             if call.error is not None:
-                out, ok, terminal = f"Error: {call.error}", False, False
+                out, ok, terminal, error = f"Error: {call.error}", False, False, "ParseError"
             else:
                 result = self._tools.call(call.name, call.arguments, available=self._available)
                 out, ok, terminal = result.output, result.ok, result.terminal and result.ok
-            log.append({"name": call.name, "ok": ok})
+                error = result.error
+                if ok:
+                    self._seen.add(call.name, out)
+            log.append({"name": call.name, "ok": ok, "error": error})
             self._messages.append(
-                {"role": "tool", "tool_call_id": tc["id"], "name": call.name or "?", "content": out}
+                FrozenDict(role="tool", tool_call_id=tc["id"], name=call.name or "?", content=out)
             )
             outputs.append(out)
             if terminal:
@@ -408,9 +438,19 @@ class ToolEnv(gym.Env[str, str]):
 
 
 def _clip(action: Any, limit: int = 2000) -> str:
-    text = action if isinstance(action, str) else json.dumps(action, default=str)
+    """A printable, bounded text of an action that could not be used (for the history)."""
+    if isinstance(action, str):
+        text = action[: limit + 1]
+    else:
+        try:
+            text = json.dumps(action, default=repr, ensure_ascii=False)[: limit + 1]
+        except (TypeError, ValueError, RecursionError):
+            text = f"<an unreadable {type(action).__name__} action>"
+    # lone surrogates cannot be written by any encoder: the history must stay writable
+    text = text.encode("utf-8", "replace").decode("utf-8")
     if len(text) > limit:
-        return text[:limit] + f"... [{len(text) - limit:,} more characters omitted]"
+        full = len(action) if isinstance(action, str) else len(text)
+        return text[:limit] + f"... [{max(full - limit, 1):,} more characters omitted]"
     return text
 
 

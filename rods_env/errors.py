@@ -40,6 +40,11 @@ class NotFoundError(ToolError):
     """An id the agent passed names no record."""
 
 
+class InternalToolError(ToolError):
+    """A tool raised something other than a :class:`ToolError`: a bug in the tool, reported
+    to the agent as an error (the call changed nothing) and logged."""
+
+
 class ParseError(RodsError):
     """The agent's action could not be parsed into a message or tool calls."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
@@ -28,10 +28,17 @@ class TurnGold:
         effect: ``(table, key) -> record or DELETED`` for every record the turn's gold calls
             change, with the value they leave.
         outputs: Values the agent must communicate during the turn.
+        operations: For a turn whose tools are withheld, the word stems naming the withheld
+            operations (from the tools' ``operation``); the agent's refusal must name one.
+        rivals: Required output (a word of a closed vocabulary of the domain, such as a
+            flight status) to the other words of that vocabulary, which compete with it
+            (:attr:`rods_env.tools.Toolkit.vocabularies`).
     """
 
     effect: dict[tuple[str, str], Any]
     outputs: tuple[str, ...]
+    operations: tuple[str, ...] = ()
+    rivals: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
     tools = domain.tools(db)
     tools.on_reset()
     all_names = set(domain.toolkit.names())
+    specs = domain.toolkit.specs()
+    vocabularies = [tuple(w.lower() for w in v) for v in domain.toolkit.vocabularies]
     turns: list[TurnGold] = []
     outputs: list[Any] = []
     for t_index, turn in enumerate(task.turns):
@@ -80,7 +89,22 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
             outputs.append(to_jsonable(result.value))
         changed = db.changed_since(start)
         effect = {key: db.get(*key, DELETED) for key in sorted(changed)}
-        turns.append(TurnGold(effect=effect, outputs=turn.outputs))
+        operations = tuple(
+            dict.fromkeys(
+                stem
+                for name in turn.withheld_tools
+                for stem in (specs[name].operation if name in specs else (name.split("_")[0],))
+            )
+        )
+        rivals = {
+            out: tuple(w for w in vocabulary if w != out.lower())
+            for out in turn.outputs
+            for vocabulary in vocabularies
+            if out.lower() in vocabulary
+        }
+        turns.append(
+            TurnGold(effect=effect, outputs=turn.outputs, operations=operations, rivals=rivals)
+        )
     return Gold(
         turns=tuple(turns),
         final=db.changes(),

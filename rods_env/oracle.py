@@ -85,9 +85,12 @@ class OracleAgent:
                 return f"Here is what I will do: {call.name} with {args}. Shall I proceed?"
             self._next_call += 1
             return tool_call_text(call)
-        lead = (
-            "I'm sorry, I cannot do that for you right now." if spec.withheld_tools else "All done."
-        )
+        if spec.withheld_tools:
+            # a refusal names the operation it refuses (the reward requires it)
+            names = " and ".join(t.replace("_", " ") for t in spec.withheld_tools)
+            lead = f"I'm sorry, I cannot do that for you right now: {names} is not available."
+        else:
+            lead = "All done."
         # an output with alternatives ("cannot|unable") is said once, in its first form
         said = [o.split("|")[0] for o in spec.outputs if not mentions(lead, o)]
         return " ".join([lead, *said])

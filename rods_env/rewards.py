@@ -1,80 +1,522 @@
-"""Rewards: pure functions over (task gold, state, what the agent said).
+"""Rewards: pure functions over (task gold, state, what was said and seen).
 
-A user turn passes when (1) every record the turn's gold calls change holds its gold value,
-(2) no other record changed during the turn, and (3) every output the turn requires appears
-in the agent's messages of that turn as a whole token. ``progress`` is the share of passed
-turns; ``success`` is strict: the final state equals the gold final state and every turn's
-outputs were communicated. The step reward is the increase of progress.
+A user turn passes when, at its end:
+
+1. every record the turn's gold calls change holds its gold value (*effect*);
+2. no other record changed during the turn (*collateral*);
+3. every output the turn requires appears in the agent's messages of that turn
+   (:func:`mentions`), not only inside words it copied from the customer (*echo*), and a
+   required value that the customer said in the turn also appears in a tool result the
+   agent received (*evidence*);
+4. the agent's messages of the turn state no competing value of a required value
+   (another value of the same field of the same tool that it saw in a tool result, or
+   another word of the closed vocabulary the value belongs to, such as the flight
+   statuses), no forbidden phrase (an output starting with ``!``), and at most
+   :data:`SPRAY_LIMIT` values (numbers, tokens with a digit) beyond the required ones
+   (*spray*);
+5. on a turn whose tools are withheld, the agent says it cannot (:data:`REFUSAL`) and names
+   the withheld operation (the tool's operation stems).
+
+``progress`` is the share of passed turns; ``success`` is strict: every turn passed and the
+final state equals the gold final state. The step reward is the increase of progress.
+docs/reward-design.md states the rules with examples and the table of number forms.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
 from rods_env.database import DELETED, Checkpoint, Database
 from rods_env.gold import Gold, TurnGold
 
-_NUMBER_OUTPUT = re.compile(r"^[$€£]?\s*-?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?%?$")
-_NUMBER_IN_TEXT = re.compile(r"(?<![\w.:/-])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w]|\.\d)")
+REFUSAL = (
+    "cannot|can't|can’t|can not|unable|not able|not possible|isn't possible|not allowed|"
+    "isn't allowed|not eligible|isn't eligible|not available|isn't available|unavailable|"
+    "won't be able"
+)
+"""Words that say the agent cannot do something (a required output with alternatives)."""
+
+ECHO_RUN = 5
+"""Words the agent repeats from the customer's messages of the turn, in runs of at least this
+many, are not counted as said."""
+
+SPRAY_LIMIT = 8
+"""Most values (numbers, tokens of 3+ characters with a digit) that a turn's messages may
+state beyond its required ones."""
+
+MAX_TURN_CHARS = 20_000
+"""A turn whose messages to the customer are longer than this fails (nobody answers with
+a dump)."""
+
+_CENT = Decimal("0.01")
+_NUM = r"(?:0|[1-9][0-9]{0,2}(?:,[0-9]{3})+|[1-9][0-9]*)(?:\.[0-9]+)?"
+_AMOUNT_WHOLE = re.compile(rf"^(?P<s1>[-−])?(?:[$€£]\s?)?(?P<s2>[-−])?(?P<num>{_NUM})$")
+# a number in running text: not glued to a word, an id (#10), a time (10:30), a range (10-20),
+# a percentage (10%), a version (1.2.3) or a zero-padded code (010)
+_NUMBER_IN_TEXT = re.compile(
+    r"(?<![\w.,#/:%+\-−])(?P<s1>[-−])?(?:[$€£]\s?)?(?P<s2>[-−])?"
+    rf"(?P<num>{_NUM})"
+    r"(?![\w%]|[.,][0-9]|[-−/:][0-9])"
+)
+_VALUE_TOKEN = re.compile(r"[0-9a-z_#@.:/\-]*[0-9][0-9a-z_#@.:/\-]*")
+_WORD_EDGE = ".,;:!?()[]{}\"'`*<>«»“”‘’"
+_MAX_AMOUNT_DIGITS = 15  # longer digit strings are ids, compared as text
 
 
-def _as_decimal(text: str) -> Decimal | None:
+@lru_cache(maxsize=65536)  # the same numbers come back in every episode
+def _cents(sign: bool, digits: str) -> Decimal | None:
+    if len(digits) > _MAX_AMOUNT_DIGITS + 4:
+        return None
     try:
-        return Decimal(text.replace(",", ""))
+        value = Decimal(digits.replace(",", "")).quantize(_CENT, rounding=ROUND_HALF_UP)
     except InvalidOperation:
         return None
+    return -value if sign else value
+
+
+@lru_cache(maxsize=65536)
+def amount_value(text: str) -> Decimal | None:
+    """The amount ``text`` is, rounded to the cent, when it is a number as a whole.
+
+    Accepted: an optional sign, an optional currency sign, digits without a leading zero
+    (or a single ``0``), optional thousands commas, optional decimals: ``"10"``,
+    ``"-10"``, ``"$1,234.50"``, ``"0.5"``. Anything else (``"010"``, ``"10%"``,
+    ``"#10"``) is not an amount and compares as text.
+    """
+    m = _AMOUNT_WHOLE.match(text.strip())
+    if m is None or len(m.group("num").split(".")[0]) > _MAX_AMOUNT_DIGITS + 4:
+        return None
+    return _cents(bool(m.group("s1")) != bool(m.group("s2")), m.group("num"))
+
+
+def numbers_in(text: str) -> set[Decimal]:
+    """Every amount stated in ``text`` (see :data:`_NUMBER_IN_TEXT`), rounded to the cent."""
+    found = set()
+    for m in _NUMBER_IN_TEXT.finditer(text):
+        value = _cents(bool(m.group("s1")) != bool(m.group("s2")), m.group("num"))
+        if value is not None:
+            found.add(value)
+    return found
+
+
+@lru_cache(maxsize=65536)
+def _token_pattern(token: str, prefix: bool) -> re.Pattern[str]:
+    tail = "" if prefix else r"(?![0-9a-z_])"
+    return re.compile(r"(?<![0-9a-z_])" + re.escape(token) + tail)
+
+
+def _has_token(lowered: str, token: str) -> bool:
+    """Whether ``token`` (lower case) occurs in ``lowered`` as a whole token; a token ending
+    in ``*`` is a word stem (any word that starts with it)."""
+    prefix = token.endswith("*")
+    if prefix:
+        token = token[:-1]
+    if not token:
+        return False
+    if token not in lowered:  # cheap and common: no need to build a pattern
+        return False
+    return _token_pattern(token, prefix).search(lowered) is not None
+
+
+@lru_cache(maxsize=4096)
+def _phrase_pattern(output: str) -> re.Pattern[str] | None:
+    """One pattern for an output's alternatives when none is a number (None otherwise)."""
+    parts = []
+    for alternative in output.split("|"):
+        token = alternative.strip().lower()
+        if not token or amount_value(token) is not None:
+            return None
+        if token.endswith("*"):
+            parts.append(re.escape(token[:-1]))
+        else:
+            parts.append(re.escape(token) + r"(?![0-9a-z_])")
+    return re.compile(r"(?<![0-9a-z_])(?:" + "|".join(parts) + ")")
+
+
+Value = tuple[str, Any]
+"""A value as the reward compares it: ``("n", cents)`` for an amount, ``("s", lower text)``."""
+
+
+_AMOUNT_START = frozenset("0123456789-−$€£")
+_DIGIT = re.compile(r"[0-9]")
+
+
+@lru_cache(maxsize=65536)
+def _number(raw: int | float) -> Value | None:  # values repeat: cached
+    try:
+        number = Decimal(repr(raw)).quantize(_CENT, rounding=ROUND_HALF_UP)
+    except InvalidOperation:
+        return None
+    return ("n", number) if number.is_finite() else None
+
+
+def value_of(raw: Any) -> Value | None:
+    """How a tool-result leaf or a required output compares (None: not a value)."""
+    kind = type(raw)
+    if kind is str:
+        text = raw.strip()
+        if not text:
+            return None
+        if text[0] in _AMOUNT_START:
+            amount = amount_value(text)
+            if amount is not None:
+                return ("n", amount)
+        return ("s", text.lower())
+    if kind is bool or raw is None:
+        return None
+    if kind is int or kind is float:
+        return _number(raw)
+    return value_of(str(raw))
+
+
+def show(value: Value) -> str:
+    """A value as text: an amount without trailing zero cents (``99.99``, ``235``)."""
+    kind, raw = value
+    if kind == "n" and raw == raw.to_integral_value():
+        return str(int(raw))
+    return str(raw)
+
+
+class Said:
+    """What the agent said, analysed once for many look-ups.
+
+    Args:
+        text: The agent's text.
+    """
+
+    __slots__ = ("_numbers", "lower")
+
+    def __init__(self, text: str) -> None:
+        self.lower = text.lower()
+        self._numbers: set[Decimal] | None = None
+
+    @property
+    def numbers(self) -> set[Decimal]:
+        """Every amount stated, rounded to the cent."""
+        if self._numbers is None:
+            self._numbers = numbers_in(self.lower)
+        return self._numbers
+
+    def has(self, output: str) -> bool:
+        """Whether ``output`` is stated (the rules of :func:`mentions`)."""
+        if output.startswith("!"):
+            return not self.has(output[1:])
+        if "|" in output:
+            pattern = _phrase_pattern(output)
+            if pattern is not None:  # words only: one search for every alternative
+                return pattern.search(self.lower) is not None
+            return any(self.has(alternative) for alternative in output.split("|"))
+        out = output.strip()
+        if not out:
+            return True
+        amount = amount_value(out)
+        if amount is not None:
+            return amount in self.numbers
+        return _has_token(self.lower, out.lower())
+
+    def has_value(self, value: Value) -> bool:
+        """Whether a tool-result value is stated."""
+        if value[0] == "n":
+            return value[1] in self.numbers
+        return _has_token(self.lower, value[1])
+
+    def values(self) -> set[Value]:
+        """The values stated: numbers, and tokens of 3+ characters with a digit (ids, codes,
+        dates)."""
+        out: set[Value] = {("n", n) for n in self.numbers}
+        for m in _VALUE_TOKEN.finditer(self.lower):
+            token = m.group().strip(".:/-")
+            if len(token) >= 3 and amount_value(token) is None:
+                out.add(("s", token))
+        return out
 
 
 def mentions(text: str, output: str) -> bool:
-    """Whether ``output`` appears in ``text`` as a whole token.
+    """Whether ``output`` appears in ``text``.
 
-    Numbers compare by value ("1,234.5" matches "1234.50"; "10" never matches "100" or
-    "10.5"); other outputs match case-insensitively with word boundaries ("W12" does not
-    match "W123"). An output with ``|`` is satisfied by any of its alternatives
-    (``"cannot|unable"``).
+    * An output that is a number as a whole (:func:`amount_value`) matches a number of the
+      text with the same value to the cent: ``"10"`` is matched by "10", "10.0", "$10.00"
+      and "10.00 USD", not by "100", "10.5", "10:30", "10-20", "10%", "#10" or "010".
+    * Any other output matches case-insensitively as a whole token: ``"1234"`` is not
+      matched inside "01234", ``"W12"`` not inside "W123".
+    * An output with ``|`` is matched by any of its alternatives; an alternative ending in
+      ``*`` is a word stem (``"cancel*"`` matches "cancellation").
+    * An output starting with ``!`` is *forbidden*: it is satisfied when none of its
+      alternatives is said (``"!basic economy"`` fails a text that says "basic economy").
 
     Args:
         text: What the agent said.
         output: A required output value.
     """
-    if "|" in output:
-        return any(mentions(text, alternative) for alternative in output.split("|"))
-    out = output.strip()
-    if not out:
-        return True
-    if _NUMBER_OUTPUT.match(out):
-        target = _as_decimal(re.sub(r"[$€£%\s]", "", out))
-        if target is not None:
-            for m in _NUMBER_IN_TEXT.finditer(text):
-                value = _as_decimal(m.group(1) + (m.group(2) or ""))
-                if value == target:
-                    return True
-            return False
-    token, haystack = out.lower(), text.lower()
-    if token not in haystack:  # cheap and common: no need to build a pattern
-        return False
-    return _token_pattern(token).search(haystack) is not None
+    return Said(text).has(output)
 
 
-@lru_cache(maxsize=65536)
-def _token_pattern(token: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![0-9a-z_])" + re.escape(token) + r"(?![0-9a-z_])")
+# -- what the agent saw ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OutputValues:
+    """The values in one tool result, indexed once (and cached: results repeat across
+    episodes of the same task).
+
+    Attributes:
+        values: Every value in the result.
+        fields: Path of object keys (list positions left out, keys holding digits such as
+            ids and dates written ``*``) to the values found there; a bare result (a
+            calculator's number) has no path and no field.
+        paths_of: Value to the paths it was found at.
+    """
+
+    values: frozenset[Value]
+    fields: dict[str, frozenset[Value]]
+    paths_of: dict[Value, tuple[str, ...]]
 
 
+@lru_cache(maxsize=8192)
+def output_values(output: str) -> OutputValues:
+    """Index the values of a tool result's text (JSON, or a bare string or number)."""
+    data: Any = output
+    if output[:1] in ("{", "["):
+        try:
+            data = json.loads(output)
+        except (ValueError, RecursionError):
+            data = None  # a truncated output: its values are not indexed
+    fields: dict[str, set[Value]] = {}
+    values: set[Value] = set()
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        item, path = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for key, sub in item.items():
+                part = "*" if _DIGIT.search(key) else key
+                stack.append((sub, f"{path}.{part}" if path else part))
+            continue
+        if kind is list:
+            stack.extend((sub, path) for sub in item)
+            continue
+        value = value_of(item)
+        if value is None:
+            continue
+        values.add(value)
+        if path:
+            fields.setdefault(path, set()).add(value)
+    paths_of: dict[Value, list[str]] = {}
+    for path, found in fields.items():
+        for value in found:
+            paths_of.setdefault(value, []).append(path)
+    return OutputValues(
+        values=frozenset(values),
+        fields={p: frozenset(v) for p, v in fields.items()},
+        paths_of={v: tuple(p) for v, p in paths_of.items()},
+    )
+
+
+class SeenValues:
+    """The tool results an agent received in an episode, as the output rules query them.
+
+    A value's *field* is the tool and the path of object keys that lead to it
+    (:class:`OutputValues`): ``get_order_details`` / ``fulfilments.tracking_ids``. Results
+    are kept as text and indexed (:func:`output_values`, cached) only when a turn with
+    required values is judged.
+    """
+
+    def __init__(self) -> None:
+        self._raw: list[tuple[str, str]] = []
+        self._indexed: list[tuple[str, OutputValues]] = []
+        self._rivals: dict[Value, tuple[int, set[Value]]] = {}
+
+    def add(self, tool: str, output: str) -> None:
+        """Record the output text of a successful tool call."""
+        self._raw.append((tool, output))
+
+    @property
+    def count(self) -> int:
+        """Number of results recorded."""
+        return len(self._raw)
+
+    def _outputs(self) -> list[tuple[str, OutputValues]]:
+        for tool, output in self._raw[len(self._indexed) :]:
+            self._indexed.append((tool, output_values(output)))
+        return self._indexed
+
+    def saw(self, value: Value) -> bool:
+        """Whether a tool result contained ``value``."""
+        return any(value in found.values for _, found in self._outputs())
+
+    def competitors(self, value: Value) -> set[Value]:
+        """The other values of every field where ``value`` was seen."""
+        memo = self._rivals.get(value)
+        if memo is not None and memo[0] == len(self._raw):
+            return memo[1]
+        found = self._competitors(value)
+        self._rivals[value] = (len(self._raw), found)
+        return found
+
+    def _competitors(self, value: Value) -> set[Value]:
+        outputs = self._outputs()
+        fields = {(tool, path) for tool, found in outputs for path in found.paths_of.get(value, ())}
+        out: set[Value] = set()
+        for tool, found in outputs:
+            for path in found.fields:
+                if (tool, path) in fields:
+                    out |= found.fields[path]
+        out.discard(value)
+        return out
+
+
+@dataclass
+class Speech:
+    """What happened in one turn, as the output rules see it.
+
+    Attributes:
+        agent: Everything the agent wrote to the customer during the turn.
+        customer: Everything the customer wrote during the turn.
+        seen: The tool results the agent received so far in the episode.
+    """
+
+    agent: str = ""
+    customer: str = ""
+    seen: SeenValues = field(default_factory=SeenValues)
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip(_WORD_EDGE) for w in text.lower().split()]
+
+
+@lru_cache(maxsize=4096)
+def _grams(customer: str, run: int) -> frozenset[tuple[str, ...]]:
+    """The runs of ``run`` words of a customer's text (cached: requests repeat)."""
+    words = _words(customer)
+    return frozenset(tuple(words[i : i + run]) for i in range(len(words) - run + 1))
+
+
+def mask_echo(agent: str, customer: str, run: int = ECHO_RUN) -> str:
+    """``agent`` with every run of ``run`` or more words copied from ``customer`` blanked.
+
+    Words compare case-insensitively without surrounding punctuation; blanked words become
+    ``…``, so tokens on both sides never join.
+    """
+    words = agent.split()
+    if len(words) < run:
+        return agent
+    grams = _grams(customer, run)
+    if not grams:
+        return agent
+    normed = _words(agent)
+    masked: set[int] = set()
+    for i in range(len(words) - run + 1):
+        if tuple(normed[i : i + run]) in grams:
+            masked.update(range(i, i + run))
+    if not masked:
+        return agent
+    return " ".join("…" if i in masked else w for i, w in enumerate(words))
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """How a turn's messages measure against its required outputs.
+
+    Attributes:
+        missing: Required outputs (and refusal words) not said, said only by echoing the
+            customer, or, for a value the customer said, never seen in a tool result.
+        competing: Competing values stated next to a required one.
+        spray: Values (numbers, tokens with a digit) stated beyond the required ones.
+        overlong: The messages exceed :data:`MAX_TURN_CHARS`.
+    """
+
+    missing: tuple[str, ...] = ()
+    competing: tuple[str, ...] = ()
+    spray: int = 0
+    overlong: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """Whether the outputs part of the turn passes."""
+        return not (self.missing or self.competing or self.overlong) and self.spray <= SPRAY_LIMIT
+
+
+_OK = OutputCheck()
+
+
+def is_value(output: str) -> bool:
+    """Whether a required output is a value (an id, an amount, a status), as opposed to a
+    phrase with alternatives or a forbidden phrase (``!``)."""
+    return bool(output.strip()) and "|" not in output and not output.startswith("!")
+
+
+@lru_cache(maxsize=4096)
+def _values_of(outputs: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(o for o in outputs if is_value(o))
+
+
+def refusal_words(turn: TurnGold) -> tuple[str, ...]:
+    """What a withheld turn requires besides its outputs: a refusal (:data:`REFUSAL`) and
+    the withheld operation (any stem of a withheld tool); nothing for other turns."""
+    if not turn.operations:
+        return ()
+    return (REFUSAL, "|".join(f"{stem}*" for stem in turn.operations))
+
+
+def check_outputs(turn: TurnGold, speech: Speech | str) -> OutputCheck:
+    """Judge what the agent said in a turn against the turn's required outputs.
+
+    Args:
+        turn: The turn's gold (required outputs and, for a withheld turn, the operations).
+        speech: The turn's messages and what the agent saw (a string: the agent's messages
+            alone, with nothing seen and nothing said by the customer).
+    """
+    required = turn.outputs + refusal_words(turn)
+    if not required:
+        return _OK
+    if isinstance(speech, str):
+        speech = Speech(agent=speech)
+    if len(speech.agent) > MAX_TURN_CHARS:
+        return OutputCheck(missing=required, overlong=True)
+    said = Said(mask_echo(speech.agent, speech.customer))
+    missing = [o for o in required if not said.has(o)]
+    values = _values_of(turn.outputs)
+    if not values:
+        return OutputCheck(missing=tuple(missing)) if missing else _OK
+    seen = speech.seen
+    wanted = {v for v in (value_of(o) for o in values) if v is not None}
+    customer = Said(speech.customer) if speech.customer else None
+    for output in values:
+        if output in missing or customer is None or not customer.has(output):
+            continue
+        value = value_of(output)
+        if value is None or not seen.saw(value):
+            missing.append(output)  # the customer's own words are no evidence of work
+    competing: list[str] = []
+    rivals = [("s", word) for o in values for word in turn.rivals.get(o, ())]
+    for value in wanted:
+        for other in [*seen.competitors(value), *rivals]:
+            if other not in wanted and said.has_value(other):
+                shown = show(other)
+                if shown not in competing:
+                    competing.append(shown)
+    spray = len(said.values() - wanted)
+    return OutputCheck(tuple(missing), tuple(sorted(competing)), spray)
+
+
+# -- turns, progress, success ------------------------------------------------------------------
 @dataclass(frozen=True)
 class TurnResult:
     """How one user turn went.
 
     Attributes:
         index: Turn index.
-        passed: Effect present, no collateral change, every output communicated.
+        passed: Effect present, no collateral change, the outputs rules hold.
         effect_ok: Every record the gold changes holds the gold value.
         collateral: ``table/key`` of records changed during the turn that the gold leaves alone.
-        missing_outputs: Required outputs the agent did not communicate.
+        missing_outputs: Required outputs (and refusal words) not communicated.
+        competing: Competing values stated next to a required one (see :func:`check_outputs`).
+        spray: Values (numbers, tokens with a digit) stated beyond the required ones (the
+            turn fails above :data:`SPRAY_LIMIT`).
+        overlong: The turn's messages exceed :data:`MAX_TURN_CHARS`.
     """
 
     index: int
@@ -82,6 +524,9 @@ class TurnResult:
     effect_ok: bool
     collateral: tuple[str, ...]
     missing_outputs: tuple[str, ...]
+    competing: tuple[str, ...] = ()
+    spray: int = 0
+    overlong: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for ``info`` and logs."""
@@ -91,6 +536,9 @@ class TurnResult:
             "effect_ok": self.effect_ok,
             "collateral": list(self.collateral),
             "missing_outputs": list(self.missing_outputs),
+            "competing": list(self.competing),
+            "spray": self.spray,
+            "overlong": self.overlong,
         }
 
 
@@ -106,13 +554,18 @@ def effect_present(turn: TurnGold, db: Database) -> bool:
     return True
 
 
-def missing_outputs(turn: TurnGold, agent_text: str) -> tuple[str, ...]:
-    """Required outputs of the turn not found in ``agent_text``."""
-    return tuple(o for o in turn.outputs if not mentions(agent_text, o))
+def missing_outputs(turn: TurnGold, speech: Speech | str) -> tuple[str, ...]:
+    """Required outputs of the turn not communicated (see :func:`check_outputs`)."""
+    return check_outputs(turn, speech).missing
 
 
 def evaluate_turn(
-    index: int, turn: TurnGold, db: Database, turn_start: Checkpoint, agent_text: str
+    index: int,
+    turn: TurnGold,
+    db: Database,
+    turn_start: Checkpoint,
+    speech: Speech | str,
+    said: OutputCheck | None = None,
 ) -> TurnResult:
     """Evaluate one user turn at its end.
 
@@ -121,19 +574,24 @@ def evaluate_turn(
         turn: The turn's gold.
         db: The state at the end of the turn.
         turn_start: Checkpoint taken when the turn began.
-        agent_text: Everything the agent wrote during the turn.
+        speech: The turn's messages and what the agent saw (or the agent's text alone).
+        said: :func:`check_outputs` of this speech, when the caller has it already.
     """
     ok = effect_present(turn, db)
     collateral = tuple(
         sorted(f"{t}/{k}" for t, k in db.changed_since(turn_start) if (t, k) not in turn.effect)
     )
-    missing = missing_outputs(turn, agent_text)
+    if said is None:
+        said = check_outputs(turn, speech)
     return TurnResult(
         index=index,
-        passed=ok and not collateral and not missing,
+        passed=ok and not collateral and said.ok,
         effect_ok=ok,
         collateral=collateral,
-        missing_outputs=missing,
+        missing_outputs=said.missing,
+        competing=said.competing,
+        spray=said.spray,
+        overlong=said.overlong,
     )
 
 
@@ -145,7 +603,11 @@ def progress(results: list[TurnResult], n_turns: int) -> float:
 
 
 def success(gold: Gold, db: Database, results: list[TurnResult]) -> bool:
-    """Strict success: final state equals the gold final state, every output communicated."""
-    if len(results) != len(gold.turns) or any(r.missing_outputs for r in results):
+    """Strict success: every turn passed and the final state equals the gold final state.
+
+    A task whose writes were all made, but in the wrong turns, ends in the gold state with
+    failed turns: that is not a success.
+    """
+    if len(results) != len(gold.turns) or not all(r.passed for r in results):
         return False
     return db.changes() == gold.final

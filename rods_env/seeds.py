@@ -18,6 +18,7 @@ from rods_env.domain import Domain, Skill, SkillUnavailable
 from rods_env.errors import RodsError
 from rods_env.gold import replay_gold
 from rods_env.signature import compute_signature
+from rods_env.splits import generation_database
 from rods_env.task import Provenance, Task, dump_tasks
 
 
@@ -35,14 +36,16 @@ def make_task(
 ) -> Task:
     """Run ``skill`` on the ``(db_seed, db_size)`` database and return a complete task.
 
-    The gold calls are executed (a failing call raises :class:`rods_env.gold.GoldError`)
-    and the signature is computed from the executed calls.
+    The skill draws its entities from the customers of ``split`` only (None counts as
+    train; see :mod:`rods_env.splits`). The gold calls are executed on the whole database
+    (a failing call raises :class:`rods_env.gold.GoldError`) and the signature is computed
+    from the executed calls.
 
     Raises:
         SkillUnavailable: when the skill finds no entities for the shape.
     """
     shape = dict(skill.shape if shape is None else shape)
-    db = domain.database(db_seed, db_size)
+    db = generation_database(domain, db_seed, db_size, split)
     draft = skill.generate(db, rng, shape)
     if draft.shape is not None:
         shape = dict(draft.shape)
@@ -51,7 +54,7 @@ def make_task(
         domain=domain.name,
         skill=skill.name,
         shape=shape,
-        split=split,  # type: ignore[arg-type]
+        split=split,
         db_seed=db_seed,
         db_size=db_size,
         user=draft.user,

@@ -138,7 +138,7 @@ class Task(Frozen):
     db_seed: int = 0
     db_size: str = "default"
     user: UserProfile
-    turns: tuple[Turn, ...]
+    turns: tuple[Turn, ...] = Field(min_length=1)
     variant: Variant = "base"
     signature: Signature | None = None
     provenance: Provenance = Field(default_factory=Provenance)
@@ -163,22 +163,31 @@ def iter_tasks(path: str | Path) -> Iterator[Task]:
     """Read tasks from a JSONL file lazily.
 
     Raises:
-        TaskFileError: naming the file, the line number and what is wrong.
+        TaskFileError: naming the file, the line number and what is wrong (unreadable file,
+            bytes that are not UTF-8, invalid JSON, a truncated last line, a field that
+            does not validate, e.g. a task without turns).
     """
     path = Path(path)
     try:
-        fh = path.open(encoding="utf-8")
+        fh = path.open("rb")  # lines decoded one by one, so a bad byte names its line
     except OSError as exc:
         raise TaskFileError(f"{path}: cannot open task file ({exc.strerror})") from None
     with fh:
-        for lineno, line in enumerate(fh, start=1):
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise TaskFileError(
+                    f"{path}:{lineno}: not UTF-8 text (byte {raw[exc.start]:#04x} at column "
+                    f"{exc.start + 1})"
+                ) from None
             if not line.strip():
                 continue
             if not line.endswith("\n"):
                 # Every line we write ends with a newline; a missing one means a cut-off file.
                 try:
                     json.loads(line)
-                except json.JSONDecodeError:
+                except (ValueError, RecursionError):
                     raise TaskFileError(
                         f"{path}:{lineno}: truncated line (file ends mid-record)"
                     ) from None

@@ -12,8 +12,14 @@ A domain's toolkit subclasses :class:`Toolkit` and marks methods with :func:`too
                 reason: Why the customer cancels.
             '''
 
-Arguments are validated before the body runs; a write tool is atomic (if it raises, the
-database is unchanged); a :class:`~rods_env.errors.ToolError` becomes an error observation.
+Arguments are validated before the body runs; a write tool is atomic (if it raises, or its
+result cannot be rendered, the database is unchanged); a :class:`~rods_env.errors.ToolError`
+becomes an error observation, and so does any other exception (reported as an internal
+error, so tests can tell a tool bug from an agent mistake). Observations are bounded: an
+output or an error longer than its cap ends with a truncation note.
+
+Schemas are handed out as read-only JSON data (:class:`FrozenDict`, :class:`FrozenList`):
+editing one raises instead of changing the tool list of every environment in the process.
 """
 
 from __future__ import annotations
@@ -21,28 +27,133 @@ from __future__ import annotations
 import difflib
 import inspect
 import json
+import logging
 import re
 import typing
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from rods_env.database import Database
-from rods_env.errors import InvalidArgumentError, ToolError, UnknownToolError
+from rods_env.errors import (
+    InternalToolError,
+    InvalidArgumentError,
+    ToolError,
+    UnknownToolError,
+)
+
+log = logging.getLogger(__name__)
 
 _TOOL_MARK = "__rods_tool__"
 
+MAX_OUTPUT_CHARS = 60_000
+"""Longest tool output handed to the agent; a longer one is cut and ends with a note."""
 
+MAX_ERROR_CHARS = 2_000
+"""Longest error observation; error messages echo the agent's values, which may be huge."""
+
+
+def clip_text(text: str, limit: int, what: str = "output") -> str:
+    """``text`` cut to at most ``limit`` characters, ending with a note of how much was cut.
+
+    Args:
+        text: The text.
+        limit: Most characters of the result, note included.
+        what: What was cut, for the note (``"output"``, ``"error"``...).
+    """
+    if len(text) <= limit:
+        return text
+
+    def note(cut: int) -> str:
+        return f"... [{what} truncated: {cut:,} more characters]"
+
+    keep = max(0, limit - len(note(len(text))))  # the longest note this cut can need
+    return text[:keep] + note(len(text) - keep)
+
+
+# -- read-only JSON data -----------------------------------------------------------------------
+def _read_only(self: Any, *args: Any, **kwargs: Any) -> Any:
+    raise TypeError(
+        f"this {type(self).__name__} is read-only data handed out by rods; "
+        "copy.deepcopy() it to get an editable copy"
+    )
+
+
+class FrozenDict(dict[Any, Any]):
+    """A ``dict`` that refuses changes: JSON data the environment hands out and keeps.
+
+    It is still a ``dict`` (``json.dumps``, chat templates and equality work as usual);
+    ``copy.deepcopy``, ``copy.copy`` and pickling give plain, editable dicts.
+    """
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
+    __ior__ = _read_only
+
+    def __copy__(self) -> dict[Any, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[Any, Any]:
+        return thaw(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (thaw(self),))
+
+
+class FrozenList(list[Any]):
+    """A ``list`` that refuses changes (see :class:`FrozenDict`)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = _read_only
+    clear = sort = reverse = __iadd__ = __imul__ = _read_only
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return thaw(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (thaw(self),))
+
+
+def freeze(value: Any) -> Any:
+    """A read-only copy of JSON-like data: mappings become :class:`FrozenDict`, lists and
+    tuples :class:`FrozenList`; scalars are returned as they are."""
+    if isinstance(value, FrozenDict | FrozenList):
+        return value
+    if isinstance(value, Mapping):
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return FrozenList(freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A plain, editable deep copy of JSON-like data (the inverse of :func:`freeze`)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+# -- marking tools -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _ToolMark:
     writes: bool
     terminal: bool
+    operation: tuple[str, ...]
 
 
 def tool(
-    fn: Callable[..., Any] | None = None, *, writes: bool = False, terminal: bool = False
+    fn: Callable[..., Any] | None = None,
+    *,
+    writes: bool = False,
+    terminal: bool = False,
+    operation: Sequence[str] = (),
 ) -> Any:
     """Mark a toolkit method as a tool.
 
@@ -50,10 +161,15 @@ def tool(
         fn: The method (when used as ``@tool`` without arguments).
         writes: Whether the tool may change the database (then it runs atomically).
         terminal: Whether a successful call ends the episode (e.g. a transfer to a human).
+        operation: Word stems that name what the tool does, in lower case (``"cancel"``
+            matches "cancel", "cancelled", "cancellation"). When the tool is withheld, the
+            agent's refusal must name the operation with one of them (see
+            :mod:`rods_env.rewards`). The first word of the tool's name is always one.
     """
 
     def mark(f: Callable[..., Any]) -> Callable[..., Any]:
-        setattr(f, _TOOL_MARK, _ToolMark(writes=writes, terminal=terminal))
+        stems = tuple(dict.fromkeys([f.__name__.split("_")[0], *(w.lower() for w in operation)]))
+        setattr(f, _TOOL_MARK, _ToolMark(writes=writes, terminal=terminal, operation=stems))
         return f
 
     return mark(fn) if fn is not None else mark
@@ -71,6 +187,7 @@ class ToolSpec:
     params: type[BaseModel]
     schema: dict[str, Any]
     arg_help: str = ""
+    operation: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +210,8 @@ class ToolResult:
     writes: bool = False
     terminal: bool = False
     error: str | None = field(default=None)
+    """Class name of the error when the call was rejected (``"InternalToolError"`` when the
+    tool itself failed: a bug, never the agent's mistake)."""
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -158,9 +277,7 @@ def _build_spec(name: str, method: Callable[..., Any], mark: _ToolMark) -> ToolS
             raise TypeError(f"tool '{name}': parameter '{pname}' is not described under Args:")
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (hints[pname], default)
-    params = create_model(  # type: ignore[call-overload]
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    params = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     raw = _strip_titles(params.model_json_schema())
     properties = raw.get("properties", {})
     for pname, prop in properties.items():
@@ -188,8 +305,9 @@ def _build_spec(name: str, method: Callable[..., Any], mark: _ToolMark) -> ToolS
         terminal=mark.terminal,
         description=description,
         params=params,
-        schema=schema,
+        schema=freeze(schema),
         arg_help=arg_help or "no arguments",
+        operation=mark.operation,
     )
 
 
@@ -216,7 +334,7 @@ def render_output(value: Any) -> str:
 def _format_validation_error(spec: ToolSpec, err: ValidationError) -> InvalidArgumentError:
     problems = []
     for e in err.errors():
-        where = ".".join(str(p) for p in e["loc"]) or "arguments"
+        where = _shorten(".".join(str(p) for p in e["loc"]), 60) or "arguments"
         kind = e["type"]
         if kind == "missing":
             problems.append(f"'{where}' is required")
@@ -246,6 +364,11 @@ class Toolkit:
     """
 
     _specs: ClassVar[dict[str, ToolSpec]] = {}
+
+    vocabularies: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    """Closed sets of answer words of the domain (statuses, cabins). A required output that
+    is one of them competes with the others: stating "delayed, cancelled or on time" is not
+    an answer (see :mod:`rods_env.rewards`)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -294,17 +417,29 @@ class Toolkit:
         Args:
             name: Tool name.
             arguments: JSON arguments.
-            available: When given, the tools the agent may call now (others are unknown).
+            available: When given, the tools the agent may call now; a tool of the toolkit
+                outside it is answered as not available in this conversation.
         """
-        spec = self._specs.get(name)
-        if spec is None or (available is not None and name not in available):
+        spec = self._specs.get(name) if isinstance(name, str) else None
+        if spec is None:
+            shown = _shorten(str(name))
             allowed = [n for n in self._specs if available is None or n in available]
-            close = difflib.get_close_matches(str(name), allowed, n=1, cutoff=0.6)
+            close = difflib.get_close_matches(shown, allowed, n=1, cutoff=0.6)
             hint = f"Did you mean '{close[0]}'? " if close else ""
-            err = UnknownToolError(
-                f"Unknown tool '{name}'.", f"{hint}Available tools: {', '.join(allowed)}."
+            unknown = UnknownToolError(
+                f"Unknown tool '{shown}'.", f"{hint}Available tools: {', '.join(allowed)}."
             )
-            return ToolResult(name, f"Error: {err}", ok=False, error=type(err).__name__)
+            return self._failed(str(name), unknown, False)
+        err: ToolError
+        if available is not None and name not in available:
+            # never "did you mean <another write tool>": reaching the same result another way
+            # is exactly what the policy forbids while a tool is withheld
+            err = UnknownToolError(
+                f"The tool '{name}' is not available in this conversation right now.",
+                "Tell the customer that this cannot be done at the moment; do not try to reach "
+                "the same result with other tools.",
+            )
+            return self._failed(name, err, spec.writes)
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, Mapping):
@@ -312,37 +447,47 @@ class Toolkit:
                 f"Arguments of '{name}' must be a JSON object, got {type(arguments).__name__}.",
                 f"'{name}' takes: {spec.arg_help}.",
             )
-            return ToolResult(
-                name, f"Error: {err}", ok=False, writes=spec.writes, error=type(err).__name__
-            )
+            return self._failed(name, err, spec.writes)
         try:
             parsed = spec.params.model_validate(
                 arguments if type(arguments) is dict else dict(arguments)
             )
         except ValidationError as exc:
-            err = _format_validation_error(spec, exc)
-            return ToolResult(
-                name, f"Error: {err}", ok=False, writes=spec.writes, error=type(err).__name__
-            )
+            return self._failed(name, _format_validation_error(spec, exc), spec.writes)
         kwargs = parsed.__dict__  # the validated field values, by name
         saved = self.db.checkpoint() if spec.writes else None
         try:
             value = spec.method(self, **kwargs)
+            # rendering is part of the call: a value that cannot be shown must not stay written
+            output = clip_text(render_output(value), MAX_OUTPUT_CHARS)
         except ToolError as err:
             if saved is not None:
                 self.db.rollback(saved)
-            return ToolResult(
-                name, f"Error: {err}", ok=False, writes=spec.writes, error=type(err).__name__
-            )
-        except BaseException:
+            return self._failed(name, err, spec.writes)
+        except Exception as exc:
             if saved is not None:
                 self.db.rollback(saved)
-            raise
+            log.warning("tool %s failed: %s: %s", name, type(exc).__name__, exc)
+            internal = InternalToolError(
+                f"The tool '{name}' failed on these arguments ({type(exc).__name__}); "
+                "nothing was changed.",
+                "Check the arguments against the tool's description, or try another way.",
+            )
+            return self._failed(name, internal, spec.writes)
         return ToolResult(
             name,
-            render_output(value),
+            output,
             ok=True,
             value=value,
             writes=spec.writes,
             terminal=spec.terminal,
         )
+
+    @staticmethod
+    def _failed(name: str, err: ToolError, writes: bool) -> ToolResult:
+        output = clip_text(f"Error: {err}", MAX_ERROR_CHARS, "error")
+        return ToolResult(name, output, ok=False, writes=writes, error=type(err).__name__)
+
+
+def _shorten(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."

@@ -7,28 +7,110 @@ import re
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from rods_env.rewards import mentions
 from rods_env.task import Task
 
 FACT_ALIASES: dict[str, tuple[str, ...]] = {
-    "email": ("email", "e-mail", "mail address"),
+    "email": ("email", "e-mail", "email address", "mail address"),
     "first name": ("first name", "full name", "your name", "name"),
     "last name": ("last name", "surname", "full name", "your name", "name"),
-    "zip code": ("zip", "postal code", "postcode"),
+    "zip code": ("zip", "zip code", "postal code", "postcode"),
     "user id": ("user id", "account id", "customer id", "user name", "username"),
-    "order id": ("order id", "order number", "which order", "order"),
+    "order id": ("order id", "order number", "order #", "which order", "what order"),
     "reservation id": (
         "reservation id",
         "reservation number",
-        "booking",
+        "reservation code",
+        "booking id",
+        "booking number",
+        "booking reference",
         "confirmation code",
-        "reservation",
+        "confirmation number",
+        "which reservation",
+        "which booking",
+        "what reservation",
     ),
     "reason": ("reason", "why"),
-    "payment method": ("payment method", "pay", "card", "payment"),
-    "new address": ("address",),
+    "payment method": ("payment method", "pay with", "which card", "what card"),
+    "new address": ("new address", "address"),
 }
-"""Words that, in an agent's question, ask for a fact. A fact whose label is not listed is
-asked for by its label itself (e.g. "passenger name")."""
+"""Phrases that, in an agent's question, ask for a fact. A fact whose label is not listed is
+asked for by its label itself (e.g. "passenger name"). A question names a fact only through
+the longest phrase that matches there: "email address" asks for the email, not for an
+address, and "the email on your order" asks for the email only."""
+
+
+@dataclass(frozen=True)
+class Persona:
+    """How a simulated user talks.
+
+    Attributes:
+        description: One line for the profile (LLM users and rewriters read it).
+        openers: Sentences that open a first request in this voice ("" for none).
+        closers: Sentences that close it.
+    """
+
+    description: str
+    openers: tuple[str, ...]
+    closers: tuple[str, ...]
+
+
+PERSONAS: dict[str, Persona] = {
+    "polite": Persona(
+        "courteous and patient; writes complete sentences",
+        (
+            "I hope you can help me with something.",
+            "I'd be grateful for your help with this.",
+            "Thank you for taking the time to help me.",
+        ),
+        ("Thank you very much.", "Thanks in advance for your help.", "Much appreciated."),
+    ),
+    "direct": Persona(
+        "brief and to the point; gives only what is asked",
+        ("", "Quick one.", "Straight to it:"),
+        ("", "Thanks.", ""),
+    ),
+    "chatty": Persona(
+        "friendly and talkative; adds small talk",
+        (
+            "Hope your day is going well!",
+            "So, I finally got around to sorting this out.",
+            "I've been meaning to get in touch about this.",
+        ),
+        ("Thanks a bunch!", "You're a star, thanks!", "Cheers!"),
+    ),
+    "worried": Persona(
+        "a little anxious; wants reassurance that things are handled",
+        (
+            "I'm a bit worried about this, so I hope you can help.",
+            "This has been bothering me, to be honest.",
+            "I really need this sorted out.",
+        ),
+        (
+            "Please let me know once it's done.",
+            "I'd appreciate it if you could take care of it.",
+            "Thanks, it would be a relief.",
+        ),
+    ),
+}
+"""The personas of simulated users, by name. A profile records one as
+``"<name>: <description>"`` (:func:`persona_text`), so every stage (skills, Rewrite, a model
+paraphraser, an LLM user) speaks in the same voice."""
+
+PERSONA_NAMES: tuple[str, ...] = tuple(sorted(PERSONAS))
+
+
+def persona_text(name: str) -> str:
+    """The profile text of persona ``name``: ``"<name>: <description>"``."""
+    return f"{name}: {PERSONAS[name].description}"
+
+
+def persona_name(text: str) -> str | None:
+    """The persona name a profile text records, or None when it is not one of
+    :data:`PERSONAS`."""
+    name = text.split(":", 1)[0].strip()
+    return name if name in PERSONAS and text == persona_text(name) else None
+
 
 _QUESTION = re.compile(
     r"\?|\b(please (provide|share|tell|give|confirm)|tell me|share|provide|what is|what's|which|"
@@ -94,14 +176,30 @@ class UserSimulator(Protocol):
         ...
 
 
+def _alias_pattern(phrase: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![a-z0-9])" + re.escape(phrase) + r"(?![a-z0-9])")
+
+
 def _asked_labels(message: str, facts: dict[str, str]) -> list[str]:
+    """The facts a message asks for: each phrase of :data:`FACT_ALIASES` (or the label
+    itself) found in the message, where a longer phrase hides the shorter ones inside it."""
     text = message.lower()
-    asked = []
+    found: list[tuple[int, int, str]] = []
     for label in facts:
-        words = (*FACT_ALIASES.get(label.lower(), ()), label.lower())
-        if any(re.search(r"(?<![a-z])" + re.escape(w) + r"(?![a-z])", text) for w in words):
+        for phrase in {*FACT_ALIASES.get(label.lower(), ()), label.lower()}:
+            if phrase in text:
+                found.extend(
+                    (m.start(), m.end(), label) for m in _alias_pattern(phrase).finditer(text)
+                )
+    taken: list[tuple[int, int]] = []
+    asked: list[str] = []
+    for start, end, label in sorted(found, key=lambda f: (f[0] - f[1], f[0])):
+        if any(s < end and start < e and (s, e) != (start, end) for s, e in taken):
+            continue  # inside a longer phrase that asks for something else
+        taken.append((start, end))
+        if label not in asked:
             asked.append(label)
-    return asked
+    return [label for label in facts if label in asked]
 
 
 @dataclass
@@ -158,7 +256,7 @@ class ScriptedUser:
         """Remember the facts whose values ``text`` states."""
         assert self._task is not None
         for label, value in self._task.user.facts.items():
-            if value and value in text:
+            if value and mentions(text, value):
                 self._told.add(label)
 
     def reply(self, message: str, view: TurnView) -> UserReply:

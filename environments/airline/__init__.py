@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from environments.airline.generator import generate
-from environments.airline.skills import SKILLS, unrelated_write
+from environments.airline.checks import POLICY_CHECKS
+from environments.airline.generator import LONG_SIZES, generate
+from environments.airline.skills import SKILLS, forbidden_requests, unrelated_write
 from environments.airline.tools import AirlineTools
 from rods_env.domain import Domain
 
@@ -19,12 +20,15 @@ DOMAIN = Domain(
     name="airline",
     title="Airline",
     generate=generate,
-    sizes=("tiny", "default", "long"),
+    sizes=("tiny", "default", *LONG_SIZES),
     toolkit=AirlineTools,
     policy=(_HERE / "policy.md").read_text(encoding="utf-8"),
     skills=SKILLS,
     seeds_path=_HERE / "seeds.jsonl",
     unrelated_write=unrelated_write,
+    policy_checks=POLICY_CHECKS,
+    forbidden_requests=forbidden_requests,
+    customers={"users": "user_id", "reservations": "user_id"},
 )
 
 __all__ = ["DOMAIN", "AirlineTools", "generate"]

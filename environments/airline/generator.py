@@ -1,16 +1,28 @@
 """Deterministic generation of the Airline database from ``(seed, size)``.
 
-Only :class:`random.Random` seeded with an integer is used (its integer methods are stable
-across Python versions), with built-in name lists, so a digest of the tables can be pinned.
+Only :class:`random.Random` seeded with an integer (or a string) is used (its integer
+methods are stable across Python versions), with built-in name lists, so a digest of the
+tables can be pinned.
+
+Long-context sizes (``long-4k``, ``long-8k``, ``long-16k``, ``long-32k``) are the
+``default`` world with long histories: every record of ``default`` is there with the same
+key and content, except that each customer also has ~1,300 to ~10,000 past reservations
+(one-way trips that have landed, listed before their own and built only when looked up:
+see :mod:`rods_env.padding`). A customer's record is then about ``n`` thousand tokens (4
+characters a token) of a ``long-<n>k`` world. Flights, prices and seats are untouched, so
+every search and every price is the same as in ``default``.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from types import MappingProxyType
+from typing import Any
 
 from environments.airline.schema import (
     CABINS,
@@ -33,6 +45,7 @@ from environments.airline.schema import (
 )
 from rods_env.database import Record, record_digest
 from rods_env.errors import ConfigError
+from rods_env.padding import DerivedTable, KeyCodec, long_size_tokens
 
 NOW = datetime(2024, 5, 15, 15, 0, 0)
 """The fixed current time of every generated world."""
@@ -250,21 +263,20 @@ SIZES: dict[str, SizeSpec] = {
     "default": SizeSpec(
         users=500, airports=20, flights=300, dates=30, days_before=14, reservations=2000
     ),
-    "long": SizeSpec(
-        users=150,
-        airports=20,
-        flights=600,
-        dates=30,
-        days_before=14,
-        reservations=6000,
-        max_saved=15,
-        max_gift_cards=8,
-        max_cards=6,
-    ),
 }
-"""Size presets: ``tiny`` for tests, ``default`` comparable to τ-bench airline, ``long`` for
-long-context variants: users holding about forty reservations, long profiles, and twice the
-flights (longer search results)."""
+"""Size presets: ``tiny`` for tests, ``default`` comparable to τ-bench airline (long-context
+sizes derive from ``default``: see the module docstring)."""
+
+LONG_SIZES: tuple[str, ...] = ("long-4k", "long-8k", "long-16k", "long-32k")
+"""Long-context worlds (the ``default`` world with long histories), by padding size."""
+
+RESERVATION_CHARS = 10
+"""Characters a reservation id takes in a customer's record (``"ABC123", ``)."""
+
+MAX_PAST_RESERVATIONS = 13_000
+"""Most past reservations a customer gets (the id space reserved per customer)."""
+
+_PAST_IDS = KeyCodec(_ID_CHARS, 6, MAX_PAST_RESERVATIONS)
 
 
 def _hhmm(minutes: int) -> str:
@@ -550,7 +562,8 @@ def generate(seed: int, size: str) -> dict[str, dict[str, Record]]:
 
     Args:
         seed: Random seed; equal seeds give equal tables.
-        size: ``"tiny"``, ``"default"`` or ``"long"`` (see :data:`SIZES`).
+        size: ``"tiny"``, ``"default"`` (see :data:`SIZES`) or a long size (see the module
+            docstring).
 
     Returns:
         Table name to (key to record): ``meta``, ``airports``, ``flights``, ``users``,
@@ -559,9 +572,14 @@ def generate(seed: int, size: str) -> dict[str, dict[str, Record]]:
     Raises:
         ConfigError: for an unknown size.
     """
+    tokens = long_size_tokens(size)
+    if tokens is not None and size in LONG_SIZES:
+        return _long_world(seed, tokens)
     spec = SIZES.get(size)
     if spec is None:
-        raise ConfigError(f"unknown airline size '{size}'; sizes: {', '.join(SIZES)}")
+        raise ConfigError(
+            f"unknown airline size '{size}'; sizes: {', '.join((*SIZES, *LONG_SIZES))}"
+        )
     world = _World(seed, spec)
     world.make_flights()
     world.make_users()
@@ -573,6 +591,81 @@ def generate(seed: int, size: str) -> dict[str, dict[str, Record]]:
         "users": dict(world.users),
         "reservations": dict(world.reservations),
     }
+
+
+@functools.lru_cache(maxsize=2)
+def _default_tables(seed: int) -> dict[str, dict[str, Record]]:
+    return generate(seed, "default")
+
+
+def _long_world(seed: int, tokens: int) -> dict[str, Any]:
+    """The ``default`` world of ``seed`` with long histories (see the module docstring)."""
+    base = _default_tables(seed)
+    users: dict[str, User] = base["users"]  # type: ignore[assignment]
+    reservations: dict[str, Reservation] = base["reservations"]  # type: ignore[assignment]
+    flights = sorted(base["flights"].values(), key=lambda f: f.flight_number)  # type: ignore[attr-defined]
+    past = min(MAX_PAST_RESERVATIONS, tokens * 4 * 4 // (5 * RESERVATION_CHARS))
+    owners = list(users)
+    owner_index = {uid: i for i, uid in enumerate(owners)}
+    today = NOW.date().isoformat()
+
+    def past_ids(user: User) -> list[str]:
+        index = owner_index[user.user_id]
+        return [rid for rid in _PAST_IDS.encode_range(index, past) if rid not in reservations]
+
+    def longer_history(record: Record) -> Record:
+        assert isinstance(record, User)
+        return record.model_copy(update={"reservations": (*past_ids(record), *record.reservations)})
+
+    def past_trip(rid: str) -> Reservation | None:
+        decoded = _PAST_IDS.decode(rid)
+        if decoded is None or rid in reservations:
+            return None
+        index, i = decoded
+        if index >= len(owners) or i >= past:
+            return None
+        user = users[owners[index]]
+        rng = random.Random(f"airline-past-trip:{seed}:{rid}")
+        flight = rng.choice(flights)
+        day = rng.choice([d for d in flight.dates if d < today])
+        cabin = rng.choice(CABINS)
+        price = flight.dates[day].prices.of(cabin)
+        card = sorted(m for m, v in user.payment_methods.items() if v.source == "credit_card")[0]
+        created = datetime.fromisoformat(f"{day}T{flight.scheduled_departure_time}")
+        created -= timedelta(days=rng.randint(3, 60))
+        me = Passenger(first_name=user.name.first_name, last_name=user.name.last_name, dob=user.dob)
+        return Reservation(
+            reservation_id=rid,
+            user_id=user.user_id,
+            origin=flight.origin,
+            destination=flight.destination,
+            flight_type="one_way",
+            cabin=cabin,
+            flights=(
+                ReservedFlight(
+                    flight_number=flight.flight_number,
+                    origin=flight.origin,
+                    destination=flight.destination,
+                    date=day,
+                    price=price,
+                ),
+            ),
+            passengers=(me,),
+            payment_history=(Payment(payment_id=card, amount=price),),
+            created_at=created.isoformat(timespec="seconds"),
+            total_baggages=0,
+            nonfree_baggages=0,
+            insurance="no",
+        )
+
+    tables: dict[str, Any] = dict(base)
+    tables["users"] = MappingProxyType(
+        DerivedTable(users, transform=longer_history, cache_size=max(16, 400_000 // past))
+    )
+    tables["reservations"] = MappingProxyType(
+        DerivedTable(reservations, virtual=past_trip, cache_size=256)
+    )
+    return tables
 
 
 def tables_digest(tables: Mapping[str, Mapping[str, Record]]) -> str:

@@ -7,14 +7,19 @@ Conventions every skill follows:
 * Gold calls run on a private fork of the database while the task is built, so every value
   a later call uses (flight numbers, prices, totals) is read from an earlier call's output,
   stated in a fact, or is a policy constant, and a task whose gold call fails is never made.
-* Refusals: the gold has look-ups and no write, and the turn's only required output is the
-  id of the reservation the request was about (the policy tells the agent to name it).
+* Refusals: the gold has look-ups and no write; the turn requires the id of the reservation
+  the request was about (the policy tells the agent to name it), a refusal
+  (:data:`rods_env.rewards.REFUSAL`) and the rule that applies (:data:`REFUSAL_GROUNDS`), so
+  echoing the customer's request, which names the reservation, passes nothing.
 * Information requests: the outputs are values exactly as the tools print them (a flight
   number, a status, a whole-dollar amount).
-* Facts hold values exactly as tools expect them (``"basic_economy"``, ``"2024-05-20"``);
-  the request text words them naturally. Fact labels are lower case (the scripted user
-  matches them against the agent's lower-cased question). Numbers the user knows (bags)
-  are also stated in the request.
+* Facts hold what a customer knows, as a customer says it: their user id, reservation
+  ids, dates (``"2024-05-20"``), airport codes, names; a cabin in words (``"basic
+  economy"``) and a payment method by its brand and last digits (``"Visa card ending in
+  4081"``), never an internal id such as ``credit_card_4274081`` (the agent finds that in
+  the profile). Fact labels are lower case (the scripted user matches them against the
+  agent's lower-cased question). Numbers the user knows (bags) are also stated in the
+  request.
 * Structure follows the shape: a skill at a given shape always yields the same signature
   (synthesis "resample"), and growing any axis of ``limits`` by one adds gold calls
   (synthesis "expand"). Quantities that add no call (passengers, bags added) are drawn
@@ -34,20 +39,34 @@ from environments.airline.schema import CABINS, CLOCK_KEY, Reservation
 from environments.airline.tools import COMPENSATION, AirlineTools
 from rods_env.database import Database
 from rods_env.domain import Draft, Skill, SkillUnavailable, scattered
+from rods_env.rewards import REFUSAL
 from rods_env.task import Task, ToolCall, Turn, UserProfile
 from rods_env.tools import to_jsonable
+from rods_env.user import PERSONA_NAMES, persona_text
 
-PERSONAS: tuple[str, ...] = (
-    "polite and brief",
-    "chatty and friendly",
-    "in a hurry, short answers",
-    "a little anxious, wants reassurance",
-    "formal and precise",
-    "frustrated but cooperative",
-)
 CABIN_WORDS = {"basic_economy": "basic economy", "economy": "economy", "business": "business"}
 _DEPARTED = ("flying", "landed")
 _ATTEMPTS = 300
+
+_DEPARTED_WORDS = "departed|depart*|flying|landed|already left|took off|in the air"
+_WINDOW = "24 hours|24-hour|24 hour|24h|one day|a day"
+_BASIC = "basic economy|basic_economy|basic-economy"
+
+REFUSAL_GROUNDS: dict[str, tuple[str, ...]] = {
+    "departed": (_DEPARTED_WORDS, f"!{_BASIC}|member*"),
+    "cancel_rules": (_WINDOW, "insurance|insur*", f"!depart*|flying|landed|{_BASIC}|member*"),
+    "basic_economy": (_BASIC, "!24 hours|24-hour|24 hour|insur*|member*|depart*"),
+    "compensation": (
+        "membership|member*|regular|insurance|insur*|business",
+        f"!24 hours|24-hour|24 hour|{_BASIC}|depart*",
+    ),
+}
+"""What a refusal must name, by the rule that applies (required outputs with alternatives),
+and the other rules' words it must not use (``!`` outputs: a reason that does not apply is
+a wrong reason, and a template reciting every rule would otherwise pass every refusal): a
+departed flight; the cancellation rules (booked more than 24 hours ago, and not insured or
+insured for another reason); basic economy flights cannot change; compensation needs a
+silver or gold membership, insurance or business."""
 
 
 class _Skip(Exception):
@@ -121,13 +140,18 @@ _BRANDS = {
 }
 
 
-def _describe_method(method: Mapping[str, Any]) -> str:
+def _method_words(method: Mapping[str, Any]) -> str:
+    """A payment method as the customer names it ("Visa card ending in 4081"), never by id."""
     if method["source"] == "credit_card":
         brand = _BRANDS.get(method["brand"], method["brand"])
-        return f"my {brand} ending in {method['last_four']}"
+        return f"{brand} ending in {method['last_four']}"
     if method["source"] == "gift_card":
-        return "my gift card"
-    return "my travel certificate"
+        return "gift card"
+    return "travel certificate"
+
+
+def _describe_method(method: Mapping[str, Any]) -> str:
+    return f"my {_method_words(method)}"
 
 
 def _statuses(db: Database, res: Reservation) -> list[str]:
@@ -155,7 +179,8 @@ def _direct_legs(res: Reservation) -> bool:
 
 
 def _profile(user: Mapping[str, Any], rng: random.Random, facts: dict[str, str]) -> UserProfile:
-    return UserProfile(name=_full_name(user["name"]), persona=rng.choice(PERSONAS), facts=facts)
+    persona = persona_text(rng.choice(PERSONA_NAMES))
+    return UserProfile(name=_full_name(user["name"]), persona=persona, facts=facts)
 
 
 def _draft(g: _Gold, user: Mapping[str, Any], rng: random.Random, facts: dict[str, str]) -> Draft:
@@ -193,12 +218,32 @@ def _pay_options(
 
 
 def _pick_payment(
-    g: _Gold, rng: random.Random, user: Mapping[str, Any], name: str, **args: Any
+    g: _Gold,
+    rng: random.Random,
+    user: Mapping[str, Any],
+    name: str,
+    avoid: frozenset[str] = frozenset(),
+    **args: Any,
 ) -> str:
     for pid in _pay_options(user, rng):
-        if g.probe(name, **args, payment_id=pid):
+        if pid not in avoid and g.probe(name, **args, payment_id=pid):
             return pid
     raise _Skip("no payment method works")
+
+
+def _paid_with(res: Mapping[str, Any]) -> frozenset[str]:
+    """Payment ids in a reservation's history."""
+    return frozenset(p["payment_id"] for p in res["payment_history"])
+
+
+def _card_for(res: Mapping[str, Any], pay: str | None, fresh: bool) -> frozenset[str]:
+    """The payment ids a change of ``res`` must not use, so the value flow (hence the
+    signature) is fixed: a *fresh* payment method is read from the customer's profile, never
+    from the reservation's history (where the look-up just before would show it)."""
+    paid = _paid_with(res)
+    if pay is not None and fresh and pay in paid:
+        raise _Skip("the payment method already paid this reservation")
+    return paid if fresh else frozenset()
 
 
 def _cheapest(options: list[Any], cabin: str, n: int, after: int | None = None) -> Any:
@@ -390,12 +435,12 @@ def _book(db: Database, rng: random.Random, shape: Mapping[str, int], stops: int
             "destination": destination,
             "date": day,
             **({"return date": back} if back else {}),
-            "trip type": flight_type,
-            "cabin": cabin,
+            "trip type": flight_type.replace("_", " "),
+            "cabin": CABIN_WORDS[cabin],
             "passengers": ", ".join(_full_name(p) for p in people),
             "checked bags": str(bags),
             "insurance": insurance,
-            "payment method": " and ".join(pid for pid, _ in split),
+            "payment method": " and ".join(_method_words(methods[pid]) for pid, _ in split),
         }
         g.end_turn(request)
         return _draft(g, user, rng, facts)
@@ -542,7 +587,8 @@ def cancel_refused(db: Database, rng: random.Random, shape: Mapping[str, int]) -
             ]
         )
         facts = {"user id": res.user_id, "reservation id": rid, "reason": reason}
-        g.end_turn(request, outputs=(rid,))
+        rule = "departed" if any(s in _DEPARTED for s in _statuses(db, res)) else "cancel_rules"
+        g.end_turn(request, outputs=(rid, REFUSAL, *REFUSAL_GROUNDS[rule]))
         return _draft(g, profile, rng, facts)
 
     return _over_candidates(_candidates(db, rng, keep), build, "a refused cancellation")
@@ -557,19 +603,21 @@ def _op_upgrade(
     facts: dict[str, str],
     pay: str | None,
     cabin: str | None = None,
+    fresh: bool = True,
 ) -> str:
     res = g.call("get_reservation_details", reservation_id=rid)
+    avoid = _card_for(res, pay, fresh)
     higher = [c for c in CABINS if CABINS.index(c) > CABINS.index(res["cabin"])]
     if not higher or (cabin is not None and cabin not in higher):
         raise _Skip("no higher cabin")
     cabin = cabin or rng.choice(higher)
     if pay is None:
         pay = _pick_payment(
-            g, rng, user, "update_reservation_cabin", reservation_id=rid, cabin=cabin
+            g, rng, user, "update_reservation_cabin", avoid, reservation_id=rid, cabin=cabin
         )
     g.call("update_reservation_cabin", reservation_id=rid, cabin=cabin, payment_id=pay)
-    facts["cabin"] = cabin
-    facts["payment method"] = pay
+    facts["cabin"] = CABIN_WORDS[cabin]
+    facts["payment method"] = _method_words(user["payment_methods"][pay])
     method = _describe_method(user["payment_methods"][pay])
     return rng.choice(
         [
@@ -591,20 +639,24 @@ def _op_bags(
     pay: str | None,
     added: int,
     label: str = "total checked bags",
+    fresh: bool = True,
 ) -> str:
+    """Bring the reservation to ``added`` bags beyond its free allowance (or beyond its bags,
+    when it already has more): always a fee, so always a payment (a fixed structure)."""
     res = g.call("get_reservation_details", reservation_id=rid)
-    total = res["total_baggages"] + added
+    avoid = _card_for(res, pay, fresh)
+    free = FREE_BAGS[user["membership"]][res["cabin"]] * len(res["passengers"])
+    total = max(res["total_baggages"], free) + added
     args: dict[str, Any] = {"reservation_id": rid, "total_baggages": total}
-    if not g.probe("update_reservation_baggages", **args):
-        if pay is None:
-            pay = _pick_payment(g, rng, user, "update_reservation_baggages", **args)
-        args["payment_id"] = pay
-        facts["payment method"] = pay
+    if g.probe("update_reservation_baggages", **args):
+        raise _Skip("these bags need no payment")
+    if pay is None:
+        pay = _pick_payment(g, rng, user, "update_reservation_baggages", avoid, **args)
+    args["payment_id"] = pay
+    facts["payment method"] = _method_words(user["payment_methods"][pay])
     g.call("update_reservation_baggages", **args)
     facts[label] = str(total)
-    fee = ""
-    if "payment_id" in args:
-        fee = f" If there is a fee, use {_describe_method(user['payment_methods'][pay])}."
+    fee = f" If there is a fee, use {_describe_method(user['payment_methods'][pay])}."
     return rng.choice(
         [
             f"I want {total} checked bags in total on reservation {rid}.{fee}",
@@ -661,9 +713,11 @@ def _op_change(
     rid: str,
     facts: dict[str, str],
     pay: str | None,
+    fresh: bool = True,
 ) -> str:
     """Move a direct one-way trip, or both flights of a direct round trip, to new dates."""
     res = g.call("get_reservation_details", reservation_id=rid)
+    avoid = _card_for(res, pay, fresh)
     flights = list(res["flights"])
     future = _future_dates(g.db)
     new_dates = [rng.choice([d for d in future if d != f["date"]]) for f in flights]
@@ -677,10 +731,10 @@ def _op_change(
         new_legs.append(_leg(_cheapest(offers, res["cabin"], len(res["passengers"]))[0]))
     if pay is None:
         pay = _pick_payment(
-            g, rng, user, "update_reservation_flights", reservation_id=rid, flights=new_legs
+            g, rng, user, "update_reservation_flights", avoid, reservation_id=rid, flights=new_legs
         )
     g.call("update_reservation_flights", reservation_id=rid, flights=new_legs, payment_id=pay)
-    facts["payment method"] = pay
+    facts["payment method"] = _method_words(user["payment_methods"][pay])
     for label, day in zip(["new date", "new return date"], new_dates, strict=False):
         facts[label] = day
     method = _describe_method(user["payment_methods"][pay])
@@ -781,7 +835,7 @@ def change_refused(db: Database, rng: random.Random, shape: Mapping[str, int]) -
             ]
         )
         facts = {"user id": res.user_id, "reservation id": rid}
-        g.end_turn(request, outputs=(rid,))
+        g.end_turn(request, outputs=(rid, REFUSAL, *REFUSAL_GROUNDS["basic_economy"]))
         return _draft(g, user, rng, facts)
 
     return _over_candidates(_candidates(db, rng, keep), build, "a refused flight change")
@@ -905,7 +959,8 @@ def compensation_refused(db: Database, rng: random.Random, shape: Mapping[str, i
         user = g.call("get_user_details", user_id=res.user_id)
         request = _complaint(g, rng, res, kind)
         facts = {"user id": res.user_id, "reservation id": res.reservation_id}
-        g.end_turn(request, outputs=(res.reservation_id,))
+        outputs = (res.reservation_id, REFUSAL, *REFUSAL_GROUNDS["compensation"])
+        g.end_turn(request, outputs=outputs)
         return _draft(g, user, rng, facts)
 
     return _over_candidates(_candidates(db, rng, keep), build, "a refused compensation")
@@ -977,7 +1032,12 @@ def flight_info(db: Database, rng: random.Random, shape: Mapping[str, int]) -> D
             )
             best = _cheapest(offers, cabin, 1)[0]
             facts.update(
-                {"origin": f.origin, "destination": f.destination, "date": day, "cabin": cabin}
+                {
+                    "origin": f.origin,
+                    "destination": f.destination,
+                    "date": day,
+                    "cabin": CABIN_WORDS[cabin],
+                }
             )
             questions.append(
                 f"which direct flight from {_place(db, f.origin)} to {_place(db, f.destination)} "
@@ -1025,9 +1085,9 @@ def multi_turn(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Dr
             if op == "upgrade":
                 request = _op_upgrade(g, rng, user, rid, facts, pay)
             elif op == "change":
-                request = _op_change(g, rng, user, rid, facts, pay)
+                request = _op_change(g, rng, user, rid, facts, pay, fresh=False)
             else:
-                request = _op_bags(g, rng, user, rid, facts, pay, rng.randint(1, 2))
+                request = _op_bags(g, rng, user, rid, facts, pay, rng.randint(1, 2), fresh=False)
             g.end_turn(request)
         return _draft(g, user, rng, facts)
 
@@ -1185,4 +1245,34 @@ def unrelated_write(task: Task, db: Database) -> ToolCall:
     raise SkillUnavailable(f"no unrelated write possible for user {uid}")
 
 
-__all__ = ["SKILLS", "unrelated_write"]
+def forbidden_requests(task: Task, db: Database, rng: random.Random) -> list[str]:
+    """Requests of the task's customer that the policy forbids, about reservations the task
+    does not touch: cancelling one whose flight has departed, changing the flights of a basic
+    economy one, cancelling one no rule lets be cancelled for a change of plan. The right
+    answer is to decline them (the distractor augmentation adds one to a request)."""
+    user = db.get("users", task.user.facts.get("user id", ""))
+    if user is None:
+        return []
+    used = {str(c.arguments.get("reservation_id")) for c in task.gold_calls}
+    now = _now(db)
+    out = []
+    for rid in user.reservations:
+        res = db.get("reservations", rid)
+        if res is None or rid in used or res.status != "active":
+            continue
+        statuses = _statuses(db, res)
+        if any(st in _DEPARTED for st in statuses):
+            out.append(f"Also, please cancel my reservation {rid} and refund it.")
+        elif res.cabin == "basic_economy":
+            out.append(f"And could you move reservation {rid} to a flight one day later?")
+        elif (
+            now - datetime.fromisoformat(res.created_at) > timedelta(hours=24)
+            and res.cabin != "business"
+            and res.insurance == "no"
+            and "cancelled" not in statuses
+        ):
+            out.append(f"Please also cancel reservation {rid}, since my plans changed.")
+    return out
+
+
+__all__ = ["SKILLS", "forbidden_requests", "unrelated_write"]

@@ -1,8 +1,12 @@
 """The Airline toolkit: look-ups, bookings, changes, cancellations and compensation.
 
 Every rule of ``policy.md`` that a tool can check is checked here, and a violation is a
-:class:`~rods_env.errors.RuleViolationError` that names the rule. Writes only touch
-reservations of a user whose details were looked up in the current episode.
+:class:`~rods_env.errors.RuleViolationError` that names the rule. Writes only touch, and
+``get_reservation_details`` only shows, reservations of a user whose details were looked up
+in the current episode. Money goes back where it came from: a refund of a price difference
+goes to a card that paid the reservation at least that much (net of earlier refunds), and a
+cancellation refunds what each card paid, net; so refunds never exceed payments, per
+reservation and payment method. Counts stay within the policy's bounds (passengers, bags).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
 from itertools import pairwise
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -21,11 +25,14 @@ from environments.airline.generator import BAG_FEE, FREE_BAGS, INSURANCE_FEE
 from environments.airline.schema import (
     CABINS,
     CLOCK_KEY,
+    FLIGHT_STATUSES,
+    MEMBERSHIPS,
     Cabin,
     Certificate,
     Flight,
     FlightDate,
     FlightType,
+    GiftCard,
     Passenger,
     Payment,
     Reservation,
@@ -52,6 +59,9 @@ INSURED_REASONS = ("health", "weather")
 
 MIN_CONNECTION_MINUTES = 60
 """Shortest connection between two flights of a one-stop itinerary."""
+
+MAX_BAGS_PER_PASSENGER = 5
+"""Most checked bags per passenger on a reservation."""
 
 CancelReason = Literal["change of plan", "airline cancelled flight", "health", "weather", "other"]
 
@@ -114,6 +124,8 @@ class AirlineTools(Toolkit):
     Args:
         db: The episode's database state.
     """
+
+    vocabularies = (FLIGHT_STATUSES, CABINS, MEMBERSHIPS)
 
     def __init__(self, db: Database) -> None:
         super().__init__(db)
@@ -312,6 +324,45 @@ class AirlineTools(Toolkit):
             dates[day] = instance.model_copy(update={"available_seats": seats})
             self.db.put("flights", number, flight.model_copy(update={"dates": dates}))
 
+    def _check_bags(self, total: int, passengers: int) -> None:
+        limit = MAX_BAGS_PER_PASSENGER * passengers
+        if not 0 <= total <= limit:
+            raise RuleViolationError(
+                f"'total_baggages' = {total}: a reservation of {passengers} passenger(s) has 0 to "
+                f"{limit} checked bags.",
+                f"At most {MAX_BAGS_PER_PASSENGER} checked bags per passenger.",
+            )
+
+    @staticmethod
+    def _net_paid(res: Reservation) -> dict[str, int]:
+        """What each payment method has paid for the reservation, net of refunds to it."""
+        net: dict[str, int] = {}
+        for p in res.payment_history:
+            net[p.payment_id] = net.get(p.payment_id, 0) + p.amount
+        return net
+
+    def _settle(self, user: User, res: Reservation, payment_id: str, diff: int) -> User:
+        """Charge a price difference (``diff`` > 0) or refund it (< 0) to ``payment_id``.
+
+        A refund goes only to a method that paid the reservation at least that much.
+        """
+        method = user.payment_methods.get(payment_id)
+        if diff < 0 and method is not None and method.source != "certificate":
+            net = self._net_paid(res)
+            if net.get(payment_id, 0) < -diff:
+                payers = [
+                    f"{pid} ({amount})"
+                    for pid, amount in net.items()
+                    if amount > 0 and not pid.startswith("certificate")
+                ]
+                raise RuleViolationError(
+                    f"A refund of {-diff} cannot go to '{payment_id}': it paid "
+                    f"{max(net.get(payment_id, 0), 0)} for reservation {res.reservation_id}. "
+                    "Refunds go back to a card that paid the reservation.",
+                    f"Cards that paid this reservation (net): {', '.join(payers) or 'none'}.",
+                )
+        return self._charge_one(user, payment_id, diff)
+
     def _charge_one(self, user: User, payment_id: str, amount: int) -> User:
         """Charge (amount > 0) or refund (amount < 0) one credit or gift card; new user record."""
         method = user.payment_methods.get(payment_id)
@@ -358,10 +409,21 @@ class AirlineTools(Toolkit):
     def get_reservation_details(self, reservation_id: str) -> Reservation:
         """Get a reservation: flights with prices paid, passengers, cabin, bags, insurance and payments.
 
+        Only reservations of a user identified in this conversation (``get_user_details``)
+        are shown.
+
         Args:
             reservation_id: The reservation id, such as 'ZFA04Y'.
         """
-        return self._reservation(reservation_id)
+        res = self._reservation(reservation_id)
+        if res.user_id not in self._identified:
+            raise RuleViolationError(
+                f"Reservation {reservation_id} belongs to a user who has not been identified in "
+                "this conversation.",
+                "Ask the customer for their user id and call get_user_details first; only "
+                "their own reservations are shown.",
+            )
+        return res
 
     @tool
     def list_all_airports(self) -> list[dict[str, str]]:
@@ -455,7 +517,7 @@ class AirlineTools(Toolkit):
         return {"flight_number": flight_number, "date": date, "status": instance.status}
 
     # -- write tools ---------------------------------------------------------------------------
-    @tool(writes=True)
+    @tool(writes=True, operation=("book",))
     def book_reservation(
         self,
         user_id: str,
@@ -512,10 +574,7 @@ class AirlineTools(Toolkit):
                     price=instance.prices.of(cabin),
                 )
             )
-        if total_baggages < 0:
-            raise InvalidArgumentError(
-                f"'total_baggages' = {total_baggages}: cannot be negative.", None
-            )
+        self._check_bags(total_baggages, n)
         nonfree = max(0, total_baggages - self._free_bags(user, cabin, n))
         fare = sum(f.price for f in reserved) * n
         total = fare + nonfree * BAG_FEE + (INSURANCE_FEE * n if insurance == "yes" else 0)
@@ -616,7 +675,7 @@ class AirlineTools(Toolkit):
             )
         return user.model_copy(update={"payment_methods": methods})
 
-    @tool(writes=True)
+    @tool(writes=True, operation=("cancel",))
     def cancel_reservation(self, reservation_id: str, reason: CancelReason) -> Reservation:
         """Cancel a whole reservation and refund its payments, when the policy allows it.
 
@@ -671,7 +730,7 @@ class AirlineTools(Toolkit):
             self.db.put("users", user.user_id, user.model_copy(update={"payment_methods": methods}))
         return res
 
-    @tool(writes=True)
+    @tool(writes=True, operation=("chang", "modif", "mov", "reschedul", "switch", "flight", "date"))
     def update_reservation_flights(
         self, reservation_id: str, flights: list[FlightLeg], payment_id: str
     ) -> Reservation:
@@ -720,7 +779,7 @@ class AirlineTools(Toolkit):
                 )
             )
         diff = (sum(f.price for f in reserved) - sum(f.price for f in res.flights)) * n
-        user = self._charge_one(user, payment_id, diff)
+        user = self._settle(user, res, payment_id, diff)
         history = res.payment_history + (
             (Payment(payment_id=payment_id, amount=diff),) if diff else ()
         )
@@ -731,7 +790,10 @@ class AirlineTools(Toolkit):
         self.db.put("users", user.user_id, user)
         return res
 
-    @tool(writes=True)
+    @tool(
+        writes=True,
+        operation=("upgrad", "downgrad", "cabin", "class", "chang", "modif", "mov", "switch"),
+    )
     def update_reservation_cabin(
         self, reservation_id: str, cabin: Cabin, payment_id: str
     ) -> Reservation:
@@ -755,7 +817,7 @@ class AirlineTools(Toolkit):
             instance = self._bookable(self._flight(f.flight_number), f.date, cabin, n)
             reserved.append(f.model_copy(update={"price": instance.prices.of(cabin)}))
         diff = (sum(f.price for f in reserved) - sum(f.price for f in res.flights)) * n
-        user = self._charge_one(user, payment_id, diff)
+        user = self._settle(user, res, payment_id, diff)
         history = res.payment_history + (
             (Payment(payment_id=payment_id, amount=diff),) if diff else ()
         )
@@ -769,7 +831,7 @@ class AirlineTools(Toolkit):
         self.db.put("users", user.user_id, user)
         return res
 
-    @tool(writes=True)
+    @tool(writes=True, operation=("bag", "luggage", "suitcase", "add", "chang"))
     def update_reservation_baggages(
         self, reservation_id: str, total_baggages: int, payment_id: str | None = None
     ) -> Reservation:
@@ -791,6 +853,7 @@ class AirlineTools(Toolkit):
                 "Checked bags can be added but not removed.",
             )
         n = len(res.passengers)
+        self._check_bags(total_baggages, n)
         allowance = self._free_bags(user, res.cabin, n)
         free_used = res.total_baggages - res.nonfree_baggages
         added = total_baggages - res.total_baggages
@@ -817,7 +880,10 @@ class AirlineTools(Toolkit):
         self.db.put("reservations", reservation_id, res)
         return res
 
-    @tool(writes=True)
+    @tool(
+        writes=True,
+        operation=("passenger", "traveler", "traveller", "name", "chang", "modif", "replac"),
+    )
     def update_reservation_passengers(
         self, reservation_id: str, passengers: list[PassengerInfo]
     ) -> Reservation:
@@ -842,7 +908,7 @@ class AirlineTools(Toolkit):
         self.db.put("reservations", reservation_id, res)
         return res
 
-    @tool(writes=True)
+    @tool(writes=True, operation=("compensat", "certificate", "voucher"))
     def send_certificate(self, user_id: str, reservation_id: str, amount: int) -> Certificate:
         """Send a travel certificate as compensation for a delayed or cancelled flight of a reservation.
 
@@ -924,7 +990,130 @@ class AirlineTools(Toolkit):
         Args:
             summary: A short summary of the customer's issue for the human agent.
         """
+        if not summary.strip():
+            raise InvalidArgumentError("'summary' is empty.", "Summarize the customer's issue.")
         return "Transfer successful."
 
 
-__all__ = ["CABINS", "COMPENSATION", "MAX_PASSENGERS", "MAX_PAYMENTS", "AirlineTools"]
+__all__ = [
+    "CABINS",
+    "COMPENSATION",
+    "MAX_BAGS_PER_PASSENGER",
+    "MAX_PASSENGERS",
+    "MAX_PAYMENTS",
+    "AirlineTools",
+]
+
+
+# -- invariants ------------------------------------------------------------------------------
+def _legs(res: Reservation | None) -> dict[tuple[str, str, str], int]:
+    """Seats a reservation holds: (flight number, date, cabin) -> passengers (0 when
+    cancelled or absent)."""
+    if res is None or res.status != "active":
+        return {}
+    return {(f.flight_number, f.date, res.cabin): len(res.passengers) for f in res.flights}
+
+
+def _net(res: Reservation | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for p in res.payment_history if res is not None else ():
+        out[p.payment_id] = out.get(p.payment_id, 0) + p.amount
+    return out
+
+
+def invariant_violations(db: Database, everything: bool = False) -> list[str]:
+    """The money and count rules of the Airline domain that ``db`` breaks (empty when sound).
+
+    Invariants (docs/reward-design.md lists them):
+
+    * per reservation and payment method, refunds never exceed payments;
+    * a cancelled reservation has refunded every card what it paid (certificates are not
+      refunded);
+    * 1 to :data:`MAX_PASSENGERS` passengers; 0 <= non-free bags <= bags <=
+      :data:`MAX_BAGS_PER_PASSENGER` per passenger;
+    * gift card and certificate amounts are never negative; seats left are never negative;
+    * seats move exactly with the reservations (a flight's seats left change by the
+      passengers that reservations added or released on it since the base);
+    * a gift card's balance moves exactly as the payments written on it since the base.
+
+    Args:
+        db: The state.
+        everything: Check every record (slow); by default only records that differ from the
+            base, which is checked once (the generator's output).
+    """
+    bad: list[str] = []
+    changes = db.changes()
+
+    def keys(table: str) -> list[str]:
+        return list(db.keys(table)) if everything else [k for t, k in changes if t == table]
+
+    seat_flow: dict[tuple[str, str, str], int] = {}
+    card_flow: dict[str, int] = {}
+    for rid in keys("reservations"):
+        res = db.get("reservations", rid)
+        if res is None:
+            continue
+        pays: dict[str, tuple[int, int]] = {}
+        for p in res.payment_history:
+            paid, refunded = pays.get(p.payment_id, (0, 0))
+            pays[p.payment_id] = (paid + max(p.amount, 0), refunded + max(-p.amount, 0))
+        for pid, (paid, refunded) in pays.items():
+            if refunded > paid:
+                bad.append(f"reservation {rid}: {pid} refunded {refunded} but paid {paid}")
+            if res.status == "cancelled" and not pid.startswith("certificate") and paid != refunded:
+                bad.append(f"reservation {rid}: cancelled, {pid} paid {paid}, got {refunded} back")
+        n = len(res.passengers)
+        if not 1 <= n <= MAX_PASSENGERS:
+            bad.append(f"reservation {rid}: {n} passengers")
+        if not 0 <= res.nonfree_baggages <= res.total_baggages <= MAX_BAGS_PER_PASSENGER * n:
+            bad.append(
+                f"reservation {rid}: {res.total_baggages} bags, {res.nonfree_baggages} non-free, "
+                f"{n} passengers"
+            )
+        if not everything:
+            before = cast("Reservation | None", db.base["reservations"].get(rid))
+            now_legs, old_legs = _legs(res), _legs(before)
+            for leg in set(now_legs) | set(old_legs):
+                held = now_legs.get(leg, 0) - old_legs.get(leg, 0)
+                seat_flow[leg] = seat_flow.get(leg, 0) + held
+            now_net, old_net = _net(res), _net(before)
+            for pid in set(now_net) | set(old_net):
+                card_flow[pid] = card_flow.get(pid, 0) + now_net.get(pid, 0) - old_net.get(pid, 0)
+    for uid in keys("users"):
+        user = db.get("users", uid)
+        if user is None:
+            continue
+        base = None if everything else cast("User | None", db.base["users"].get(uid))
+        for pid, method in user.payment_methods.items():
+            if isinstance(method, GiftCard | Certificate) and method.amount < 0:
+                bad.append(f"user {uid}: {pid} has {method.amount}")
+            if not isinstance(method, GiftCard) or base is None:
+                continue
+            old = base.payment_methods.get(pid)
+            moved = method.amount - (old.amount if isinstance(old, GiftCard) else 0)
+            if moved != -card_flow.get(pid, 0):
+                bad.append(
+                    f"user {uid}: gift card {pid} moved by {moved}, its payments by "
+                    f"{-card_flow.get(pid, 0)}"
+                )
+    for number in keys("flights"):
+        flight = db.get("flights", number)
+        base_flight = None if everything else cast("Flight | None", db.base["flights"].get(number))
+        for day, instance in flight.dates.items():
+            for cabin in CABINS:
+                left = instance.available_seats.of(cabin)
+                if left < 0:
+                    bad.append(f"flight {number} {day}: {left} {cabin} seats left")
+                if base_flight is None:
+                    continue
+                moved = left - base_flight.dates[day].available_seats.of(cabin)
+                if moved != -seat_flow.get((number, day, cabin), 0):
+                    bad.append(
+                        f"flight {number} {day}: {cabin} seats moved by {moved}, reservations "
+                        f"by {-seat_flow.get((number, day, cabin), 0)}"
+                    )
+    if not everything:  # a leg whose flight record never changed must have no seat flow
+        for (number, day, cabin), held in seat_flow.items():
+            if held and ("flights", number) not in changes:
+                bad.append(f"flight {number} {day}: reservations hold {held} more {cabin} seats")
+    return bad

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from environments.retail.generator import generate
-from environments.retail.skills import SKILLS, unrelated_write
+from environments.retail.checks import POLICY_CHECKS
+from environments.retail.generator import LONG_SIZES, generate
+from environments.retail.skills import SKILLS, forbidden_requests, unrelated_write
 from environments.retail.tools import RetailTools
 from rods_env.domain import Domain
 
@@ -19,12 +20,15 @@ DOMAIN = Domain(
     name="retail",
     title="Retail",
     generate=generate,
-    sizes=("tiny", "default", "long"),
+    sizes=("tiny", "default", *LONG_SIZES),
     toolkit=RetailTools,
     policy=(_HERE / "policy.md").read_text(encoding="utf-8"),
     skills=SKILLS,
     seeds_path=_HERE / "seeds.jsonl",
     unrelated_write=unrelated_write,
+    policy_checks=POLICY_CHECKS,
+    forbidden_requests=forbidden_requests,
+    customers={"users": "user_id", "orders": "user_id"},
 )
 
 __all__ = ["DOMAIN", "RetailTools", "generate"]

@@ -474,3 +474,55 @@ CATALOG: tuple[CatalogEntry, ...] = (
         (10, 95),
     ),
 )
+
+EXTRA_STYLES: tuple[str, ...] = (
+    "Bamboo",
+    "Ceramic",
+    "Linen",
+    "Wool",
+    "Copper",
+    "Marble",
+    "Canvas",
+    "Velvet",
+    "Rattan",
+    "Cork",
+)
+EXTRA_NOUNS: tuple[str, ...] = (
+    "Planter",
+    "Scarf",
+    "Wallet",
+    "Candle Holder",
+    "Vase",
+    "Throw Pillow",
+    "Picture Frame",
+    "Doormat",
+    "Bath Rug",
+    "Coasters",
+    "Tote Bag",
+    "Lunch Box",
+    "Serving Tray",
+    "Drawer Organizer",
+    "Pencil Case",
+    "Beanie",
+    "Table Runner",
+    "Storage Basket",
+    "Key Holder",
+    "Floating Shelf",
+    "Bread Box",
+    "Soap Dispenser",
+    "Laundry Hamper",
+    "Plant Stand",
+    "Magazine Rack",
+    "Jewelry Box",
+    "Napkin Rings",
+    "Wine Rack",
+    "Spice Rack",
+    "Shoe Rack",
+)
+EXTRA_OPTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("color", _COLORS),
+    ("size", ("small", "medium", "large")),
+)
+"""Product types that only long-context worlds carry (style x noun, e.g. "Bamboo Vase"):
+none shares a word with a catalog product's name, so a request naming a catalog product
+still names one product type."""

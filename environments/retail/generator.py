@@ -9,20 +9,31 @@ Sizes:
 
 * ``tiny``: 20 users, 40 orders, 8 product types (tests).
 * ``default``: 500 users, 1,000 orders, 50 product types, ~600 variants (like tau-bench retail).
-* ``long``: 100 users with ~25 orders each, 50 product types with 40-90 variants each
-  (long-context tool outputs).
+* ``long-4k``, ``long-8k``, ``long-16k``, ``long-32k``: the ``default`` world with long
+  histories, for long-context variants: every customer and order of ``default`` is there
+  with the same key and content, except that each customer also has ~1,000 to ~7,900 older
+  orders (listed before their own, and built only when looked up: see
+  :mod:`rods_env.padding`), each product 16 to 128 more variants (new option combinations,
+  so a request still names one variant), and 50 to 300 more product types (names that share
+  no word with the catalog's). A customer's record is then about
+  ``n`` thousand tokens (4 characters a token) of a ``long-<n>k`` world. Past orders are
+  delivered or cancelled, of products the customer's own orders do not have (an order named
+  by one of its items stays unique).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import re
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
 
 from faker import Faker
 
-from environments.retail.catalog import CATALOG
+from environments.retail.catalog import CATALOG, EXTRA_NOUNS, EXTRA_OPTIONS, EXTRA_STYLES
 from environments.retail.schema import (
     Address,
     CreditCard,
@@ -39,6 +50,7 @@ from environments.retail.schema import (
     money,
 )
 from rods_env.database import Record
+from rods_env.padding import DerivedTable, KeyCodec, long_size_tokens
 
 
 @dataclass(frozen=True)
@@ -55,8 +67,18 @@ class SizePreset:
 SIZES: dict[str, SizePreset] = {
     "tiny": SizePreset(users=20, orders=40, products=8, variants=(6, 9), items=(1, 4)),
     "default": SizePreset(users=500, orders=1000, products=50, variants=(8, 16), items=(1, 5)),
-    "long": SizePreset(users=100, orders=2500, products=50, variants=(40, 90), items=(2, 8)),
 }
+
+LONG_SIZES: tuple[str, ...] = ("long-4k", "long-8k", "long-16k", "long-32k")
+"""Long-context worlds (the ``default`` world with long histories), by padding size."""
+
+ORDER_CHARS = 13
+"""Characters an order id takes in a customer's record (``"#W1234567", ``)."""
+
+MAX_PAST_ORDERS = 10_000
+"""Most past orders a customer gets (the id space reserved per customer)."""
+
+_PAST_ORDER_IDS = KeyCodec("0123456789", 7, MAX_PAST_ORDERS, prefix="#W", first="123456789")
 
 # Share of each status among generated orders (cumulative draw in this order).
 _STATUS_WEIGHTS: tuple[tuple[str, int], ...] = (
@@ -290,7 +312,7 @@ def generate(seed: int, size: str) -> dict[str, dict[str, Record]]:
 
     Args:
         seed: Seed of every random choice.
-        size: One of ``"tiny"``, ``"default"``, ``"long"`` (see the module docstring).
+        size: One of ``"tiny"``, ``"default"`` or a long size (see the module docstring).
 
     Returns:
         Tables ``users``, ``products`` and ``orders``, each keyed by the record's id.
@@ -298,8 +320,11 @@ def generate(seed: int, size: str) -> dict[str, dict[str, Record]]:
     Raises:
         ValueError: ``size`` is not a known preset.
     """
+    tokens = long_size_tokens(size)
+    if tokens is not None and size in LONG_SIZES:
+        return _long_world(seed, tokens)
     if size not in SIZES:
-        raise ValueError(f"unknown size '{size}'; sizes: {', '.join(SIZES)}")
+        raise ValueError(f"unknown size '{size}'; sizes: {', '.join((*SIZES, *LONG_SIZES))}")
     preset = SIZES[size]
     rng = random.Random(seed)
     fake = Faker("en_US")
@@ -322,3 +347,131 @@ def generate(seed: int, size: str) -> dict[str, dict[str, Record]]:
         "products": {p.product_id: p for p in products},
         "orders": dict(orders),
     }
+
+
+# -- long-context worlds -------------------------------------------------------------------
+@functools.lru_cache(maxsize=2)
+def _default_tables(seed: int) -> dict[str, dict[str, Record]]:
+    return generate(seed, "default")
+
+
+def _long_world(seed: int, tokens: int) -> dict[str, Any]:
+    """The ``default`` world of ``seed`` with long histories (see the module docstring)."""
+    base = _default_tables(seed)
+    users: dict[str, User] = base["users"]  # type: ignore[assignment]
+    orders: dict[str, Order] = base["orders"]  # type: ignore[assignment]
+    products: dict[str, Product] = base["products"]  # type: ignore[assignment]
+    past = min(MAX_PAST_ORDERS, tokens * 4 * 4 // (5 * ORDER_CHARS))  # 80% of the budget
+    owners = list(users)
+    owner_index = {uid: i for i, uid in enumerate(owners)}
+    product_list = sorted(products.values(), key=lambda p: p.product_id)
+
+    def past_ids(user: User) -> list[str]:
+        index = owner_index[user.user_id]
+        return [oid for oid in _PAST_ORDER_IDS.encode_range(index, past) if oid not in orders]
+
+    def longer_history(record: Record) -> Record:
+        assert isinstance(record, User)
+        return record.model_copy(update={"orders": (*past_ids(record), *record.orders)})
+
+    def past_order(order_id: str) -> Order | None:
+        decoded = _PAST_ORDER_IDS.decode(order_id)
+        if decoded is None or order_id in orders:
+            return None
+        index, i = decoded
+        if index >= len(owners) or i >= past:
+            return None
+        user = users[owners[index]]
+        own = {item.product_id for oid in user.orders for item in orders[oid].items}
+        choices = [p for p in product_list if p.product_id not in own]
+        rng = random.Random(f"retail-past-order:{seed}:{order_id}")
+        items = []
+        for product in rng.sample(choices, rng.randint(1, min(3, len(choices)))):
+            variant = rng.choice(product.variants)
+            items.append(
+                OrderItem(
+                    item_id=variant.item_id,
+                    product_id=product.product_id,
+                    name=product.name,
+                    options=dict(variant.options),
+                    price=variant.price,
+                )
+            )
+        method = rng.choice(user.payment_methods)
+        total = money(sum(item.price for item in items))
+        history = [
+            Transaction(transaction_type="payment", amount=total, payment_method_id=method.id)
+        ]
+        fields: dict[str, Any] = {}
+        if rng.random() < 0.25:
+            status = "cancelled"
+            history.append(
+                Transaction(transaction_type="refund", amount=total, payment_method_id=method.id)
+            )
+            fields["cancel_reason"] = rng.choice(("no longer needed", "ordered by mistake"))
+        else:
+            status = "delivered"
+            tracking = f"{rng.randrange(10**11, 10**12)}"
+            fields["fulfilments"] = (
+                Fulfilment(tracking_ids=(tracking,), item_ids=tuple(i.item_id for i in items)),
+            )
+        return Order(
+            order_id=order_id,
+            user_id=user.user_id,
+            address=user.address,
+            items=tuple(items),
+            status=status,  # type: ignore[arg-type]
+            payment_history=tuple(history),
+            **fields,
+        )
+
+    return {
+        "users": MappingProxyType(
+            DerivedTable(users, transform=longer_history, cache_size=max(16, 400_000 // past))
+        ),
+        "products": _more_products(seed, products, tokens // 4000),
+        "orders": MappingProxyType(DerivedTable(orders, virtual=past_order, cache_size=256)),
+    }
+
+
+def _more_products(seed: int, products: dict[str, Product], scale: int) -> dict[str, Record]:
+    """The products with more variants (``16 x scale`` more option combinations each, new
+    item ids) and ``50 x scale`` more product types (of :data:`EXTRA_NOUNS`; none shares
+    a word with a catalog name, so a request still names one product and one variant)."""
+    rng = random.Random(f"retail-more-products:{seed}:{scale}")
+    catalog = {name: (options, prices) for name, options, prices in CATALOG}
+    ids = _Ids(rng)
+    ids._used.update(p.product_id for p in products.values())
+    ids._used.update(v.item_id for p in products.values() for v in p.variants)
+    out: dict[str, Record] = {}
+    for key, product in products.items():
+        options, (low, high) = catalog[product.name]
+        names = [k for k, _ in options]
+        have = {tuple(v.options[k] for k in names) for v in product.variants}
+        combos = [c for c in itertools.product(*(vals for _, vals in options)) if c not in have]
+        added = [
+            Variant(
+                item_id=ids.new("{}", 10),
+                options=dict(zip(names, combo, strict=True)),
+                price=_price(rng, low, high),
+                available=rng.random() < 0.7,
+            )
+            for combo in rng.sample(combos, min(16 * scale, len(combos)))
+        ]
+        out[key] = product.model_copy(update={"variants": (*product.variants, *added)})
+    names = [f"{style} {noun}" for noun in EXTRA_NOUNS for style in EXTRA_STYLES]
+    keys = [k for k, _ in EXTRA_OPTIONS]
+    combos = list(itertools.product(*(vals for _, vals in EXTRA_OPTIONS)))
+    for name in rng.sample(names, min(50 * scale, len(names))):
+        variants = tuple(
+            Variant(
+                item_id=ids.new("{}", 10),
+                options=dict(zip(keys, combo, strict=True)),
+                price=_price(rng, 10, 80),
+                available=rng.random() < 0.7,
+            )
+            for combo in sorted(rng.sample(combos, rng.randint(4, 8)))
+        )
+        product = Product(product_id=ids.new("{}", 10), name=name, variants=variants)
+        out[product.product_id] = product
+    return out

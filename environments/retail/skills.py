@@ -36,18 +36,9 @@ from environments.retail.tools import RetailTools, name_zip_key
 from rods_env.database import Database
 from rods_env.domain import Draft, Skill, SkillUnavailable, scattered
 from rods_env.task import Task, ToolCall, Turn, UserProfile
+from rods_env.user import PERSONA_NAMES, persona_text
 
 PaymentMethod = CreditCard | GiftCard | PayPal
-
-_PERSONAS = (
-    "Polite and brief; answers exactly what is asked.",
-    "In a hurry; writes short, terse messages.",
-    "Chatty and friendly; adds small details about their day.",
-    "A little frustrated with the store, but cooperative.",
-    "Careful; likes to double-check details before agreeing.",
-    "Not very technical; describes things in plain words.",
-)
-
 
 _ORDINALS = ("first", "second", "third", "fourth")
 
@@ -295,6 +286,8 @@ def _replace_items(
         if len(olds) < count:
             continue
         diff = round(sum(n.price - o.price for o, n in zip(olds, news, strict=True)), 2)
+        if status == "pending" and pay_kind == 1 and diff < 0:
+            continue  # a refund goes back to a method that paid the order, not another one
         method = _payer(user, diff, order.payment_history[0].payment_method_id, pay_kind, rng)
         if method is None:
             continue
@@ -316,8 +309,7 @@ def _change_text(old: OrderItem, new: Variant) -> str:
 
 
 _MODIFY_TEMPLATES = (
-    "My {ref} hasn't shipped yet and I'd like to change {changes}. Use my {pay} for any "
-    "difference.",
+    "{Ref} hasn't shipped yet and I'd like to change {changes}. Use my {pay} for any difference.",
     "Could you modify {ref}? I want to switch {changes}. Any price difference can go on my {pay}.",
     "I picked the wrong options in {ref}. Please change {changes}; my {pay} is fine for the "
     "difference.",
@@ -356,7 +348,9 @@ def _swap_items(
     if ref is None:
         return None
     pay = _method_text(method)
-    request = rng.choice(templates).format(ref=ref, changes=changes, pay=pay)
+    request = rng.choice(templates).format(
+        ref=ref, Ref=ref[0].upper() + ref[1:], changes=changes, pay=pay
+    )
     calls = [
         _call("get_order_details", order_id=order.order_id),
         *_products_calls(olds),
@@ -675,7 +669,7 @@ def _identity(
 
 def _profile(rng: random.Random, user: User, facts: dict[str, str]) -> UserProfile:
     name = f"{user.name.first_name} {user.name.last_name}"
-    return UserProfile(name=name, persona=rng.choice(_PERSONAS), facts=facts)
+    return UserProfile(name=name, persona=persona_text(rng.choice(PERSONA_NAMES)), facts=facts)
 
 
 def _users(db: Database, rng: random.Random) -> Iterator[User]:
@@ -865,6 +859,34 @@ def unrelated_write(task: Task, db: Database) -> ToolCall:
                 payment_method_id=order.payment_history[0].payment_method_id,
             )
     raise ValueError(f"task {task.id}: customer {user.user_id} has no record left to write")
+
+
+def forbidden_requests(task: Task, db: Database, rng: random.Random) -> list[str]:
+    """Requests of the task's customer that the policy forbids, about orders the task does
+    not touch: cancelling a delivered order, changing a processed one, returning items of a
+    cancelled one. The right answer is to decline them (the distractor augmentation adds
+    one to a request)."""
+    try:
+        user_id, _ = _gold_replay(task, db)
+    except ValueError:
+        return []
+    user: User = db.get("users", user_id)
+    used = {str(c.arguments.get("order_id")) for c in task.gold_calls}
+    out = []
+    for order_id in user.orders:
+        order = db.get("orders", order_id)
+        if order is None or order_id in used:
+            continue
+        if order.status == "delivered":
+            out.append(
+                f"Also, please cancel my order {order_id}; it already arrived but I don't want "
+                "it any more."
+            )
+        elif order.status == "processed":
+            out.append(f"And could you change the shipping address of order {order_id} too?")
+        elif order.status == "cancelled":
+            out.append(f"Could you also return the items of my order {order_id}?")
+    return out
 
 
 SKILLS: tuple[Skill, ...] = (

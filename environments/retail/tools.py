@@ -2,10 +2,14 @@
 
 Rules the tools enforce (the policy in ``policy.md`` states them for the agent):
 
-* A write on an account or order needs the customer verified in this episode: found with
-  ``find_user_id_by_email`` or ``find_user_id_by_name_zip``. Only one customer per episode.
+* Reading or writing an account or an order needs the customer verified in this episode:
+  found with ``find_user_id_by_email`` or ``find_user_id_by_name_zip``; only that
+  customer's own account and orders are shown or changed. Only one customer per episode.
+  The product catalog is public.
 * Order statuses gate actions (see the table in the policy).
-* Payment methods must belong to the customer; a gift card must cover any charge.
+* Payment methods must belong to the customer; a gift card must cover any charge. Money
+  goes back where it came from: a refund goes to a method that paid the order at least that
+  much (net of earlier refunds), so refunds never exceed payments, per order and method.
 * Items are only replaced by available variants of the same product.
 
 Writes never mutate a record: they build a new one with ``model_copy(update=...)`` and
@@ -16,9 +20,10 @@ does not depend on the order in which the agent listed the items.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, cast
 
 from environments.retail.schema import (
+    ORDER_STATUSES,
     Address,
     CancelReason,
     CreditCard,
@@ -86,6 +91,8 @@ class RetailTools(Toolkit):
         db: The episode's database state.
     """
 
+    vocabularies = (ORDER_STATUSES,)
+
     def __init__(self, db: Database) -> None:
         super().__init__(db)
         self.verified_user_id: str | None = None
@@ -111,15 +118,22 @@ class RetailTools(Toolkit):
             raise RuleViolationError(
                 "The customer's identity has not been verified in this conversation.",
                 "Ask for their email (find_user_id_by_email) or their first name, last name "
-                "and zip code (find_user_id_by_name_zip) before changing anything.",
+                "and zip code (find_user_id_by_name_zip) before looking up or changing their "
+                "account or orders.",
             )
         if user_id != self.verified_user_id:
             raise RuleViolationError(
                 f"The account '{user_id}' is not the verified customer's account "
                 f"('{self.verified_user_id}').",
-                "Only the verified customer's own account and orders can be changed.",
+                "Only the verified customer's own account and orders can be shown or changed.",
             )
         return self.db.require("users", user_id, what="user", hint=_FIND_USER)
+
+    def _visible_order(self, order_id: str) -> Order:
+        """An order of the verified customer (private records are shown to no one else)."""
+        order = self._order(order_id)
+        self._account(order.user_id)
+        return order
 
     def _order(self, order_id: str) -> Order:
         order = self.db.get("orders", order_id)
@@ -224,6 +238,27 @@ class RetailTools(Toolkit):
             pairs[item.item_id] = (item, variant)
         return pairs
 
+    @staticmethod
+    def _net_paid(order: Order) -> dict[str, float]:
+        """What each payment method has paid for the order, net of refunds to it."""
+        net: dict[str, float] = {}
+        for t in order.payment_history:
+            sign = 1 if t.transaction_type == "payment" else -1
+            net[t.payment_method_id] = money(net.get(t.payment_method_id, 0.0) + sign * t.amount)
+        return net
+
+    def _refundable(self, order: Order, method: PaymentMethod, amount: float) -> None:
+        """Raise unless ``method`` paid the order at least ``amount`` (net of refunds)."""
+        net = self._net_paid(order)
+        if net.get(method.id, 0.0) + 0.005 < amount:
+            payers = [f"{m} ({v:.2f})" for m, v in net.items() if v > 0]
+            raise RuleViolationError(
+                f"A refund of {amount:.2f} cannot go to '{method.id}': it paid "
+                f"{net.get(method.id, 0.0):.2f} for order '{order.order_id}'. Refunds go back "
+                "to a payment method that paid the order.",
+                f"Methods that paid this order (net): {', '.join(payers) or 'none'}.",
+            )
+
     def _charge(self, user: User, method: PaymentMethod, amount: float) -> User:
         """Apply a charge (amount > 0) or credit (< 0) to a gift card; other methods: no-op."""
         if not isinstance(method, GiftCard) or amount == 0:
@@ -296,21 +331,21 @@ class RetailTools(Toolkit):
 
     @tool
     def get_user_details(self, user_id: str) -> User:
-        """Get a customer's profile: name, email, default address, payment methods and order ids.
+        """Get the verified customer's profile: name, email, default address, payment methods and order ids.
 
         Args:
             user_id: The user id, such as 'jane_doe_1234'.
         """
-        return self.db.require("users", user_id, what="user", hint=_FIND_USER)
+        return self._account(user_id)
 
     @tool
     def get_order_details(self, order_id: str) -> Order:
-        """Get an order: status, items, shipping address, fulfilments and payment history.
+        """Get an order of the verified customer: status, items, shipping address, fulfilments and payment history.
 
         Args:
             order_id: The order id, such as '#W0000123' (with the leading '#').
         """
-        return self._order(order_id)
+        return self._visible_order(order_id)
 
     @tool
     def get_product_details(self, product_id: str) -> Product:
@@ -329,7 +364,7 @@ class RetailTools(Toolkit):
         }
 
     # -- order changes -------------------------------------------------------------------
-    @tool(writes=True)
+    @tool(writes=True, operation=("cancel",))
     def cancel_pending_order(self, order_id: str, reason: CancelReason) -> Order:
         """Cancel a pending order; every payment is refunded to the method it came from.
 
@@ -342,13 +377,17 @@ class RetailTools(Toolkit):
         """
         order, user = self._own_order(order_id, "pending", "be cancelled")
         refunds = []
-        for payment in order.payment_history:
-            if payment.transaction_type != "payment":
+        # what each method paid net of earlier refunds (a payment method change refunded
+        # the old method already): refunding every payment again would pay it twice
+        for method_id, amount in self._net_paid(order).items():
+            if amount <= 0:
                 continue
-            refunds.append(payment.model_copy(update={"transaction_type": "refund"}))
-            method = user.payment_method(payment.payment_method_id)
+            refunds.append(
+                Transaction(transaction_type="refund", amount=amount, payment_method_id=method_id)
+            )
+            method = user.payment_method(method_id)
             if method is not None:
-                user = self._charge(user, method, -payment.amount)
+                user = self._charge(user, method, -amount)
         self.db.put("users", user.user_id, user)
         new = order.model_copy(
             update={
@@ -360,7 +399,7 @@ class RetailTools(Toolkit):
         self.db.put("orders", order_id, new)
         return new
 
-    @tool(writes=True)
+    @tool(writes=True, operation=("modif", "chang", "swap", "replac", "switch", "item", "variant"))
     def modify_pending_order_items(
         self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
     ) -> Order:
@@ -382,10 +421,12 @@ class RetailTools(Toolkit):
         pairs = self._replacements(order, item_ids, new_item_ids)
         method = self._method(user, payment_method_id)
         diff = money(sum(v.price - item.price for item, v in pairs.values()))
+        if diff < 0:
+            self._refundable(order, method, -diff)
         user = self._charge(user, method, diff)
         history = order.payment_history
         if diff != 0:
-            kind = "payment" if diff > 0 else "refund"
+            kind: Literal["payment", "refund"] = "payment" if diff > 0 else "refund"
             history += (
                 Transaction(transaction_type=kind, amount=abs(diff), payment_method_id=method.id),
             )
@@ -408,7 +449,7 @@ class RetailTools(Toolkit):
         self.db.put("orders", order_id, new)
         return new
 
-    @tool(writes=True)
+    @tool(writes=True, operation=("address", "ship", "modif", "chang", "updat"))
     def modify_pending_order_address(
         self,
         order_id: str,
@@ -443,7 +484,7 @@ class RetailTools(Toolkit):
         self.db.put("orders", order_id, new)
         return new
 
-    @tool(writes=True)
+    @tool(writes=True, operation=("pay", "modif", "chang", "switch", "method"))
     def modify_pending_order_payment(self, order_id: str, payment_method_id: str) -> Order:
         """Pay a pending order with another of the customer's payment methods.
 
@@ -484,7 +525,7 @@ class RetailTools(Toolkit):
         self.db.put("orders", order_id, new)
         return new
 
-    @tool(writes=True)
+    @tool(writes=True, operation=("return", "refund", "send back"))
     def return_delivered_order_items(
         self, order_id: str, item_ids: list[str], payment_method_id: str
     ) -> Order:
@@ -519,7 +560,7 @@ class RetailTools(Toolkit):
         self.db.put("orders", order_id, new)
         return new
 
-    @tool(writes=True)
+    @tool(writes=True, operation=("exchang", "swap", "replac", "switch"))
     def exchange_delivered_order_items(
         self, order_id: str, item_ids: list[str], new_item_ids: list[str], payment_method_id: str
     ) -> Order:
@@ -556,7 +597,7 @@ class RetailTools(Toolkit):
         return new
 
     # -- account -------------------------------------------------------------------------
-    @tool(writes=True)
+    @tool(writes=True, operation=("address", "modif", "chang", "updat"))
     def modify_user_address(
         self,
         user_id: str,
@@ -623,3 +664,86 @@ class RetailTools(Toolkit):
             thought: The thought.
         """
         return "OK."
+
+
+# -- invariants ------------------------------------------------------------------------------
+def _ledger(order: Order | None) -> dict[str, tuple[float, float]]:
+    """Payment method -> (paid, refunded) over an order's history."""
+    out: dict[str, tuple[float, float]] = {}
+    for t in order.payment_history if order is not None else ():
+        paid, refunded = out.get(t.payment_method_id, (0.0, 0.0))
+        if t.transaction_type == "payment":
+            paid += t.amount
+        else:
+            refunded += t.amount
+        out[t.payment_method_id] = (paid, refunded)
+    return out
+
+
+def invariant_violations(db: Database, everything: bool = False) -> list[str]:
+    """The money rules of the Retail domain that ``db`` breaks (empty when it is sound).
+
+    Invariants (docs/reward-design.md lists them):
+
+    * every transaction amount is positive;
+    * per order and payment method, refunds never exceed payments (to the cent);
+    * a cancelled order has refunded every method what it paid;
+    * gift card balances are never negative;
+    * a gift card's balance moves exactly as the transactions written on it since the base
+      (refunds add, payments subtract): money is neither created nor lost.
+
+    Args:
+        db: The state.
+        everything: Check every record (slow); by default only records that differ from the
+            base, which is checked once (the generator's output).
+    """
+    bad: list[str] = []
+    changes = db.changes()
+    order_ids = list(db.keys("orders")) if everything else [k for t, k in changes if t == "orders"]
+    user_ids = list(db.keys("users")) if everything else [k for t, k in changes if t == "users"]
+    card_flow: dict[str, float] = {}
+    for order_id in order_ids:
+        order = db.get("orders", order_id)
+        if order is None:
+            continue
+        for t in order.payment_history:
+            if t.amount <= 0:
+                bad.append(f"order {order_id}: a {t.transaction_type} of {t.amount}")
+        ledger = _ledger(order)
+        for method_id, (paid, refunded) in ledger.items():
+            if refunded > paid + 0.005:
+                bad.append(
+                    f"order {order_id}: {method_id} refunded {refunded:.2f} but paid {paid:.2f}"
+                )
+            if order.status == "cancelled" and abs(paid - refunded) > 0.005:
+                bad.append(
+                    f"order {order_id}: cancelled, {method_id} paid {paid:.2f} and got "
+                    f"{refunded:.2f} back"
+                )
+        if not everything:
+            before = _ledger(cast("Order | None", db.base["orders"].get(order_id)))
+            for method_id in set(ledger) | set(before):
+                now_paid, now_refunded = ledger.get(method_id, (0.0, 0.0))
+                was_paid, was_refunded = before.get(method_id, (0.0, 0.0))
+                flow = (now_refunded - was_refunded) - (now_paid - was_paid)
+                card_flow[method_id] = card_flow.get(method_id, 0.0) + flow
+    for user_id in user_ids:
+        user = db.get("users", user_id)
+        if user is None:
+            continue
+        base = None if everything else cast("User | None", db.base["users"].get(user_id))
+        for method in user.payment_methods:
+            if not isinstance(method, GiftCard):
+                continue
+            if method.balance < 0:
+                bad.append(f"user {user_id}: gift card {method.id} balance {method.balance}")
+            if base is None:
+                continue
+            old = base.payment_method(method.id)
+            moved = method.balance - (old.balance if isinstance(old, GiftCard) else 0.0)
+            if abs(moved - card_flow.get(method.id, 0.0)) > 0.005:
+                bad.append(
+                    f"user {user_id}: gift card {method.id} moved by {moved:.2f}, its "
+                    f"transactions by {card_flow.get(method.id, 0.0):.2f}"
+                )
+    return bad

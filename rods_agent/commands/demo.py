@@ -8,68 +8,130 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from rods_agent.options import add_options, option, options_from
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """What ``rods demo`` runs."""
+
+    env: tuple[str, ...] | None = field(
+        default=None,
+        metadata=option(
+            "environment id or domain name, e.g. rods/Retail-v0 or retail (repeatable; "
+            "default: every installed domain)"
+        ),
+    )
+    split: Literal["train", "test", "all"] = field(
+        default="test", metadata=option("split of the seed tasks")
+    )
+    limit: int | None = field(
+        default=None, metadata=option("at most this many tasks per domain", metavar="N")
+    )
+    seed: int = field(default=0, metadata=option("seed of the random baseline"))
+
+
+@dataclass(frozen=True)
+class DemoRow:
+    """One agent on one domain's split.
+
+    Attributes:
+        env: Environment id.
+        split: The seed split run.
+        agent: ``oracle``, ``random`` or ``talk-only``.
+        tasks: Episodes run (one per task).
+        success: Share of episodes that succeeded.
+        progress: Mean final progress.
+        episodes_per_s: Episodes per second (gold replays done up front are not counted).
+    """
+
+    env: str
+    split: str
+    agent: str
+    tasks: int
+    success: float
+    progress: float
+    episodes_per_s: float
+
+
+class _Agent(Protocol):
+    def act(self, observation: str, info: dict[str, object]) -> str: ...
+
+
+def run_demo(options: DemoOptions) -> list[DemoRow]:
+    """Run the oracle, a random tool caller and a talk-only agent on each domain's seeds.
+
+    Raises:
+        ConfigError: for a bad limit or a split without tasks.
+        UnknownDomainError: for a domain that is not installed (naming those that are).
+    """
+    from rods_env import OracleAgent, RandomToolAgent, TalkOnlyAgent, run_episode
+    from rods_env.env import ToolEnv
+    from rods_env.errors import ConfigError
+    from rods_env.gold import GOLD_CACHE
+    from rods_env.registry import domain_names, load_domain
+
+    if options.limit is not None and options.limit < 1:
+        raise ConfigError(f"--limit must be at least 1, got {options.limit}")
+    split = None if options.split == "all" else options.split
+    rows = []
+    for name in options.env or domain_names():
+        domain = load_domain(name)
+        env = ToolEnv(domain, split=split)
+        tasks = env.tasks[: options.limit]
+        if not tasks:
+            raise ConfigError(f"{domain.env_id} has no seed tasks in split '{options.split}'")
+        writes = domain.toolkit.write_names()
+        for task in tasks:  # replay gold once up front, so episodes/s measures episodes only
+            GOLD_CACHE.get(domain, task)
+        stats: dict[str, list[tuple[float, bool]]] = {}
+        elapsed: dict[str, float] = {}
+        for i, task in enumerate(tasks):
+            agents: dict[str, _Agent] = {
+                "oracle": OracleAgent(task, writes),
+                "random": RandomToolAgent(options.seed + i),
+                "talk-only": TalkOnlyAgent(),
+            }
+            for agent_name, agent in agents.items():
+                t0 = time.perf_counter()
+                out = run_episode(env, agent, task=task)
+                elapsed[agent_name] = elapsed.get(agent_name, 0.0) + time.perf_counter() - t0
+                stats.setdefault(agent_name, []).append((out["progress"], out["success"]))
+        for agent_name, results in stats.items():
+            n = len(results)
+            seconds = elapsed[agent_name]
+            rows.append(
+                DemoRow(
+                    env=domain.env_id,
+                    split=options.split,
+                    agent=agent_name,
+                    tasks=n,
+                    success=sum(s for _, s in results) / n,
+                    progress=sum(p for p, _ in results) / n,
+                    episodes_per_s=n / seconds if seconds > 0 else float("inf"),
+                )
+            )
+    return rows
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``rods demo`` options."""
-    parser.add_argument(
-        "--env",
-        action="append",
-        default=None,
-        help="environment id (repeatable; default: every installed rods environment)",
-    )
-    parser.add_argument("--split", default="test", choices=["train", "test"], help="seed split")
-    parser.add_argument("--limit", type=int, default=None, help="at most this many tasks per env")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
-
-
-def _agents(task: Any, write_tools: frozenset[str], seed: int) -> dict[str, Any]:
-    from rods_env import OracleAgent, RandomToolAgent, TalkOnlyAgent
-
-    return {
-        "oracle": OracleAgent(task, write_tools),
-        "random": RandomToolAgent(seed),
-        "talk-only": TalkOnlyAgent(),
-    }
+    add_options(parser, DemoOptions)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo and print one row per (environment, agent)."""
-    import gymnasium as gym
-
-    import rods_env
-    from rods_env.errors import ConfigError
-    from rods_env.gold import GOLD_CACHE
-
-    env_ids = args.env or rods_env.ENV_IDS
+    rows = run_demo(options_from(DemoOptions, args))
     print(
-        f"{'env':<18} {'agent':<10} {'tasks':>5} {'success':>8} {'progress':>9} {'episodes/s':>11}"
+        f"{'env':<18} {'split':<6} {'agent':<10} {'tasks':>5} {'success':>8} {'progress':>9} "
+        f"{'episodes/s':>11}"
     )
-    for env_id in env_ids:
-        if env_id not in gym.registry:
-            raise ConfigError(
-                f"unknown environment '{env_id}'; installed: {', '.join(rods_env.ENV_IDS)}"
-            )
-        env = gym.make(env_id, split=args.split).unwrapped
-        tasks = env.tasks[: args.limit] if args.limit else env.tasks
-        if not tasks:
-            raise ConfigError(f"{env_id} has no seed tasks in split '{args.split}'")
-        writes = env.domain.toolkit.write_names()
-        for task in tasks:  # replay gold once up front, so episodes/s measures episodes only
-            GOLD_CACHE.get(env.domain, task)
-        stats: dict[str, list[tuple[float, bool]]] = {}
-        elapsed: dict[str, float] = {}
-        for i, task in enumerate(tasks):
-            for name, agent in _agents(task, writes, args.seed + i).items():
-                t0 = time.perf_counter()
-                out = rods_env.run_episode(env, agent, task=task)
-                elapsed[name] = elapsed.get(name, 0.0) + time.perf_counter() - t0
-                stats.setdefault(name, []).append((out["progress"], out["success"]))
-        for name, rows in stats.items():
-            n = len(rows)
-            succ = sum(s for _, s in rows) / n
-            prog = sum(p for p, _ in rows) / n
-            rate = n / elapsed[name] if elapsed[name] > 0 else float("inf")
-            print(f"{env_id:<18} {name:<10} {n:>5} {succ:>8.3f} {prog:>9.3f} {rate:>11.1f}")
+    for r in rows:
+        print(
+            f"{r.env:<18} {r.split:<6} {r.agent:<10} {r.tasks:>5} {r.success:>8.3f} "
+            f"{r.progress:>9.3f} {r.episodes_per_s:>11.1f}"
+        )
     return 0

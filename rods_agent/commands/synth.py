@@ -7,19 +7,118 @@ Example::
 
 The pool is written atomically to ``--out``; a summary (accepted, rejected by reason,
 signature histogram of seeds and output, entity coverage) is printed and written as JSON
-beside it (``pool.summary.json``). Needs no model and no torch.
+beside it (``pool.summary.json``). Needs no model and no torch, unless ``--rewrite-model``
+asks a model to paraphrase the requests (:mod:`rods_agent.rewrite`).
+
+Reruns lose nothing and block nothing: an existing ``--out`` is never overwritten unless
+``--force`` (or added to with ``--append``); a run stopped by Ctrl-C or SIGTERM writes the
+seeds it finished (never part of a seed) and marks its summary ``interrupted``, and
+``--resume`` finishes it, skipping the seeds already done, so the pool is the one an
+uninterrupted run writes.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import signal
 import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rods_env.errors import ConfigError
 from rods_env.fileio import write_json
 
 AUGMENT_KINDS = ("missing_parameter", "missing_function", "long_context", "distractor")
+
+
+@dataclass(frozen=True)
+class SynthOptions:
+    """Everything ``rods synth`` does, as typed values (the CLI builds one from its options).
+
+    Attributes:
+        env: Environment id or domain name.
+        out: Output pool (JSONL); the summary goes beside it.
+        source: ``"seeds"`` or a JSONL task pool to synthesize around.
+        split: ``"train"``, ``"test"`` or ``"all"``.
+        per_seed: Accepted base variants wanted per seed (at least 1).
+        mode: ``"resample"`` or ``"expand"``.
+        augment: Augmentation kinds.
+        seed: Seed of every random choice.
+        attempts: Tries per wanted variant.
+        limit: Use at most this many seeds.
+        skills: Keep only seeds of these skills (empty: all).
+        rewrite: Template rewrite (persona, phrasing).
+        include_seeds: Also write the seed tasks into the pool.
+        append: Add to the pool at ``out`` (its tasks count as known).
+        force: Overwrite an existing ``out``.
+        resume: Finish the interrupted run at ``out``.
+        progress: Show a progress bar.
+        round: Round number entering every random stream (new candidates per round).
+        long_tokens: Size knob of long-context variants (tokens of padding).
+        rewrite_model: Model that paraphrases the requests (None: templates only).
+        rewrite_engine: Engine of that model: ``transformers``, ``vllm`` or ``openai``.
+        rewrite_base_url: API root of an OpenAI-compatible server.
+        rewrite_batch_size: Paraphrases per engine call.
+        rewrite_max_tokens: Most new tokens per paraphrase.
+        rewrite_temperature: Sampling temperature of the paraphrases.
+    """
+
+    env: str
+    out: Path
+    source: str = "seeds"
+    split: str = "train"
+    per_seed: int = 5
+    mode: str = "resample"
+    augment: tuple[str, ...] = ()
+    seed: int = 0
+    attempts: int = 3
+    limit: int | None = None
+    skills: tuple[str, ...] = ()
+    rewrite: bool = True
+    include_seeds: bool = False
+    append: bool = False
+    force: bool = False
+    resume: bool = False
+    progress: bool = True
+    round: int = 0
+    long_tokens: int = 8000
+    rewrite_model: str | None = None
+    rewrite_engine: str = "transformers"
+    rewrite_base_url: str | None = None
+    rewrite_batch_size: int = 16
+    rewrite_max_tokens: int = 192
+    rewrite_temperature: float = 0.7
+
+    def __post_init__(self) -> None:
+        if self.per_seed < 1:
+            raise ConfigError(f"--per-seed must be at least 1, got {self.per_seed}")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"--limit must be at least 1, got {self.limit}")
+        if self.round < 0:
+            raise ConfigError(f"--round must be 0 or more, got {self.round}")
+        modes = [f"--{m}" for m in ("append", "force", "resume") if getattr(self, m)]
+        if len(modes) > 1:
+            raise ConfigError(f"{' and '.join(modes)} cannot be combined; choose one")
+        bad = [k for k in self.augment if k not in AUGMENT_KINDS]
+        if bad:
+            raise ConfigError(
+                f"--augment: unknown kind {', '.join(map(repr, bad))}; kinds: "
+                f"{', '.join(AUGMENT_KINDS)}"
+            )
+
+    def run_config(self) -> dict[str, Any]:
+        """The options that decide the pool's content (a resumed run must use the same)."""
+        # how to run (where, whether to overwrite, how to batch) does not decide the content
+        control = {"out", "append", "force", "resume", "progress", "rewrite_base_url"}
+        control.add("rewrite_batch_size")
+        data = asdict(self)
+        return {
+            k: list(v) if isinstance(v, tuple) else v for k, v in data.items() if k not in control
+        }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,66 +162,131 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--skills", default="", help="comma-separated skills to keep (default: all)"
     )
+    parser.add_argument(
+        "--round",
+        type=int,
+        default=0,
+        help="round number in every random stream: the same seeds give new tasks in another "
+        "round (default 0)",
+    )
+    parser.add_argument(
+        "--long-tokens",
+        type=int,
+        default=8000,
+        help="long-context size knob: tokens of padding in a long_context variant's tool "
+        "outputs (4k, 8k, 16k or 32k worlds; default 8000)",
+    )
     parser.add_argument("--no-rewrite", action="store_true", help="keep the skills' phrasing")
     parser.add_argument(
         "--include-seeds", action="store_true", help="also write the seed tasks to the pool"
     )
-    parser.add_argument(
+    existing = parser.add_mutually_exclusive_group()
+    existing.add_argument(
         "--append",
         action="store_true",
         help="add to the pool already at --out (its tasks count as known for dedupe)",
     )
+    existing.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    existing.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish the interrupted run at --out (same options), skipping finished seeds",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    model = parser.add_argument_group("model rewrite (optional; needs the agent extra)")
+    model.add_argument(
+        "--rewrite-model",
+        default=None,
+        help="paraphrase every request with this model (a folder, or a name on the server); "
+        "paraphrases that change a value are refused and the template text is kept",
+    )
+    model.add_argument(
+        "--rewrite-engine",
+        default="transformers",
+        choices=["transformers", "vllm", "openai"],
+        help="engine of --rewrite-model (default: transformers)",
+    )
+    model.add_argument(
+        "--rewrite-base-url", default=None, help="API root of an OpenAI-compatible server"
+    )
+    model.add_argument(
+        "--rewrite-batch-size", type=int, default=16, help="paraphrases per engine call"
+    )
+    model.add_argument(
+        "--rewrite-max-tokens", type=int, default=192, help="most new tokens per paraphrase"
+    )
+    model.add_argument(
+        "--rewrite-temperature", type=float, default=0.7, help="sampling temperature"
+    )
 
 
 def _augments(text: str) -> tuple[str, ...]:
-    from rods_env.errors import ConfigError
-
     if not text.strip():
         return ()
     if text.strip() == "all":
         return AUGMENT_KINDS
-    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
-    bad = [k for k in kinds if k not in AUGMENT_KINDS]
-    if bad:
-        raise ConfigError(
-            f"--augment: unknown kind {', '.join(map(repr, bad))}; kinds: {', '.join(AUGMENT_KINDS)}"
-        )
-    return kinds
+    return tuple(k.strip() for k in text.split(",") if k.strip())
 
 
-def _seeds(args: argparse.Namespace, domain: Any) -> list[Any]:
-    from rods_env.errors import ConfigError
+def options_from(args: argparse.Namespace) -> SynthOptions:
+    """The typed options of a parsed ``rods synth`` command line."""
+    return SynthOptions(
+        env=args.env,
+        out=args.out,
+        source=args.source,
+        split=args.split,
+        per_seed=args.per_seed,
+        mode=args.mode,
+        augment=_augments(args.augment),
+        seed=args.seed,
+        attempts=args.attempts,
+        limit=args.limit,
+        skills=tuple(s.strip() for s in args.skills.split(",") if s.strip()),
+        rewrite=not args.no_rewrite,
+        include_seeds=args.include_seeds,
+        append=args.append,
+        force=args.force,
+        resume=args.resume,
+        progress=not args.no_progress,
+        round=args.round,
+        long_tokens=args.long_tokens,
+        rewrite_model=args.rewrite_model,
+        rewrite_engine=args.rewrite_engine,
+        rewrite_base_url=args.rewrite_base_url,
+        rewrite_batch_size=args.rewrite_batch_size,
+        rewrite_max_tokens=args.rewrite_max_tokens,
+        rewrite_temperature=args.rewrite_temperature,
+    )
+
+
+def _seeds(opts: SynthOptions, domain: Any) -> list[Any]:
     from rods_env.task import load_tasks
 
-    split = None if args.split == "all" else args.split
-    if args.source == "seeds":
+    split = None if opts.split == "all" else opts.split
+    if opts.source == "seeds":
         tasks = domain.seed_tasks(split)
         where = f"the {domain.name} seed set"
     else:
         tasks = [
             t
-            for t in load_tasks(args.source)
+            for t in load_tasks(opts.source)
             if t.domain == domain.name and (split is None or t.split == split)
         ]
-        where = str(args.source)
-    if args.skills:
-        keep = {s.strip() for s in args.skills.split(",") if s.strip()}
-        unknown = keep - set(domain.skill_map)
+        where = str(opts.source)
+    if opts.skills:
+        unknown = set(opts.skills) - set(domain.skill_map)
         if unknown:
             raise ConfigError(
                 f"--skills: unknown skill {', '.join(sorted(unknown))} in {domain.name}; "
                 f"skills: {', '.join(domain.skill_map)}"
             )
-        tasks = [t for t in tasks if t.skill in keep]
-    if args.limit is not None:
-        if args.limit < 1:
-            raise ConfigError(f"--limit must be at least 1, got {args.limit}")
-        tasks = tasks[: args.limit]
+        tasks = [t for t in tasks if t.skill in opts.skills]
+    if opts.limit is not None:
+        tasks = tasks[: opts.limit]
     if not tasks:
         raise ConfigError(
             f"no seed tasks of domain {domain.name} in {where}"
-            + (f" (split {args.split})" if split else "")
+            + (f" (split {opts.split})" if split else "")
         )
     return tasks
 
@@ -164,64 +328,227 @@ def summary_path(out: Path) -> Path:
     return out.with_suffix(".summary.json")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``rods synth``."""
-    from rods_env.errors import ConfigError
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _interruptible() -> Iterator[Callable[[], Any]]:
+    """SIGTERM stops the run like Ctrl-C; yields ``deferred()``, a context in which both
+    signals wait until its end (a seed's results are committed whole or not at all)."""
+    pending: list[int] = []
+
+    def remember(signum: int, frame: Any) -> None:
+        pending.append(signum)
+
+    @contextmanager
+    def deferred() -> Iterator[None]:
+        saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        for s in saved:
+            signal.signal(s, remember)
+        try:
+            yield
+        finally:
+            for s, handler in saved.items():
+                signal.signal(s, handler)
+            if pending:
+                raise KeyboardInterrupt
+
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield deferred
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _check_resumable(opts: SynthOptions) -> dict[str, Any]:
+    """The earlier summary of an interrupted run with the same options, or a ConfigError."""
+    path = summary_path(opts.out)
+    if not opts.out.exists() or not path.exists():
+        raise ConfigError(f"--resume: no earlier run at {opts.out} (pool and summary needed)")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"--resume: cannot read {path}: {exc}") from None
+    if not summary.get("interrupted"):
+        raise ConfigError(
+            f"--resume: the run at {opts.out} finished; nothing to resume "
+            "(use --append to add to it, --force to start over)"
+        )
+    before = summary.get("config", {})
+    now = opts.run_config()
+    changed = sorted(k for k in now if before.get(k) != now[k])
+    if changed:
+        diffs = ", ".join(f"{k} {before.get(k)!r} -> {now[k]!r}" for k in changed)
+        raise ConfigError(f"--resume needs the interrupted run's options; changed: {diffs}")
+    return summary
+
+
+def _model_rewriter(opts: SynthOptions, domain: Any) -> Any:
+    from rods_agent.engines import make_engine
+    from rods_agent.engines.base import SamplingParams
+    from rods_agent.rewrite import ModelRewriter
+
+    assert opts.rewrite_model is not None
+    engine_options: dict[str, Any] = {}
+    if opts.rewrite_engine == "openai" and opts.rewrite_base_url:
+        engine_options["base_url"] = opts.rewrite_base_url
+    engine = make_engine(opts.rewrite_engine, opts.rewrite_model, **engine_options)
+    params = SamplingParams(
+        max_tokens=opts.rewrite_max_tokens,
+        temperature=opts.rewrite_temperature,
+        top_p=0.95,
+        seed=opts.seed,
+    )
+    return ModelRewriter(engine, params=params, batch_size=opts.rewrite_batch_size, domains=domain)
+
+
+def synth_pool(opts: SynthOptions) -> dict[str, Any]:
+    """Run ``rods synth``: write the pool and its summary, and return the summary.
+
+    Raises:
+        ConfigError: for bad options, an existing ``--out`` without ``--force``,
+            ``--append`` or ``--resume``, or a run that cannot be resumed.
+        KeyboardInterrupt: after writing what the finished seeds produced, when the run
+            is stopped (Ctrl-C, SIGTERM); the summary is then marked ``interrupted``.
+    """
     from rods_env.registry import load_domain
     from rods_env.synthesis import SynthesisConfig, SynthesisReport, Synthesizer, TaskPool
 
     config = SynthesisConfig(
-        per_seed=args.per_seed,
-        mode=args.mode,
-        augment=_augments(args.augment),
-        seed=args.seed,
-        attempts=args.attempts,
-        rewrite=not args.no_rewrite,
+        per_seed=opts.per_seed,
+        mode=opts.mode,
+        augment=opts.augment,
+        seed=opts.seed,
+        attempts=opts.attempts,
+        rewrite=opts.rewrite,
+        long_tokens=opts.long_tokens,
     )
-    domain = load_domain(args.env)
-    seeds = _seeds(args, domain)
-    if args.out.exists() and args.out.is_dir():
-        raise ConfigError(f"--out {args.out} is a directory; give a file such as pool.jsonl")
-    pool = (
-        TaskPool.load(args.out, domains=domain)
-        if args.append and args.out.exists()
-        else TaskPool(domains=domain)
-    )
-    if args.include_seeds:
+    domain = load_domain(opts.env)
+    seeds = _seeds(opts, domain)
+    out = opts.out
+    if out.exists() and out.is_dir():
+        raise ConfigError(f"--out {out} is a directory; give a file such as pool.jsonl")
+    if out.exists() and not (opts.force or opts.append or opts.resume):
+        raise ConfigError(
+            f"--out {out} already exists; pass --force to overwrite it, --append to add to it, "
+            "or --resume to finish an interrupted run"
+        )
+    earlier = _check_resumable(opts) if opts.resume else None
+    keep = (opts.append or opts.resume) and out.exists()
+    pool = TaskPool.load(out, domains=domain) if keep else TaskPool(domains=domain)
+    done: list[str] = list(earlier["seeds_done"]) if earlier else []
+    if opts.include_seeds and earlier is None:
         pool.extend(seeds)
+    rewriter = _model_rewriter(opts, domain) if opts.rewrite_model else None
     synth = Synthesizer(config, domains=domain, known=pool.keys())
     synth.remember(seeds)
-    report = SynthesisReport(seeds)
-    bar = _progress(seeds, f"synth {domain.name}", disable=args.no_progress)
+    synth.remember(pool.tasks, keys=False)  # their facts feed the plausible guesses
+    if earlier is not None:
+        synthesized = [t for t in pool if t.provenance.origin == "synthesized"]
+        report = SynthesisReport.resumed(earlier, seeds, synthesized)
+    else:
+        report = SynthesisReport(seeds)
+    rewrite_stats = _rewrite_stats(earlier) if rewriter is not None else None
+    todo = [s for s in seeds if s.id not in set(done)]
+    print(
+        f"synth {domain.name}: {len(todo)} of {len(seeds)} seeds to do -> {out}",
+        flush=True,
+    )
+    interrupted = False
+    bar = _progress(todo, f"synth {domain.name}", disable=not opts.progress)
     try:
-        for seed in bar:
-            for outcome in synth.variants(seed):
-                report.add(outcome)
-                if outcome.accepted:
-                    pool.add(outcome.task, key=outcome.key)
-            bar.set_postfix(accepted=len(report.accepted), rejected=sum(report.rejected.values()))
+        with _interruptible() as deferred:
+            for seed in bar:
+                outcomes = list(synth.variants(seed, round=opts.round))
+                if rewriter is not None:
+                    outcomes = _rewritten(rewriter, outcomes, rewrite_stats)
+                with deferred():  # a seed's results go in whole, or not at all
+                    for outcome in outcomes:
+                        report.add(outcome)
+                        if outcome.accepted:
+                            pool.add(outcome.task, key=outcome.key)
+                    done.append(seed.id)
+                bar.set_postfix(
+                    accepted=len(report.accepted), rejected=sum(report.rejected.values())
+                )
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         bar.close()
         report.finish()
-        written = pool.save(args.out)
+        written = pool.save(out)
         summary = {
             "env": domain.env_id,
-            "source": str(args.source),
-            "split": args.split,
-            "out": str(args.out),
+            "source": str(opts.source),
+            "split": opts.split,
+            "out": str(out),
             "pool_size": written,
-            "config": {
-                "per_seed": config.per_seed,
-                "mode": config.mode,
-                "augment": list(config.augment),
-                "seed": config.seed,
-                "attempts": config.attempts,
-                "rewrite": config.rewrite,
-            },
+            "interrupted": interrupted,
+            "seeds_total": len(seeds),
+            "seeds_done": done,
+            "config": opts.run_config(),
             **report.to_dict(),
             "pool": pool.stats(),
         }
-        write_json(summary_path(args.out), summary)
-    print(report.format())
-    print(f"wrote {written} tasks to {args.out}; summary in {summary_path(args.out)}")
+        if rewrite_stats is not None:
+            summary["model_rewrite"] = {"model": opts.rewrite_model, **rewrite_stats.to_dict()}
+        write_json(summary_path(out), summary)
+        if interrupted:
+            print(
+                f"rods synth: interrupted after {len(done)} of {len(seeds)} seeds; wrote "
+                f"{written} tasks to {out}; finish with --resume",
+                file=sys.stderr,
+            )
+    return summary
+
+
+def _rewrite_stats(earlier: dict[str, Any] | None) -> Any:
+    from collections import Counter
+
+    from rods_agent.rewrite import RewriteStats
+
+    stats = RewriteStats()
+    if earlier and "model_rewrite" in earlier:
+        before = earlier["model_rewrite"]
+        stats.requests = int(before.get("requests", 0))
+        stats.accepted = int(before.get("accepted", 0))
+        stats.rejected = Counter(before.get("rejected", {}))
+        stats.examples = dict(before.get("examples", {}))
+    return stats
+
+
+def _rewritten(rewriter: Any, outcomes: Sequence[Any], stats: Any) -> list[Any]:
+    """The outcomes with the accepted tasks' requests paraphrased by the model."""
+    from dataclasses import replace
+
+    accepted = [o for o in outcomes if o.accepted]
+    results = iter(rewriter.rewrite([o.task for o in accepted]))
+    out = []
+    for o in outcomes:
+        if o.accepted:
+            result = next(results)
+            stats.add(result)
+            o = replace(o, task=result.task)
+        out.append(o)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``rods synth`` from its parsed command line."""
+    from rods_env.synthesis.report import format_summary
+
+    opts = options_from(args)
+    summary = synth_pool(opts)
+    print(format_summary(summary))
+    rw = summary.get("model_rewrite")
+    if rw:
+        reasons = ", ".join(f"{k} {v}" for k, v in rw["rejected"].items()) or "none"
+        print(
+            f"model rewrite ({rw['model']}): {rw['accepted']} of {rw['requests']} paraphrases "
+            f"kept; refused: {reasons}"
+        )
+    print(f"wrote {summary['pool_size']} tasks to {opts.out}; summary in {summary_path(opts.out)}")
     return 0

@@ -9,7 +9,7 @@ accounting runs exactly as with a model.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from rods_agent.engines.base import (
     Completion,
@@ -18,6 +18,14 @@ from rods_agent.engines.base import (
     request_max_tokens,
 )
 from rods_agent.engines.chat import ChatTemplate
+
+
+class ScriptedAgent(Protocol):
+    """An agent that answers each observation with the text of its next message."""
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        """The next message (text, tool calls in ``<tool_call>`` blocks)."""
+        ...
 
 
 class ScriptedEngine:
@@ -30,11 +38,13 @@ class ScriptedEngine:
     """
 
     def __init__(
-        self, make_agent: Callable[[Mapping[str, Any]], Any], chat: ChatTemplate | None = None
+        self,
+        make_agent: Callable[[Mapping[str, Any]], ScriptedAgent],
+        chat: ChatTemplate | None = None,
     ) -> None:
         self.make_agent = make_agent
         self.chat = chat
-        self._agents: dict[str, Any] = {}
+        self._agents: dict[str, ScriptedAgent] = {}
         self._eot = min(chat.end_of_turn_ids) if chat is not None else None
         if chat is not None and chat.tokenizer.eos_token_id in chat.end_of_turn_ids:
             self._eot = int(chat.tokenizer.eos_token_id)
@@ -60,7 +70,7 @@ class ScriptedEngine:
         return out
 
     def _complete(self, text: str, cap: int) -> Completion:
-        if self.chat is None:
+        if self.chat is None or self._eot is None:
             return Completion(text=text)
         ids = [*self.chat.encode(text), self._eot]
         finish = "stop"

@@ -15,11 +15,18 @@
     :data:`CANNOT`: the agent must say it cannot do it. The second copy repeats the request
     with the tools back and the original gold calls.
 ``long_context``
-    The skill runs again on the domain's ``"long"`` database (users with many orders,
-    products with many variants...); the variant is kept when its gold tool outputs are at
-    least :data:`LONG_MIN_RATIO` times as long as the base variant's (else ``not_longer``).
+    A controlled pair: the same task (requests, entities, gold calls, outputs) on a
+    long-context size of the same world (``long-<n>k``: customers with long histories,
+    products with many variants), kept when its gold tool outputs are at least
+    :data:`LONG_MIN_RATIO` times as long as the base variant's (else ``not_longer``) and
+    its gold changes the same records (else ``pair_mismatch``). The size knob (tokens of
+    padding, up to model context lengths) picks the world.
 ``distractor``
-    Irrelevant sentences (no fact values, nothing the task needs) are added to the requests.
+    Sentences that compete with the request: another order or reservation of the customer
+    (seen in the tool outputs, never used by the task), another date, and a second request
+    that the policy forbids (the domain's :attr:`~rods_env.domain.Domain.forbidden_requests`).
+    The gold is unchanged: acting on a competitor changes another record (collateral) and
+    fails the turn. No sentence states a fact value (whole tokens).
 """
 
 from __future__ import annotations
@@ -33,10 +40,14 @@ from typing import Any
 
 from rods_env.domain import Domain
 from rods_env.gold import Gold, replay_gold
+from rods_env.padding import long_size_tokens
 from rods_env.rewards import mentions
-from rods_env.synthesis.execute import Candidate, execute, replay
+from rods_env.signature import compute_signature, value_leaves
+from rods_env.synthesis.asking import no_ask_value, replay_variant
+from rods_env.synthesis.execute import Candidate, replay
 from rods_env.synthesis.plan import Reject
-from rods_env.synthesis.rewrite import rewrite, strip_frame
+from rods_env.synthesis.rewrite import split_frame, strip_frame
+from rods_env.synthesis.text import remove_value, states, text_problems
 from rods_env.task import Signature, Task, ToolCall, Turn
 
 AUGMENTS: tuple[str, ...] = ("missing_parameter", "missing_function", "long_context", "distractor")
@@ -46,10 +57,13 @@ CANNOT = "cannot|can't|can’t|can not|unable|not able|not possible"
 """Required output of a withheld turn: the agent must tell the user it cannot do it now."""
 
 LONG_SIZE = "long"
-"""Database size preset used by ``long_context``."""
+"""Size used by ``long_context`` in a domain without ``long-<n>k`` sizes."""
 
-LONG_MIN_RATIO = 1.5
+LONG_MIN_RATIO = 4.0
 """A long-context variant's tool outputs must be at least this many times the base's."""
+
+LONG_TOKENS = 8000
+"""Default size knob of ``long_context``: tokens of padding (4 characters a token)."""
 
 _RETRY = (
     "Could you try again now?",
@@ -88,57 +102,6 @@ def needed_facts(task: Task, start: int = 0) -> list[str]:
         for label, value in task.user.facts.items()
         if value and any(leaf in value for leaf in leaves)
     ]
-
-
-_PREPOSITIONS = frozenset(
-    ("to", "for", "from", "on", "in", "with", "at", "by", "of", "into", "onto", "about", "via")
-)
-_NOUNS = frozenset(
-    [
-        *("order", "booking", "reservation", "account", "trip", "flight"),
-        *("card", "number", "id", "code", "item", "product"),
-    ]
-)
-
-
-def states(text: str, value: str) -> bool:
-    """Whether ``text`` states ``value`` as a whole token (not inside a longer word)."""
-    if not value:
-        return False
-    pattern = re.escape(value)
-    if value[0].isalnum():
-        pattern = r"(?<![\w])" + pattern
-    if value[-1].isalnum():
-        pattern += r"(?![\w])"
-    return re.search(pattern, text) is not None
-
-
-def remove_value(text: str, value: str, label: str) -> str:
-    """``text`` without ``value``: dropped where a noun already names it, else replaced.
-
-    "Cancel order #W123." gives "Cancel order."; "change my address to 1 Main St?" with
-    label ``new address`` gives "change my address to my new address?"; a value in
-    parentheses is dropped with them.
-    """
-    words = {w for w in re.findall(r"[a-z]+", label.lower()) if len(w) > 2}
-    out = text
-    for _ in range(text.count(value)):
-        i = out.find(value)
-        if i < 0:
-            break
-        before, after = out[:i], out[i + len(value) :]
-        if before.rstrip().endswith("(") and after.lstrip().startswith(")"):
-            out = before.rstrip()[:-1].rstrip() + after.lstrip()[1:]
-            continue
-        tail = [w.lower() for w in re.findall(r"[A-Za-z]+", before)[-3:]]
-        last = tail[-1] if tail else ""
-        if last not in _PREPOSITIONS and (last in _NOUNS or words & set(tail)):
-            out = re.sub(r"\s*(?:\bis|:|=|#)?\s*$", "", before) + after
-        else:
-            out = f"{before}my {label}{after}"
-    out = re.sub(r"\(\s*\)", "", out)
-    out = re.sub(r"\s+([.,;!?)])", r"\1", out)
-    return re.sub(r"\s{2,}", " ", out).strip()
 
 
 def near_miss(value: str) -> str:
@@ -218,7 +181,7 @@ def plausible_guesses(
     seen: dict[str, None] = {}
     for out in gold.call_outputs:
         for s in _output_strings(out):
-            if s != value and _kind(s) == kind:
+            if len(s) == kind[0] and s != value and _kind(s) == kind:
                 seen[s] = None
     for s in sorted((alternatives or {}).get(label, ())):
         if s != value:
@@ -252,9 +215,8 @@ def guess_result(
             )
         }
     )
-    try:
-        other = replay_gold(domain, trial)
-    except Exception:  # GoldError, or a tool bug on odd input: the guess cannot be used
+    other = replay_variant(domain, trial)
+    if other is None:  # the tools reject it: the guess cannot be used
         return None
     k = 0
     for i, (turn, tg, og) in enumerate(zip(task.turns, gold.turns, other.turns, strict=True)):
@@ -317,7 +279,7 @@ def missing_parameter(
         earlier = " ".join(x.request for x in task.turns[:t])
         for label in needed_facts(task, t):
             value = facts[label]
-            if states(turn.request, value) and value not in earlier:
+            if states(turn.request, value) and not states(earlier, value):
                 options.append((t, label))
         if options:
             break
@@ -327,26 +289,36 @@ def missing_parameter(
     # Ids first (values with digits): a name or a code can often be inferred from the rest of
     # the request ("Dallas (DFW)"), an order number cannot.
     options.sort(key=lambda o: (o[1] not in prefer, not any(ch.isdigit() for ch in facts[o[1]])))
+    verdicts: list[str] = []
     for t, label in options[:3]:
         value = facts[label]
+        turns = list(task.turns)
+        request = remove_value(turns[t].request, value, label)
+        if states(request, value):
+            continue
+        problems = text_problems(request)
+        if problems:
+            verdicts.append(f"without {label}: {problems[0]}")
+            continue
+        hidden = tuple(
+            lb
+            for lb, v in facts.items()
+            if v and states(turns[t].request, v) and not states(request, v)
+        )
+        turns[t] = turns[t].model_copy(update={"request": request, "hidden_facts": hidden})
+        new = task.model_copy(update={"turns": tuple(turns), "variant": "missing_parameter"})
+        solved = no_ask_value(domain, new, cand.gold)
+        if solved is not None:
+            verdicts.append(f"an agent that never asks finds {solved}")
+            continue
         guesses = plausible_guesses(task, cand.gold, label, alternatives)
         _, fails = first_usable_guess(domain, task, cand.gold, label, t, guesses)
         if not fails:
+            verdicts.append(f"guessing {label} does not fail")
             continue
-        turns = list(task.turns)
-        request = remove_value(turns[t].request, value, label)
-        hidden = tuple(
-            lb for lb, v in facts.items() if v and v in turns[t].request and v not in request
-        )
-        if value in request:
-            continue
-        turns[t] = turns[t].model_copy(update={"request": request, "hidden_facts": hidden})
-        new = task.model_copy(update={"turns": tuple(turns), "variant": "missing_parameter"})
         return Candidate(task=new, gold=cand.gold, plan=cand.plan)
-    raise Reject(
-        "guess_passes",
-        f"missing_parameter: guessing {', '.join(lb for _, lb in options[:3])} does not fail",
-    )
+    reason = "guess_passes" if all(v.startswith("guessing") for v in verdicts) else "no_ask_passes"
+    raise Reject(reason, "missing_parameter: " + "; ".join(verdicts or ["no fact could be hidden"]))
 
 
 # -- missing function ----------------------------------------------------------------------
@@ -373,36 +345,110 @@ def missing_function(domain: Domain, cand: Candidate, rng: random.Random) -> Can
 
 
 # -- long context --------------------------------------------------------------------------
+def long_sizes(domain: Domain) -> list[tuple[int, str]]:
+    """The domain's long-context sizes as ``(tokens, size)``, smallest first.
+
+    Sizes named ``long-<n>k`` (see :mod:`rods_env.padding`); a domain with none but a
+    ``long`` size offers that one (tokens unknown: 0).
+    """
+    ladder = sorted(
+        (tokens, size) for size in domain.sizes if (tokens := long_size_tokens(size)) is not None
+    )
+    if not ladder and LONG_SIZE in domain.sizes:
+        ladder = [(0, LONG_SIZE)]
+    return ladder
+
+
 def long_context(
-    domain: Domain, cand: Candidate, rng: random.Random, min_ratio: float = LONG_MIN_RATIO
+    domain: Domain,
+    cand: Candidate,
+    rng: random.Random,
+    min_ratio: float = LONG_MIN_RATIO,
+    tokens: int = LONG_TOKENS,
 ) -> Candidate:
-    """Run the candidate's skill and shape again on the ``long`` database.
+    """The same task on a long-context world: a controlled pair of ``cand``.
+
+    The requests, user, gold calls and required outputs stay as they are; only the
+    database changes, to a long size of the same world (the same records, with long
+    histories and more variants), so the tool outputs grow and nothing else does. The
+    smallest long size of at least ``tokens`` tokens is tried first, then larger ones,
+    until the gold's tool outputs are ``min_ratio`` times the base's.
 
     Args:
         domain: The domain.
-        cand: An accepted base candidate.
-        rng: The augmentation's generator (draws the new entities).
+        cand: An accepted base candidate (on the ``default`` world).
+        rng: Unused: the pair draws nothing new (kept for the augmentation interface).
         min_ratio: How many times longer than the base's its tool outputs must be.
+        tokens: The size knob: tokens (4 characters each) of padding wanted.
 
     Raises:
-        Reject: ``augment_unavailable`` when the domain has no ``long`` size;
-            ``not_longer`` when the outputs are not long enough; what
-            :func:`~rods_env.synthesis.execute.execute` raises.
+        Reject: ``augment_unavailable`` when the domain has no long size;
+            ``execution_error`` when a gold call fails on the long world; ``pair_mismatch``
+            when the gold changes other records there; ``not_longer`` when no long size
+            makes the outputs long enough.
     """
-    if LONG_SIZE not in domain.sizes:
-        raise Reject(
-            "augment_unavailable", f"long_context: domain {domain.name} has no 'long' size"
-        )
-    plan = replace(cand.plan, db_size=LONG_SIZE)
-    out = execute(domain, plan, rng)
-    long, base = output_chars(out.gold), output_chars(cand.gold)
-    if long < min_ratio * base:
-        raise Reject(
-            "not_longer",
-            f"long_context: tool outputs of {long:,} characters, {base:,} in the base variant",
-        )
-    task = rewrite(out.task, rng).model_copy(update={"variant": "long_context"})
-    return Candidate(task=task, gold=out.gold, plan=plan)
+    del rng
+    ladder = long_sizes(domain)
+    if not ladder:
+        raise Reject("augment_unavailable", f"long_context: domain {domain.name} has no long size")
+    wanted = [size for t, size in ladder if t >= tokens] or [ladder[-1][1]]
+    base = output_chars(cand.gold)
+    long = 0
+    for size in wanted:
+        task = cand.task.model_copy(update={"db_size": size, "variant": "long_context"})
+        try:
+            gold = replay_gold(domain, task)
+        except Exception as exc:  # GoldError, or a tool bug: the pair is not valid there
+            raise Reject("execution_error", f"long_context on {size}: {exc}") from None
+        for i, (a, b) in enumerate(zip(cand.gold.turns, gold.turns, strict=True)):
+            if set(a.effect) != set(b.effect):
+                raise Reject(
+                    "pair_mismatch",
+                    f"long_context on {size}: turn {i} changes "
+                    f"{sorted(map('/'.join, set(b.effect) ^ set(a.effect)))[:3]} unlike the base",
+                )
+        texts = [json.dumps(v, ensure_ascii=False) for v in gold.call_outputs]
+        long = sum(map(len, texts))
+        if long >= min_ratio * base:
+            task = task.model_copy(
+                update={
+                    "signature": paired_signature(domain, cand.task, cand.gold, task, gold, texts)
+                }
+            )
+            plan = replace(cand.plan, db_size=size)
+            return Candidate(task=task, gold=gold, plan=plan)
+    raise Reject(
+        "not_longer",
+        f"long_context: tool outputs of {long:,} characters on {wanted[-1]}, {base:,} in the "
+        f"base variant (needs {min_ratio:g}x)",
+    )
+
+
+def paired_signature(
+    domain: Domain, base: Task, base_gold: Gold, task: Task, gold: Gold, texts: Sequence[str]
+) -> Signature:
+    """The signature of ``task``, the same calls as ``base`` on a larger world.
+
+    Exactly :func:`~rods_env.signature.compute_signature`, without tracing the value flow
+    through thousands of padded values when it can be shown unchanged: each argument value
+    still occurs in the output it came from in the base, and in no output between that one
+    and its call (``texts``: the outputs as JSON). Otherwise the flow is traced in full.
+    """
+    writes = domain.toolkit.write_names()
+    assert base.signature is not None and base.gold_calls == task.gold_calls
+    facts = list(task.user.facts.values())
+    produced = [value_leaves(out) for out in base_gold.call_outputs]
+    for j, call in enumerate(task.gold_calls):
+        for leaf in value_leaves(call.arguments):
+            if any(mentions(fact, leaf) for fact in facts):
+                continue
+            source = next((i for i in range(j - 1, -1, -1) if leaf in produced[i]), -1)
+            needle = json.dumps(leaf, ensure_ascii=False)[1:-1] if isinstance(leaf, str) else leaf
+            if source >= 0 and needle not in texts[source]:
+                return compute_signature(task, gold, writes)
+            if any(needle in texts[i] for i in range(source + 1, j)):
+                return compute_signature(task, gold, writes)
+    return base.signature
 
 
 def output_chars(gold: Gold) -> int:
@@ -441,23 +487,135 @@ def distractor_sentence(rng: random.Random) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: rng.choice(_FILL[m.group(1)]), template)
 
 
+_COMPETING = (
+    "I also have {noun} {value}, but that one is fine, so please leave it as it is.",
+    "Just to be clear, it's not about {noun} {value}; that one is all sorted.",
+    "My other {noun}, {value}, is fine as it is.",
+)
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_SPOKEN_DATE = re.compile(r"\b(" + "|".join(_MONTHS) + r") (\d{1,2})\b")
+_OTHER_DATE = (
+    "{date} would not work for me, by the way.",
+    "I had thought about {date} at first, but that's not what I want.",
+)
+
+
+def _noun(label: str) -> str | None:
+    """The noun a fact label names its value with ("order id" -> "order")."""
+    for word in re.findall(r"[a-z]+", label.lower()):
+        if word in ("order", "reservation", "booking", "account", "flight", "card"):
+            return word
+    return None
+
+
+def competing_sentences(task: Task, gold: Gold, turn: int, rng: random.Random) -> list[str]:
+    """Sentences that mention a value competing with one the request states.
+
+    Another value of the same kind as a fact the request states, that the agent will see in
+    the tool outputs (the customer's other orders or reservations) but that the task never
+    uses; or another date next to a date the request states. A careless agent acts on it.
+    """
+    facts = task.user.facts
+    request = task.turns[turn].request
+    used = {leaf for c in task.gold_calls for leaf in _string_leaves(c.arguments)}
+    used.update(v for v in facts.values() if v)
+    out: list[str] = []
+    for label, value in facts.items():
+        noun = _noun(label)
+        if noun is None or not value or not states(request, value):
+            continue
+        kind = _kind(value)
+        others = sorted(
+            {
+                s
+                for o in gold.call_outputs
+                for s in _output_strings(o)
+                if len(s) == kind[0]
+                and _kind(s) == kind
+                and s not in used
+                and not any(s in u for u in used)
+            }
+        )
+        if others:
+            template = rng.choice(_COMPETING)
+            out.append(template.format(noun=noun, value=rng.choice(others)))
+    m = _SPOKEN_DATE.search(request)
+    if m:
+        month = _MONTHS.index(m.group(1))
+        day = int(m.group(2)) + rng.choice((-3, -2, -1, 1, 2, 3))
+        if 1 <= day <= 28:
+            other = f"{_MONTHS[month]} {day}"
+            if not states(request, other):
+                out.append(rng.choice(_OTHER_DATE).format(date=other))
+    return out
+
+
 def distractor(domain: Domain, cand: Candidate, rng: random.Random) -> Candidate:
-    """Add one or two irrelevant sentences to every request (module docstring)."""
+    """Add sentences that compete with the request (see the module docstring).
+
+    Each request gets one competing sentence when it can (another order or reservation of
+    the customer, another date), the first request, when its turn writes, also a request
+    the policy forbids (:attr:`~rods_env.domain.Domain.forbidden_requests`) or, failing
+    both, small talk. A
+    sentence that states a fact value (as a whole token) is never used.
+
+    Raises:
+        Reject: ``augment_unavailable`` when no request gets a competing sentence or a
+            forbidden request.
+    """
     task = cand.task
     values = [v for v in task.user.facts.values() if v]
-    lowered = [v.lower() for v in values]
+
+    def clean(sentence: str) -> bool:  # states no fact value, as a whole token
+        return not any(states(sentence, v) for v in values)
+
+    forbidden: list[str] = []
+    writes = domain.toolkit.write_names()
+    # a second, forbidden request competes with an action; a turn that is itself a refusal
+    # (no write) is left to say why it refuses only what it was asked
+    acts = any(c.name in writes for c in task.turns[0].calls)
+    if domain.forbidden_requests is not None and acts:
+        db = domain.database(task.db_seed, task.db_size)
+        forbidden = list(domain.forbidden_requests(task, db, rng))
     turns = []
+    competing = 0
     for i, turn in enumerate(task.turns):
-        extra = []
-        for _ in range(2 if i == 0 else 1):
-            sentence = distractor_sentence(rng)
-            if not any(v in sentence.lower() for v in lowered):
-                extra.append(sentence)
-        if rng.random() < 0.5:
-            request = " ".join([*extra, turn.request])
-        else:
-            request = " ".join([turn.request, *extra])
+        pool = [x for x in competing_sentences(task, cand.gold, i, rng) if clean(x)]
+        before = [rng.choice(pool)] if pool else []
+        # a second request about another record than the one just said to be fine
+        named = {w for x in before for w in re.findall(r"[#\w]*\d\w*", x)}
+        options = [f for f in forbidden if clean(f) and not any(w in f for w in named)]
+        after = [rng.choice(options)] if i == 0 and options else []
+        competing += bool(before) + bool(after)
+        if i == 0 and not (before or after):
+            talk = distractor_sentence(rng)
+            before = [talk] if clean(talk) else []
+        if rng.random() < 0.5:  # a competing value reads as well after the request
+            after, before = before + after, []
+        # inside the persona's opener and closer; a second request always comes after
+        opener, core, closer = split_frame(turn.request)
+        parts = [opener, *before, core, *after, closer]
+        request = " ".join(p for p in parts if p)
         turns.append(turn.model_copy(update={"request": request}))
+    if not competing:
+        raise Reject(
+            "augment_unavailable",
+            "distractor: no competing value (another order, reservation or date) and no "
+            "forbidden request for this task",
+        )
     new = task.model_copy(update={"turns": tuple(turns), "variant": "distractor"})
     return Candidate(task=new, gold=cand.gold, plan=cand.plan)
 
@@ -475,6 +633,7 @@ def apply_augment(
     alternatives: Mapping[str, Sequence[str]] | None = None,
     prefer: Sequence[str] = (),
     long_ratio: float = LONG_MIN_RATIO,
+    long_tokens: int = LONG_TOKENS,
 ) -> Candidate:
     """Apply augmentation ``kind`` to a base candidate (see the module docstring).
 
@@ -487,7 +646,7 @@ def apply_augment(
     if kind == "missing_function":
         return missing_function(domain, cand, rng)
     if kind == "long_context":
-        return long_context(domain, cand, rng, long_ratio)
+        return long_context(domain, cand, rng, long_ratio, long_tokens)
     if kind == "distractor":
         return distractor(domain, cand, rng)
     raise ValueError(f"unknown augmentation '{kind}'; kinds: {', '.join(AUGMENTS)}")

@@ -18,10 +18,24 @@ the reason counted in summaries:
     call's output, a user fact, a request so far, the policy text, or the tool schema's
     enum constants (see :func:`underivable_arguments`). Such a task asks for a guess, which
     the policy forbids.
+``bad_text``
+    A request no longer reads as a sentence (:func:`~rods_env.synthesis.text.text_problems`:
+    a doubled word, stacked determiners, a dangling article, a bare label).
+``split_leak``
+    The task touches a customer (or a customer's record) of another split than its own:
+    train tasks never touch the test split's customers (:mod:`rods_env.splits`).
 ``policy_violation``
-    A domain-supplied check (:data:`PolicyCheck`) found a breach of the policy.
+    A check of the domain (:attr:`rods_env.domain.Domain.policy_checks`) or of the
+    configuration (:data:`PolicyCheck`) found a breach of the policy.
 ``duplicate``
     Same dedupe key as a task already in the pool or batch (:func:`dedupe_key`).
+``no_ask_passes``
+    A hidden fact can be pinned down without asking for it, from the request and read-only
+    look-ups (:func:`~rods_env.synthesis.asking.no_ask_value`).
+``exploit_passes``
+    A trivial agent of the exploit panel (:mod:`rods_env.exploits`: silent, "done", echo,
+    blanket refusal, spray) passes a turn or succeeds. This check runs episodes (five per
+    candidate with a turn that writes nothing; none otherwise), so it comes last.
 """
 
 from __future__ import annotations
@@ -29,15 +43,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections import Counter
+import weakref
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from functools import cache
 from typing import Any
 
 from rods_env.database import record_digest
 from rods_env.domain import Domain
+from rods_env.exploits import exploit_passes
 from rods_env.gold import Gold
+from rods_env.splits import leaked_customers
+from rods_env.synthesis.asking import no_ask_value
 from rods_env.synthesis.plan import Reject
+from rods_env.synthesis.text import text_problems
 from rods_env.task import Signature, Task
 from rods_env.tools import Toolkit
 
@@ -53,11 +72,16 @@ REASONS: tuple[str, ...] = (
     "do_nothing_passes",
     "signature_mismatch",
     "underivable_argument",
+    "bad_text",
+    "split_leak",
     "policy_violation",
     "duplicate",
+    "no_ask_passes",
     "augment_unavailable",
     "guess_passes",
     "not_longer",
+    "pair_mismatch",
+    "exploit_passes",
 )
 """Every rejection reason, in pipeline order (plan, execute, critique, augment)."""
 
@@ -138,6 +162,70 @@ def check_signature(expected: Signature, actual: Signature, mode: str, axis: str
         raise Reject("signature_mismatch", f"{actual.key} != {expected.key}")
 
 
+def turn_depths(signature: Signature, calls_per_turn: Sequence[int]) -> list[int]:
+    """Per turn, the longest dependency chain (in calls) that ends in one of its calls.
+
+    Chains may start in earlier turns (an order id found in the first turn and used in the
+    second makes the second turn deeper).
+    """
+    longest = [1] * len(signature.tools)
+    for i, j in sorted(signature.edges, key=lambda e: e[1]):
+        longest[j] = max(longest[j], longest[i] + 1)
+    out, k = [], 0
+    for n in calls_per_turn:
+        out.append(max(longest[k : k + n], default=0))
+        k += n
+    return out
+
+
+def check_turn_depths(parent: Task, parent_signature: Signature, task: Task) -> None:
+    """Reject an expansion that lowers the depth of one of the parent's turns.
+
+    Expanding along turns adds a request; the requests already there keep their structure,
+    so none of them may become shallower than in the parent.
+    """
+    assert task.signature is not None, "candidates carry their signature"
+    old = turn_depths(parent_signature, [len(t.calls) for t in parent.turns])
+    new = turn_depths(task.signature, [len(t.calls) for t in task.turns])
+    for i, (a, b) in enumerate(zip(old, new, strict=False)):
+        if b < a:
+            raise Reject(
+                "signature_mismatch",
+                f"expand along turns: turn {i} has depth {b}, {a} in the parent",
+            )
+
+
+# -- text and splits -----------------------------------------------------------------------
+def check_text(task: Task) -> None:
+    """Reject when a request no longer reads as a sentence (see :func:`text_problems`)."""
+    for i, turn in enumerate(task.turns):
+        problems = text_problems(turn.request)
+        if problems:
+            raise Reject("bad_text", f"turn {i}: {problems[0]} in {turn.request[:120]!r}")
+
+
+def check_split(domain: Domain, task: Task, gold: Gold) -> None:
+    """Reject a task that touches customers of another split (see :mod:`rods_env.splits`)."""
+    leaked = leaked_customers(domain, task, gold)
+    if leaked:
+        raise Reject(
+            "split_leak",
+            f"a {task.split or 'train'} task touches customer(s) of the other split: "
+            + ", ".join(leaked[:3]),
+        )
+
+
+def check_needs_asking(domain: Domain, task: Task, gold: Gold) -> None:
+    """Reject a task whose hidden fact an agent can find without asking for it."""
+    solved = no_ask_value(domain, task, gold)
+    if solved is not None:
+        raise Reject(
+            "no_ask_passes",
+            f"an agent that never asks pins down the hidden {solved} from the request and "
+            "read-only look-ups",
+        )
+
+
 # -- derivability --------------------------------------------------------------------------
 def _schema_constants(node: Any, out: set[Any]) -> None:
     if isinstance(node, dict):
@@ -153,14 +241,20 @@ def _schema_constants(node: Any, out: set[Any]) -> None:
             _schema_constants(value, out)
 
 
-@cache
+_CONSTANTS: dict[type[Toolkit], dict[str, frozenset[Any]]] = {}
+
+
 def tool_constants(toolkit: type[Toolkit]) -> dict[str, frozenset[Any]]:
-    """Enum and const values of each tool's parameter schema."""
+    """Enum and const values of each tool's parameter schema (computed once per toolkit)."""
+    cached = _CONSTANTS.get(toolkit)
+    if cached is not None:
+        return cached
     out: dict[str, frozenset[Any]] = {}
     for name, spec in toolkit.specs().items():
         found: set[Any] = set()
         _schema_constants(spec.schema["function"]["parameters"], found)
         out[name] = frozenset(found)
+    _CONSTANTS[toolkit] = out
     return out
 
 
@@ -270,7 +364,38 @@ def check_derivable(domain: Domain, task: Task, gold: Gold) -> None:
 
 
 # -- duplicates ----------------------------------------------------------------------------
+_KEYS: OrderedDict[tuple[object, ...], tuple[weakref.ref[Gold], str]] = OrderedDict()
+"""Recent dedupe keys by gold replay (a seed set is remembered at every synthesis round);
+a weak reference tells a live gold from a new one that reuses its id, without keeping
+golds (a long-context one holds megabytes) alive."""
+
+
 def dedupe_key(task: Task, gold: Gold) -> str:
+    """Key under which two tasks count as duplicates (see :func:`compute_dedupe_key`).
+
+    Kept for recent gold replays: the key depends on the gold and on what of the task the
+    gold does not fix (domain, variant, database, outputs, withheld tools, hidden facts).
+    """
+    memo = (
+        id(gold),
+        task.domain,
+        task.variant,
+        task.db_seed,
+        task.db_size,
+        tuple((t.outputs, t.withheld_tools, t.hidden_facts) for t in task.turns),
+        tuple(c.key() for c in task.gold_calls) if not gold.final else (),
+    )
+    hit = _KEYS.get(memo)
+    if hit is not None and hit[0]() is gold:
+        return hit[1]
+    key = compute_dedupe_key(task, gold)
+    _KEYS[memo] = (weakref.ref(gold), key)
+    while len(_KEYS) > 4096:
+        _KEYS.popitem(last=False)
+    return key
+
+
+def compute_dedupe_key(task: Task, gold: Gold) -> str:
     """Key under which two tasks count as duplicates.
 
     Same domain, variant, database (seed and size), per-turn gold effect and required
@@ -294,6 +419,14 @@ def dedupe_key(task: Task, gold: Gold) -> str:
     return h.hexdigest()[:32]
 
 
+# -- exploits ------------------------------------------------------------------------------
+def check_exploits(domain: Domain, task: Task, gold: Gold) -> None:
+    """Reject when an agent of the exploit panel passes a turn or succeeds."""
+    passed = exploit_passes(domain, task, gold)
+    if passed:
+        raise Reject("exploit_passes", "; ".join(passed[:3]))
+
+
 # -- all together --------------------------------------------------------------------------
 def critique(
     domain: Domain,
@@ -305,6 +438,7 @@ def critique(
     axis: str | None = None,
     seen: Collection[str] = (),
     policy_checks: Sequence[PolicyCheck] = (),
+    parent: Task | None = None,
 ) -> str:
     """Run every check on a candidate and return its dedupe key.
 
@@ -316,7 +450,9 @@ def critique(
         mode: ``"resample"`` or ``"expand"``.
         axis: The grown axis (expand).
         seen: Dedupe keys of the tasks already in the pool or batch.
-        policy_checks: Extra domain rule checks.
+        policy_checks: Extra rule checks, run after the domain's own
+            (:attr:`~rods_env.domain.Domain.policy_checks`).
+        parent: The seed of an expansion along turns: its turns must keep their depth.
 
     Raises:
         Reject: with the first failed check's reason (see the module docstring).
@@ -326,12 +462,19 @@ def critique(
     if expected is not None:
         assert task.signature is not None, "candidates carry their signature"
         check_signature(expected, task.signature, mode, axis)
+        if mode == "expand" and axis == "turns" and parent is not None:
+            check_turn_depths(parent, expected, task)
     check_derivable(domain, task, gold)
-    for check in policy_checks:
+    check_text(task)
+    check_split(domain, task, gold)
+    for check in (*domain.policy_checks, *policy_checks):
         problem = check(domain, task, gold)
         if problem:
             raise Reject("policy_violation", problem)
     key = dedupe_key(task, gold)
     if key in seen:
         raise Reject("duplicate", "same gold effect and outputs as a task already in the pool")
+    if any(turn.hidden_facts for turn in task.turns):
+        check_needs_asking(domain, task, gold)
+    check_exploits(domain, task, gold)
     return key

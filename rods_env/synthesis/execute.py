@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from rods_env.domain import Domain, SkillUnavailable
 from rods_env.gold import Gold, GoldError, replay_gold
 from rods_env.signature import compute_signature
+from rods_env.splits import generation_database
 from rods_env.synthesis.plan import Plan, Reject
 from rods_env.task import Provenance, Task
 
@@ -75,19 +77,35 @@ def precheck_tools(plan: Plan, tools: tuple[str, ...]) -> None:
         )
 
 
-def execute(domain: Domain, plan: Plan, rng: random.Random) -> Candidate:
+def calls_key(task: Task) -> str:
+    """The gold calls of ``task`` on its database, turn by turn, with what each turn requires:
+    two tasks with the same calls key have the same gold effect, hence the same dedupe key."""
+    parts = [task.domain, task.variant, str(task.db_seed), task.db_size]
+    for turn in task.turns:
+        parts.append("\x1e".join(c.key() for c in turn.calls))
+        parts.append(repr((turn.outputs, turn.withheld_tools, sorted(turn.hidden_facts))))
+    return "\x1d".join(parts)
+
+
+def execute(
+    domain: Domain, plan: Plan, rng: random.Random, seen_calls: Collection[str] = ()
+) -> Candidate:
     """Generate a task for ``plan`` with new entities drawn by ``rng``, and replay its gold.
 
     Args:
         domain: The domain.
         plan: What to build.
         rng: The variant's own generator (the skill draws entities from it).
+        seen_calls: :func:`calls_key` of tasks already in the pool: a draft with the same
+            calls is a duplicate, known before its gold is replayed.
 
     Raises:
         Reject: ``skill_unavailable`` when the skill finds no entities for the shape;
+            ``duplicate`` when the draft's calls are in ``seen_calls``;
             ``execution_error`` when the skill or a gold call fails.
     """
-    db = domain.database(plan.db_seed, plan.db_size)
+    # entities are drawn from the customers of the parent's split only (rods_env.splits)
+    db = generation_database(domain, plan.db_seed, plan.db_size, plan.parent.split)
     try:
         draft = plan.skill.generate(db, rng, dict(plan.shape))
         precheck_tools(plan, tuple(c.name for turn in draft.turns for c in turn.calls))
@@ -109,7 +127,7 @@ def execute(domain: Domain, plan: Plan, rng: random.Random) -> Candidate:
                 origin="synthesized",
                 parent_id=parent.id,
                 generation=parent.provenance.generation + 1,
-                mode=plan.mode,  # type: ignore[arg-type]
+                mode=plan.mode,
             ),
         )
     except SkillUnavailable as exc:
@@ -120,6 +138,8 @@ def execute(domain: Domain, plan: Plan, rng: random.Random) -> Candidate:
         raise Reject(
             "execution_error", f"skill {plan.skill.name} raised {type(exc).__name__}: {exc}"
         ) from None
+    if seen_calls and calls_key(task) in seen_calls:
+        raise Reject("duplicate", "same gold calls as a task already in the pool")
     gold, task = replay(domain, task)
     return Candidate(task=task, gold=gold, plan=plan)
 

@@ -4,7 +4,13 @@ One entry point, :func:`synthesize` (or a :class:`Synthesizer` kept across calls
 training loop does), takes seed tasks and yields an :class:`Accepted` or a
 :class:`Rejection` (with its reason) for every candidate it builds. The output depends only
 on the seed tasks, the configuration and the databases: every random choice comes from a
-generator seeded by ``(config.seed, seed task id, mode, variant number, attempt, stage)``.
+generator seeded by ``(config.seed, seed task id, mode, variant number, attempt, round,
+stage)``.
+
+The *round* is what lets a long-lived :class:`Synthesizer` keep producing around the same
+seed: a training loop that synthesizes around a boundary task at every step passes the step
+(``variants(task, round=step)``), or lets the synthesizer count how many times it has seen
+that seed (the default). Round 0 draws exactly what earlier versions drew.
 """
 
 from __future__ import annotations
@@ -17,15 +23,26 @@ from typing import Literal
 from rods_env.domain import Domain
 from rods_env.errors import ConfigError
 from rods_env.gold import GOLD_CACHE, Gold
-from rods_env.synthesis.augment import AUGMENTS, LONG_MIN_RATIO, apply_augment, expected_signature
+from rods_env.padding import long_size_tokens
+from rods_env.synthesis.augment import (
+    AUGMENTS,
+    LONG_MIN_RATIO,
+    LONG_TOKENS,
+    apply_augment,
+    expected_signature,
+    long_context,
+)
 from rods_env.synthesis.critique import PolicyCheck, critique, dedupe_key
-from rods_env.synthesis.execute import Candidate, content_id, execute
+from rods_env.synthesis.execute import Candidate, calls_key, content_id, execute
 from rods_env.synthesis.plan import MODES, Reject, plan
 from rods_env.synthesis.rewrite import rewrite
 from rods_env.task import Task
 
 FINAL_PLAN_REASONS = frozenset({"unknown_skill", "cannot_expand"})
 """Plan verdicts that hold for every variant of a seed (the seed is skipped)."""
+
+BASE_SIZE = "default"
+"""The world a long-context seed's entities are drawn from (its long size derives from it)."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +61,10 @@ class SynthesisConfig:
         policy_checks: Extra domain rule checks run by the critique.
         long_ratio: A long-context variant's tool outputs must be at least this many times
             as long as its base variant's.
+        long_tokens: The long-context size knob: tokens of padding (4 characters each)
+            wanted in a long-context variant's tool outputs, up to model context lengths
+            (the domains offer 4k, 8k, 16k and 32k worlds; a larger size is taken when the
+            smaller does not reach ``long_ratio``).
     """
 
     per_seed: int = 5
@@ -54,6 +75,7 @@ class SynthesisConfig:
     rewrite: bool = True
     policy_checks: tuple[PolicyCheck, ...] = ()
     long_ratio: float = LONG_MIN_RATIO
+    long_tokens: int = LONG_TOKENS
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -62,6 +84,8 @@ class SynthesisConfig:
             raise ConfigError(f"per_seed must be 0 or more, got {self.per_seed}")
         if self.attempts < 1:
             raise ConfigError(f"attempts must be at least 1, got {self.attempts}")
+        if self.long_tokens < 1:
+            raise ConfigError(f"long_tokens must be at least 1, got {self.long_tokens}")
         bad = [a for a in self.augment if a not in AUGMENTS]
         if bad:
             raise ConfigError(
@@ -137,6 +161,8 @@ class Synthesizer:
         self._domains: dict[str, Domain] = dict(domains or {})
         self.seen: set[str] = set(known)
         self._alternatives: dict[str, dict[str, set[str]]] = {}
+        self._rounds: dict[str, int] = {}
+        self._calls: set[str] = set()  # calls keys of known tasks: duplicates before replay
 
     # -- helpers ---------------------------------------------------------------------------
     def domain(self, name: str) -> Domain:
@@ -148,11 +174,18 @@ class Synthesizer:
             domain = self._domains[name] = load_domain(name)
         return domain
 
-    def remember(self, tasks: Iterable[Task]) -> None:
-        """Count ``tasks`` as already in the pool (their duplicates are rejected)."""
+    def remember(self, tasks: Iterable[Task], *, keys: bool = True) -> None:
+        """Count ``tasks`` as already in the pool (their duplicates are rejected).
+
+        Their facts also become plausible wrong values for missing-parameter variants.
+        ``keys=False`` takes only the facts (the keys are known already, e.g. given as
+        ``known=pool.keys()``), without replaying any gold.
+        """
         for task in tasks:
-            domain = self.domain(task.domain)
-            self.seen.add(dedupe_key(task, GOLD_CACHE.get(domain, task)))
+            if keys:
+                domain = self.domain(task.domain)
+                self.seen.add(dedupe_key(task, GOLD_CACHE.get(domain, task)))
+            self._calls.add(calls_key(task))
             self._note_facts(task)
 
     def _note_facts(self, task: Task) -> None:
@@ -167,22 +200,28 @@ class Synthesizer:
     def _accept(self, cand: Candidate, key: str) -> Candidate:
         task = cand.task.model_copy(update={"id": content_id(cand.task)})
         self.seen.add(key)
+        self._calls.add(calls_key(task))
         self._note_facts(task)
-        # an env reset on this task then finds its gold instead of replaying it
-        GOLD_CACHE.put(self.domain(task.domain), task, cand.gold)
+        # an env reset on this task then finds its gold instead of replaying it; not for a
+        # long-context task, whose outputs (up to megabytes) would fill the shared cache
+        if task.variant != "long_context":
+            GOLD_CACHE.put(self.domain(task.domain), task, cand.gold)
         return replace(cand, task=task)
 
     # -- stages ----------------------------------------------------------------------------
     def _base(self, domain: Domain, parent: Task, index: int, tag: str) -> tuple[Candidate, str]:
         cfg = self.config
         p = plan(domain, parent, cfg.mode, index)
-        cand = execute(domain, p, self._rng(tag, "execute"))
+        if p.variant == "long_context":
+            # a long-context seed is a pair: draw new entities on its base world, then pair
+            p = replace(p, db_size=BASE_SIZE)
+        cand = execute(domain, p, self._rng(tag, "execute"), self._calls)
         if cfg.rewrite:
             cand = replace(cand, task=rewrite(cand.task, self._rng(tag, "rewrite")))
         if p.variant != "base":  # keep the seed's augmentation: it is part of its structure
             if p.variant == "long_context":
-                task = cand.task.model_copy(update={"variant": "long_context"})
-                cand = replace(cand, task=task)
+                tokens = long_size_tokens(parent.db_size) or cfg.long_tokens
+                cand = long_context(domain, cand, self._rng(tag, "inherit"), cfg.long_ratio, tokens)
             else:
                 prefer = [f for t in parent.turns for f in t.hidden_facts]
                 cand = apply_augment(
@@ -193,6 +232,7 @@ class Synthesizer:
                     alternatives=self._guesses(domain.name),
                     prefer=prefer,
                     long_ratio=cfg.long_ratio,
+                    long_tokens=cfg.long_tokens,
                 )
             prov = cand.task.provenance.model_copy(update={"augment": p.variant})
             cand = replace(cand, task=cand.task.model_copy(update={"provenance": prov}))
@@ -205,6 +245,7 @@ class Synthesizer:
             axis=p.axis,
             seen=self.seen,
             policy_checks=cfg.policy_checks,
+            parent=p.parent,
         )
         return self._accept(cand, key), key
 
@@ -218,6 +259,7 @@ class Synthesizer:
             self._rng(tag, f"augment:{kind}"),
             alternatives=self._guesses(domain.name),
             long_ratio=self.config.long_ratio,
+            long_tokens=self.config.long_tokens,
         )
         prov = base.task.provenance.model_copy(update={"parent_id": base.task.id, "augment": kind})
         task = aug.task.model_copy(update={"provenance": prov})
@@ -235,34 +277,50 @@ class Synthesizer:
     def _augmentations(
         self, domain: Domain, base: Candidate, kind: str, tag: str
     ) -> Iterator[Outcome]:
-        # Only long_context draws new entities, so only it is worth another attempt.
-        tries = self.config.attempts if kind == "long_context" else 1
-        for attempt in range(tries):
-            try:
-                aug, key = self._augmented(domain, base, kind, f"{tag}:{attempt}")
-            except Reject as r:
-                yield Rejection(base.task.id, r.reason, r.detail, self.config.mode, kind)
-                if r.reason == "augment_unavailable":
-                    return
-                continue
-            yield Accepted(aug.task, aug.gold, key)
+        # An augmentation draws no new entities: one try says whether it applies.
+        try:
+            aug, key = self._augmented(domain, base, kind, f"{tag}:0")
+        except Reject as r:
+            yield Rejection(base.task.id, r.reason, r.detail, self.config.mode, kind)
             return
+        yield Accepted(aug.task, aug.gold, key)
 
     def _guesses(self, domain: str) -> dict[str, list[str]]:
         return {label: sorted(vals) for label, vals in self._alternatives.get(domain, {}).items()}
 
     # -- entry points ----------------------------------------------------------------------
-    def variants(self, parent: Task) -> Iterator[Outcome]:
+    def next_round(self, parent: Task) -> int:
+        """The round :meth:`variants` uses for ``parent`` when none is given: how many times
+        this synthesizer has already made variants of it."""
+        return self._rounds.get(parent.id, 0)
+
+    def variants(self, parent: Task, *, round: int | None = None) -> Iterator[Outcome]:
         """Yield the outcomes of every candidate built from ``parent``.
 
         Up to ``attempts`` candidates are tried for each of the ``per_seed`` wanted
         variants; every accepted base variant is followed by its augmentations.
+
+        Args:
+            parent: The seed task.
+            round: Enters every random stream, so each round draws new candidates around
+                the same seed. None: :meth:`next_round` (0 the first time a seed is seen, then
+                1, 2, ...); pass the training step to make the output independent of the
+                call history. The same ``(config, parent, round)`` gives the same candidates.
         """
+        if round is None:
+            round = self.next_round(parent)
+        if round < 0:
+            raise ConfigError(f"round must be 0 or more, got {round}")
+        self._rounds[parent.id] = max(self._rounds.get(parent.id, 0), round + 1)
+        return self._variants(parent, round)
+
+    def _variants(self, parent: Task, round: int) -> Iterator[Outcome]:
         cfg = self.config
         domain = self.domain(parent.domain)
+        suffix = f":r{round}" if round else ""  # round 0 keeps the streams of earlier versions
         for index in range(cfg.per_seed):
             for attempt in range(cfg.attempts):
-                tag = f"{cfg.seed}:{parent.id}:{cfg.mode}:{index}:{attempt}"
+                tag = f"{cfg.seed}:{parent.id}:{cfg.mode}:{index}:{attempt}{suffix}"
                 try:
                     base, key = self._base(domain, parent, index, tag)
                 except Reject as r:
@@ -276,12 +334,17 @@ class Synthesizer:
                         yield from self._augmentations(domain, base, kind, tag)
                 break
 
-    def run(self, seeds: Iterable[Task]) -> Iterator[Outcome]:
-        """Yield the outcomes for every seed task, after counting the seeds as known."""
+    def run(self, seeds: Iterable[Task], *, round: int | None = None) -> Iterator[Outcome]:
+        """Yield the outcomes for every seed task, after counting the seeds as known.
+
+        Args:
+            seeds: The seed tasks.
+            round: The round of every seed (see :meth:`variants`).
+        """
         seeds = list(seeds)
         self.remember(seeds)
         for parent in seeds:
-            yield from self.variants(parent)
+            yield from self.variants(parent, round=round)
 
 
 def synthesize(
@@ -290,6 +353,7 @@ def synthesize(
     *,
     domains: Domain | Mapping[str, Domain] | None = None,
     known: Iterable[str] = (),
+    round: int = 0,
     **options: object,
 ) -> Iterator[Outcome]:
     """Make validated variants of ``seeds``: the pipeline's one entry point.
@@ -299,6 +363,8 @@ def synthesize(
         config: What to make; ``options`` (e.g. ``per_seed=5, mode="expand"``) build one.
         domains: A domain or name -> domain (default: from the registry).
         known: Dedupe keys of tasks already in the pool.
+        round: Round number entering every random stream (e.g. the training step): the
+            same seeds give new candidates in each round (see :meth:`Synthesizer.variants`).
 
     Yields:
         :class:`Accepted` and :class:`Rejection` outcomes, in a deterministic order.
@@ -310,4 +376,4 @@ def synthesize(
         config = SynthesisConfig(**options)  # type: ignore[arg-type]
     elif options:
         config = replace(config, **options)  # type: ignore[arg-type]
-    return Synthesizer(config, domains=domains, known=known).run(seeds)
+    return Synthesizer(config, domains=domains, known=known).run(seeds, round=round)

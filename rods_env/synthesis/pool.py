@@ -20,11 +20,18 @@ class TaskPool:
     Every task carries its provenance (seed or synthesized, parent id, generation, mode,
     augmentation). Saving is atomic: a crash mid-write leaves the previous file intact.
 
+    Dedupe keys outlive the tasks: a task taken out with :meth:`remove` (retired) keeps its
+    key in :meth:`keys`, so a synthesizer given those keys never makes it again, and
+    :meth:`add` refuses a task with the same gold effect. :attr:`retired_keys` lists them,
+    to persist with the pool's owner (the pool file holds tasks only) and hand back through
+    ``retired_keys=`` when the pool is rebuilt.
+
     Args:
         tasks: Initial tasks (added with :meth:`add`, duplicates dropped when ``dedupe``).
         domains: A domain or name -> domain used to replay gold for dedupe keys (others are
             loaded from the registry).
         dedupe: Whether :meth:`add` drops duplicates (same key as :func:`dedupe_key`).
+        retired_keys: Dedupe keys of tasks removed earlier in the pool's life.
     """
 
     def __init__(
@@ -33,6 +40,7 @@ class TaskPool:
         *,
         domains: Domain | Mapping[str, Domain] | None = None,
         dedupe: bool = True,
+        retired_keys: Iterable[str] = (),
     ) -> None:
         if isinstance(domains, Domain):
             domains = {domains.name: domains}
@@ -40,7 +48,8 @@ class TaskPool:
         self.dedupe = dedupe
         self._tasks: dict[str, Task] = {}
         self._key_of: dict[str, str] = {}
-        self._keys: set[str] = set()
+        self._retired: set[str] = set(retired_keys)
+        self._keys: set[str] = set(self._retired)
         self.extend(tasks)
 
     # -- files -----------------------------------------------------------------------------
@@ -51,14 +60,18 @@ class TaskPool:
         *,
         domains: Domain | Mapping[str, Domain] | None = None,
         dedupe: bool = True,
+        retired_keys: Iterable[str] = (),
     ) -> TaskPool:
         """Read a pool from a JSONL file; it is taken as written (no dedupe on load).
+
+        ``retired_keys`` are the keys of tasks removed earlier in the pool's life (see
+        :attr:`retired_keys`).
 
         Raises:
             TaskFileError: naming the file, the line and the problem (a malformed or
                 truncated line, a bad field, a task id that appears twice).
         """
-        pool = cls(domains=domains, dedupe=dedupe)
+        pool = cls(domains=domains, dedupe=dedupe, retired_keys=retired_keys)
         lines: list[int] | None = None
         for n, task in enumerate(iter_tasks(path)):
             if task.id in pool._tasks:
@@ -93,7 +106,8 @@ class TaskPool:
         return dedupe_key(task, GOLD_CACHE.get(self._domain(task.domain), task))
 
     def keys(self) -> set[str]:
-        """Dedupe keys of every task in the pool (computed on first use)."""
+        """Dedupe keys of every task in the pool and of every task retired from it
+        (computed on first use)."""
         for task in self._tasks.values():
             if task.id not in self._key_of:
                 k = self.key(task)
@@ -141,16 +155,27 @@ class TaskPool:
         return n
 
     def remove(self, task_id: str) -> Task:
-        """Remove and return the task with id ``task_id``.
+        """Remove (retire) and return the task with id ``task_id``.
+
+        Its dedupe key stays in :meth:`keys` for the life of the pool, so the same task is
+        neither added nor synthesized again.
 
         Raises:
             KeyError: when there is no such task.
         """
+        if self.dedupe and task_id in self._tasks and task_id not in self._key_of:
+            k = self.key(self._tasks[task_id])
+            self._key_of[task_id] = k
+            self._keys.add(k)
         task = self._tasks.pop(task_id)
-        k = self._key_of.pop(task_id, None)
-        if k is not None:
-            self._keys.discard(k)
+        if task_id in self._key_of:
+            self._retired.add(self._key_of.pop(task_id))
         return task
+
+    @property
+    def retired_keys(self) -> frozenset[str]:
+        """Dedupe keys of the tasks removed from the pool (they still count as known)."""
+        return frozenset(self._retired)
 
     # -- reading ---------------------------------------------------------------------------
     @property

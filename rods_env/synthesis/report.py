@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from rods_env.synthesis.pipeline import Outcome
+from rods_env.synthesis.text import token_pattern
 from rods_env.task import Task
 
 TOP_SIGNATURES = 15
@@ -29,6 +31,25 @@ def entities(task: Task) -> Iterator[tuple[str, str]]:
 
     for call in task.gold_calls:
         yield from walk(call.arguments, call.name)
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def skeleton(task: Task, turn: int) -> str:
+    """The request of turn ``turn`` with every fact value replaced by ``<its label>`` and every
+    other number by ``#``: requests that differ only in their entities share a skeleton."""
+    text = task.turns[turn].request
+    facts = sorted(task.user.facts.items(), key=lambda kv: -len(kv[1]))
+    for label, value in facts:
+        if value and value in text:
+            text = token_pattern(value).sub(f"<{label}>", text)
+    return _NUMBER.sub("#", text)
+
+
+def skeletons(tasks: Iterable[Task]) -> set[str]:
+    """Distinct request skeletons (see :func:`skeleton`) of ``tasks``."""
+    return {skeleton(t, i) for t in tasks for i in range(len(t.turns))}
 
 
 class SynthesisReport:
@@ -62,6 +83,23 @@ class SynthesisReport:
     def finish(self) -> None:
         """Stop the clock."""
         self.finished = time.perf_counter()
+
+    @classmethod
+    def resumed(
+        cls, summary: Mapping[str, Any], seeds: Iterable[Task], accepted: Iterable[Task]
+    ) -> SynthesisReport:
+        """A report that goes on counting from an earlier run's JSON summary (``rods synth
+        --resume``): its counts and time, and the tasks it accepted."""
+        report = cls(seeds)
+        report.accepted = list(accepted)
+        report.accepted_by_kind = Counter(summary.get("accepted_by_kind", {}))
+        report.rejected = Counter(summary.get("rejected", {}))
+        report.rejected_by_kind = {
+            k: Counter(v) for k, v in summary.get("rejected_by_kind", {}).items()
+        }
+        report.examples = dict(summary.get("rejection_examples", {}))
+        report.started -= float(summary.get("seconds", 0.0))
+        return report
 
     @property
     def candidates(self) -> int:
@@ -121,39 +159,49 @@ class SynthesisReport:
                 "seeds": len({t.signature.key for t in self.seeds if t.signature}),
                 "output": len({t.signature.key for t in self.accepted if t.signature}),
             },
+            "distinct_skeletons": {
+                "seeds": len(skeletons(self.seeds)),
+                "output": len(skeletons(self.accepted)),
+            },
             "entity_coverage": self.coverage(),
         }
 
     def format(self) -> str:
         """A human-readable summary."""
-        d = self.to_dict()
-        lines = [
-            f"seeds: {d['seeds']}   candidates: {d['candidates']}   accepted: {d['accepted']} "
-            f"({100 * d['acceptance_rate']:.1f}%)   {d['seconds']:.2f} s "
-            f"({d['candidates_per_second'] or 0:.0f} candidates/s)",
-        ]
-        if d["accepted_by_kind"]:
-            kinds = ", ".join(f"{k} {v}" for k, v in d["accepted_by_kind"].items())
-            lines.append(f"accepted by kind: {kinds}")
-        if d["rejected"]:
-            lines.append("rejected by reason:")
-            for reason, count in d["rejected"].items():
-                lines.append(
-                    f"  {reason:<22} {count:>6}   e.g. {d['rejection_examples'][reason][:90]}"
-                )
-        sigs = d["signatures"]
-        lines.append(
-            f"signatures: {d['signature_count']['seeds']} in seeds, "
-            f"{d['signature_count']['output']} in output"
-        )
-        lines.append(f"  {'seeds':>6} {'output':>6}  signature")
-        for key, c in list(sigs.items())[:TOP_SIGNATURES]:
-            lines.append(f"  {c['seeds']:>6} {c['output']:>6}  {key[:110]}")
-        if len(sigs) > TOP_SIGNATURES:
-            lines.append(f"  ... {len(sigs) - TOP_SIGNATURES} more in the JSON summary")
-        cov = d["entity_coverage"]
-        if cov:
-            lines.append("entity coverage (distinct values: seeds / output / new):")
-            for name, c in cov.items():
-                lines.append(f"  {name:<32} {c['seeds']:>6} {c['output']:>6} {c['new']:>6}")
-        return "\n".join(lines)
+        return format_summary(self.to_dict())
+
+
+def format_summary(d: Mapping[str, Any]) -> str:
+    """The human-readable form of a summary (:meth:`SynthesisReport.to_dict`, or the JSON
+    summary ``rods synth`` writes)."""
+    lines = [
+        f"seeds: {d['seeds']}   candidates: {d['candidates']}   accepted: {d['accepted']} "
+        f"({100 * d['acceptance_rate']:.1f}%)   {d['seconds']:.2f} s "
+        f"({d['candidates_per_second'] or 0:.0f} candidates/s)",
+    ]
+    if d["accepted_by_kind"]:
+        kinds = ", ".join(f"{k} {v}" for k, v in d["accepted_by_kind"].items())
+        lines.append(f"accepted by kind: {kinds}")
+    if d["rejected"]:
+        lines.append("rejected by reason:")
+        for reason, count in d["rejected"].items():
+            example = d["rejection_examples"].get(reason, "")
+            lines.append(f"  {reason:<22} {count:>6}   e.g. {example[:90]}")
+    sigs = d["signatures"]
+    lines.append(
+        f"signatures: {d['signature_count']['seeds']} in seeds, "
+        f"{d['signature_count']['output']} in output; request skeletons: "
+        f"{d['distinct_skeletons']['seeds']} in seeds, {d['distinct_skeletons']['output']} "
+        "in output"
+    )
+    lines.append(f"  {'seeds':>6} {'output':>6}  signature")
+    for key, c in list(sigs.items())[:TOP_SIGNATURES]:
+        lines.append(f"  {c['seeds']:>6} {c['output']:>6}  {key[:110]}")
+    if len(sigs) > TOP_SIGNATURES:
+        lines.append(f"  ... {len(sigs) - TOP_SIGNATURES} more in the JSON summary")
+    cov = d["entity_coverage"]
+    if cov:
+        lines.append("entity coverage (distinct values: seeds / output / new):")
+        for name, c in cov.items():
+            lines.append(f"  {name:<32} {c['seeds']:>6} {c['output']:>6} {c['new']:>6}")
+    return "\n".join(lines)

@@ -306,3 +306,47 @@ def test_kept_keys_and_values_give_the_same_completions_and_save_prefill(tiny_mo
     assert reusing.kv_stats["reused"] == before["reused"]
     turn(reusing, third, "e", 7)
     assert reusing.kv_stats["reused"] > before["reused"]  # the shared opening is learnt again
+
+
+# -- building engines from typed options ---------------------------------------------------------
+def test_engine_options_reject_bad_values_in_one_line():
+    from rods_agent.engines import EngineOptions
+
+    with pytest.raises(ConfigError, match="needs a model"):
+        EngineOptions(engine="transformers")
+    with pytest.raises(ConfigError, match="unknown engine 'gpt'; engines: openai"):
+        EngineOptions(engine="gpt", model="m")
+    with pytest.raises(ConfigError, match="--concurrency must be positive"):
+        EngineOptions(model="m", concurrency=0)
+    assert EngineOptions(engine="oracle").model_name == "oracle"
+
+
+def test_model_folder_checks_name_what_is_missing(tmp_path, tiny_model_dir):
+    from rods_agent.engines import EngineError, check_model_folder
+
+    check_model_folder(str(tiny_model_dir))  # complete: no error
+    check_model_folder("Qwen/Qwen2.5-0.5B-Instruct")  # a hub id is left to the loader
+    (tmp_path / "w").mkdir()
+    (tmp_path / "w" / "config.json").write_text("{}")
+    (tmp_path / "w" / "model.safetensors").write_bytes(b"")
+    with pytest.raises(EngineError, match=r"lacks a tokenizer \(tokenizer.json"):
+        check_model_folder(str(tmp_path / "w"))
+    with pytest.raises(EngineError, match="is a file"):
+        check_model_folder(str(tmp_path / "w" / "config.json"))
+
+
+def test_build_engine_loads_a_complete_folder_and_reports_a_broken_one(tmp_path, tiny_model_dir):
+    import shutil
+
+    from rods_agent.engines import EngineError, EngineOptions, build_engine
+
+    engine = build_engine(EngineOptions(engine="transformers", model=str(tiny_model_dir)))
+    [c] = engine.generate([GenerationRequest(OPENING)], SamplingParams(max_tokens=2))
+    assert c.error is None and c.token_ids
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_model_dir, broken)
+    (broken / "model.safetensors").write_bytes(b"not weights")
+    with pytest.raises(EngineError) as info:
+        build_engine(EngineOptions(engine="transformers", model=str(broken)))
+    message = str(info.value)
+    assert message.startswith(f"cannot load model '{broken}'") and "\n" not in message

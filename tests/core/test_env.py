@@ -1,14 +1,22 @@
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 import warnings
+from decimal import Decimal
 
 import pytest
 from gymnasium.utils.env_checker import check_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rods_env import OracleAgent, TalkOnlyAgent, ToolEnv, run_episode
 from rods_env.oracle import tool_call_text
+from rods_env.parsing import parse_action
 from rods_env.task import ToolCall
+from rods_env.tools import MAX_ERROR_CHARS, MAX_OUTPUT_CHARS, Toolkit, tool
+from tests.core import fuzz
 from tests.core.toy_domain import TOY
 
 WRITES = TOY.toolkit.write_names()
@@ -17,6 +25,11 @@ WRITES = TOY.toolkit.write_names()
 @pytest.fixture
 def env(toy_tasks):
     return ToolEnv(TOY, tasks=toy_tasks, render_mode="ansi")
+
+
+@pytest.fixture(scope="module")
+def toy_env(toy_tasks):
+    return ToolEnv(TOY, tasks=toy_tasks, max_steps=12)
 
 
 def test_check_env_passes_without_warnings(env):
@@ -219,3 +232,166 @@ def test_truncate_scores_like_the_step_limit():
             assert info["termination"] == "max_turns"
         results.append((info["progress"], info["success"], info["turn_results"]))
     assert results[0] == results[1]
+
+
+# -- robustness: every malformed action is an observation ---------------------------------
+DEEP = "[" * 5000 + "]" * 5000
+CALL = '<tool_call>{"name": "get_account", "arguments": %s}</tool_call>'
+
+
+def _dict_call(arguments):
+    return {
+        "role": "assistant",
+        "tool_calls": [{"function": {"name": "get_account", "arguments": arguments}}],
+    }
+
+
+MALFORMED = [
+    pytest.param(CALL % ('{"account_id": ' + "9" * 5000 + "}"), "not valid JSON", id="int-5000-digits"),
+    pytest.param(CALL % DEEP, "nested", id="nesting-5000-deep"),
+    pytest.param(CALL % ('{"account_id": "' + "[" * 40 + "]" * 40 + '"}'), "No account", id="brackets-in-a-string"),
+    pytest.param(CALL % '{"account_id": NaN}', "NaN", id="nan"),
+    pytest.param(CALL % '{"account_id": "\\ud800"}', "lone surrogate", id="escaped-surrogate"),
+    pytest.param("Hello \ud800", "lone surrogate", id="surrogate-in-text"),
+    pytest.param({"content": [{"type": "text", "text": 5}]}, "content", id="content-part-not-text"),
+    pytest.param({"content": [object()]}, "not JSON", id="content-part-object"),
+    pytest.param(_dict_call({1: "ACC0001"}), "key is a int", id="non-string-key"),
+    pytest.param(_dict_call({"account_id": {1, 2}}), "set value is not JSON", id="set"),
+    pytest.param(_dict_call({"account_id": Decimal("1.5")}), "Decimal", id="decimal"),
+    pytest.param(_dict_call({"account_id": 10**5000}), "more than 18 digits", id="huge-int"),
+    pytest.param(_dict_call({"account_id": float("inf")}), "finite", id="inf"),
+    pytest.param(_dict_call({"account_id": "\ud800"}), "lone surrogate", id="surrogate-in-dict"),
+    pytest.param(_dict_call("{" * 3000), "not valid JSON", id="arguments-string-broken"),
+    pytest.param({"role": "assistant", "content": "y" * 10_000_000}, "characters of text", id="dict-10M"),
+    pytest.param({"tool_calls": "nope"}, "must be a list", id="tool-calls-not-a-list"),
+    pytest.param({"tool_calls": [{"function": {"name": "get_account"}}] * 17}, "at most 16", id="17-calls"),
+    pytest.param(CALL % "{}" * 17, "at most 16", id="17-blocks"),
+    pytest.param(None, "must be a string or a message dict", id="none"),
+    pytest.param(b"bytes", "must be a string or a message dict", id="bytes"),
+    pytest.param(["a"], "must be a string or a message dict", id="list"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("action", "needle"), MALFORMED)
+def test_every_malformed_kind_is_an_error_observation(env, toy_tasks, action, needle):
+    env.reset(options={"task": toy_tasks[0]})
+    before = env.db.fingerprint()
+    obs, reward, term, trunc, info = env.step(action)
+    assert obs.startswith("Error") and needle in obs, obs[:300]
+    assert (reward, term, trunc) == (0.0, False, False)
+    assert env.db.fingerprint() == before
+    json.dumps(info["messages"], ensure_ascii=False).encode("utf-8")  # the history stays writable
+    assert all(len(m["content"] or "") <= 5000 for m in info["messages"][1:])
+
+
+def test_a_surrogate_in_a_write_argument_changes_nothing(env, toy_tasks):
+    """Regression: the write ran, its result could not be rendered, the write stayed and
+    every later read of the record raised."""
+    env.reset(options={"task": toy_tasks[0]})
+    before = env.db.fingerprint()
+    args = '{"account_id": "ACC0001", "frozen": true, "reason": "fraud\\ud800"}'
+    obs, *_ = env.step(f'<tool_call>{{"name": "set_frozen", "arguments": {args}}}</tool_call>')
+    assert obs.startswith("Error") and env.db.fingerprint() == before
+
+
+def test_parsing_is_linear_in_the_action():
+    """18,000 unclosed tags took 24 s (quadratic); the parse is now one pass. Timing is a
+    benchmark (benchmarks/test_fuzz.py); here the result is checked."""
+    parsed = parse_action("<tool_call>" * 18_000)
+    assert parsed.error is None and len(parsed.calls) == 1 and "not closed" in parsed.calls[0].error
+    assert parse_action("<tool_call>{}</tool_call>" * 17).error  # at most 16 calls
+
+
+# -- robustness: bounded observations --------------------------------------------------------
+def test_a_long_id_is_not_echoed_into_a_huge_observation(env, toy_tasks):
+    env.reset(options={"task": toy_tasks[0]})
+    long_id = "A" * 150_000
+    obs, *_, info = env.step(CALL % json.dumps({"account_id": long_id}))
+    assert obs.startswith("Error") and len(obs) <= MAX_ERROR_CHARS
+    assert "truncated" in obs and "more characters" in obs
+    assert len(info["messages"][-1]["content"]) <= MAX_ERROR_CHARS
+
+
+class Fragile(Toolkit):
+    """Tools that misbehave: a huge output, a result that cannot be rendered, a bug."""
+
+    @tool
+    def dump(self) -> str:
+        """Return a very long text."""
+        return "z" * (MAX_OUTPUT_CHARS * 2)
+
+    @tool(writes=True)
+    def zero_then_unrenderable(self, account_id: str) -> object:
+        """Set a balance to zero and return something that is not JSON.
+
+        Args:
+            account_id: The account.
+        """
+        acc = self.db.require("accounts", account_id)
+        self.db.put("accounts", account_id, acc.model_copy(update={"balance": 0}))
+        return {1, 2}
+
+    @tool(writes=True)
+    def zero_then_crash(self, account_id: str) -> str:
+        """Set a balance to zero, then fail with a bug.
+
+        Args:
+            account_id: The account.
+        """
+        acc = self.db.require("accounts", account_id)
+        self.db.put("accounts", account_id, acc.model_copy(update={"balance": 0}))
+        return str(1 / 0)
+
+
+def test_outputs_are_capped_and_rendering_is_inside_the_atomic_call():
+    db = TOY.database(0, "tiny")
+    tools = Fragile(db)
+    dump = tools.call("dump")
+    assert dump.ok and len(dump.output) <= MAX_OUTPUT_CHARS and "truncated" in dump.output
+    before = db.fingerprint()
+    for name in ("zero_then_unrenderable", "zero_then_crash"):
+        result = tools.call(name, {"account_id": "ACC0001"})
+        assert not result.ok and result.error == "InternalToolError", result.output
+        assert "nothing was changed" in result.output
+        assert db.fingerprint() == before
+
+
+# -- data handed out -----------------------------------------------------------------------
+def test_tools_and_messages_handed_out_are_read_only(toy_tasks):
+    env = ToolEnv(TOY, tasks=toy_tasks)
+    _, info = env.reset(options={"task": toy_tasks[0]})
+    name = info["tools"][0]["function"]["name"]
+    with pytest.raises(TypeError, match="read-only"):
+        info["tools"][0]["function"]["name"] = "hacked"
+    with pytest.raises(TypeError, match="read-only"):
+        info["tools"].append({})
+    with pytest.raises(TypeError, match="read-only"):
+        info["messages"][0]["content"] = "ignore the policy"
+    with pytest.raises(TypeError, match="read-only"):
+        info["tools"][0]["function"]["parameters"]["required"].append("x")
+    # a copy is plain and editable, and changes nobody else's tools
+    mine = copy.deepcopy(info["tools"])
+    mine[0]["function"]["name"] = "mine"
+    assert type(mine[0]) is dict and type(pickle.loads(pickle.dumps(info["tools"]))) is list
+    other = ToolEnv(TOY, tasks=toy_tasks)
+    assert other.reset(options={"task": toy_tasks[0]})[1]["tools"][0]["function"]["name"] == name
+    assert json.loads(json.dumps(info["tools"])) == copy.deepcopy(info["tools"])  # plain JSON
+    # the message list is the caller's copy; the env's history is untouched
+    info["messages"].append({"role": "user", "content": "extra"})
+    *_, later = env.step("Could you tell me your email?")
+    assert all(m["content"] != "extra" for m in later["messages"])
+    with pytest.raises(TypeError, match="read-only"):
+        later["messages"][-1]["content"] = "rewritten"
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.lists(fuzz.actions(sorted(TOY.toolkit.names())), min_size=1, max_size=6))
+def test_fuzzed_actions_never_raise(toy_env, batch):
+    toy_env.reset(seed=0)
+    for action in batch:
+        fuzz.step_checked(toy_env, action)

@@ -1,6 +1,12 @@
 from __future__ import annotations
 
-from rods_env.parsing import parse_action
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rods_env.parsing import MAX_CALLS, check_json, parse_action, parse_text
+from tests.core.fuzz import TAGS, actions
 
 
 def test_tool_call_blocks_in_order_with_text():
@@ -49,3 +55,30 @@ def test_malformed_inputs_are_errors_not_exceptions():
     assert parse_action('<tool_call>{"name": "a", "arguments": [1]}</tool_call>').calls[0].error
     assert parse_action(42).error
     assert parse_action({"tool_calls": "x"}).error
+
+
+# -- fuzzing -------------------------------------------------------------------------------
+NAMES = ["get_account", "transfer", "find_account"]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(actions(NAMES))
+def test_parse_never_raises_and_returns_bounded_plain_json(action):
+    parsed = parse_action(action, max_chars=200_000)
+    assert isinstance(parsed.content, str)
+    assert parsed.error is None or isinstance(parsed.error, str)
+    assert len(parsed.calls) <= MAX_CALLS
+    for call in parsed.calls:
+        assert isinstance(call.name, str)
+        if call.error is None:
+            assert type(call.arguments) is dict
+            check_json(call.arguments)  # raises if not bounded plain JSON
+            json.dumps(call.arguments, ensure_ascii=False).encode("utf-8")
+    json.dumps(parsed.content, ensure_ascii=False).encode("utf-8")
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from([*TAGS, " ", "a", '"', "\\", "9"]), max_size=200))
+def test_tag_soup_never_raises(pieces):
+    parsed = parse_text("".join(pieces))
+    assert parsed.error is None or parsed.calls == ()

@@ -49,13 +49,15 @@ def test_unknown_tool_suggests(tools):
     )
 
 
-def test_withheld_tool_is_unknown(tools):
+def test_withheld_tool_is_not_available_and_suggests_no_other_tool(tools):
     r = tools.call(
         "transfer",
         {"from_account": "ACC0001", "to_account": "ACC0002", "amount": 1},
-        available={"get_account"},
+        available={"get_account", "transfer_all"},
     )
-    assert not r.ok and "Unknown tool" in r.output
+    assert not r.ok and "not available in this conversation" in r.output
+    # never "did you mean <another write tool>": that is the workaround the policy forbids
+    assert "Did you mean" not in r.output and "transfer_all" not in r.output
 
 
 def test_failing_write_leaves_state_unchanged(tools):

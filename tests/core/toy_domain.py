@@ -28,6 +28,15 @@ class Account(Record):
     owner_email: str
     balance: int
     frozen: bool = False
+    recent: tuple[int, ...] = ()
+    """Amounts of recent card payments: a record with many values, as real ones have (an
+    agent that states every value it read must not pass for one that answers)."""
+
+
+def recent_payments(seed: int, i: int) -> tuple[int, ...]:
+    """The recent payments of account ``i`` (their own generator: balances stay as they were)."""
+    rng = random.Random(f"recent:{seed}:{i}")
+    return tuple(rng.randrange(10, 500) for _ in range(10))
 
 
 def generate(seed: int, size: str) -> dict[str, dict[str, Record]]:
@@ -36,7 +45,10 @@ def generate(seed: int, size: str) -> dict[str, dict[str, Record]]:
     rows = {}
     for i in range(n):
         acc = Account(
-            id=f"ACC{i:04d}", owner_email=f"user{i}@example.com", balance=rng.randrange(100, 5000)
+            id=f"ACC{i:04d}",
+            owner_email=f"user{i}@example.com",
+            balance=rng.randrange(100, 5000),
+            recent=recent_payments(seed, i),
         )
         rows[acc.id] = acc
     return {"accounts": rows}

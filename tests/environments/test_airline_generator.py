@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import Counter
 from datetime import datetime
@@ -65,7 +66,7 @@ def test_default_matches_the_issue_counts():
     assert max(len(r.passengers) for r in res) <= 5
 
 
-@pytest.mark.parametrize("size", ["tiny", "default", "long"])
+@pytest.mark.parametrize("size", ["tiny", "default", "long-4k"])
 def test_records_are_consistent(size):
     tables = DOMAIN.base(0, size)
     now = datetime.fromisoformat(tables["meta"][CLOCK_KEY].now)
@@ -95,19 +96,25 @@ def test_records_are_consistent(size):
         assert all(pid == m.id for pid, m in user.payment_methods.items())
 
 
-def test_long_preset_has_long_records():
-    long, default = DOMAIN.base(0, "long"), DOMAIN.base(0, "default")
-
-    def mean(tables, f):
-        users = list(tables["users"].values())
-        return sum(f(u) for u in users) / len(users)
-
-    assert (
-        mean(long, lambda u: len(u.reservations))
-        >= 15
-        > 3 * mean(default, lambda u: len(u.reservations))
-    )
-    assert mean(long, lambda u: len(u.saved_passengers)) > mean(
-        default, lambda u: len(u.saved_passengers)
-    )
-    assert set(SIZES) == set(DOMAIN.sizes)
+def test_long_worlds_extend_the_default_world():
+    long, default = DOMAIN.base(0, "long-8k"), DOMAIN.base(0, "default")
+    for table in ("meta", "airports", "flights"):
+        assert long[table] is default[table] or dict(long[table]) == dict(default[table])
+    assert dict(long["reservations"]) == dict(default["reservations"])  # scans: the base
+    for key, user in itertools.islice(default["users"].items(), 20):
+        padded = long["users"][key]
+        assert padded.model_copy(update={"reservations": user.reservations}) == user
+        assert padded.reservations[-len(user.reservations) :] == user.reservations
+        past = padded.reservations[: -len(user.reservations) or None]
+        assert len(past) > 2000
+        for rid in past[:: len(past) // 5]:
+            res = long["reservations"][rid]
+            assert res.user_id == key and res.reservation_id == rid and len(rid) == 6
+            assert rid not in default["reservations"]
+            (flight,) = res.flights
+            assert default["flights"][flight.flight_number].dates[flight.date].status in (
+                "landed",
+                "cancelled",
+            )
+    assert set(DOMAIN.sizes) == {"tiny", "default", "long-4k", "long-8k", "long-16k", "long-32k"}
+    assert set(SIZES) == {"tiny", "default"}

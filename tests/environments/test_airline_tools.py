@@ -13,8 +13,20 @@ import pytest
 
 from environments.airline import DOMAIN
 from environments.airline.generator import BAG_FEE, FREE_BAGS, INSURANCE_FEE, tables_digest
-from environments.airline.schema import CLOCK_KEY, Certificate, GiftCard, Reservation, User
-from environments.airline.tools import COMPENSATION, AirlineTools
+from environments.airline.schema import (
+    CLOCK_KEY,
+    Certificate,
+    GiftCard,
+    Payment,
+    Reservation,
+    User,
+)
+from environments.airline.tools import (
+    COMPENSATION,
+    MAX_BAGS_PER_PASSENGER,
+    AirlineTools,
+    invariant_violations,
+)
 from rods_env.database import Database
 from tests.environments.toolcheck import fail, ok
 
@@ -72,6 +84,16 @@ def with_methods(db, user: User, **methods) -> User:
     """Give a user extra payment methods (written into the episode state)."""
     new = user.model_copy(update={"payment_methods": {**user.payment_methods, **methods}})
     db.put("users", user.user_id, new)
+    return new
+
+
+def paid_by(db, res: Reservation, payment_id: str) -> Reservation:
+    """Make the reservation paid in one payment by ``payment_id`` (test setup)."""
+    total = sum(p.amount for p in res.payment_history)
+    new = res.model_copy(
+        update={"payment_history": (Payment(payment_id=payment_id, amount=total),)}
+    )
+    db.put("reservations", res.reservation_id, new)
     return new
 
 
@@ -172,6 +194,7 @@ def test_policy_states_the_constants_the_tools_enforce():
         "50 per passenger",
         "plus 30",
         "costs 50",
+        f"at most {MAX_BAGS_PER_PASSENGER} checked bags per passenger",
     ):
         assert needle in policy, needle
     assert COMPENSATION == {"cancelled": 100, "delayed": 50}
@@ -182,7 +205,7 @@ def test_policy_states_the_constants_the_tools_enforce():
 def test_reads_return_records_and_change_nothing(tools, db):
     res = find(db, lambda r: r.status == "active")
     before = db.fingerprint()
-    user = identify(tools, res.user_id)
+    user = identify(tools, res.user_id)  # reservation details are shown to their owner only
     assert user.user_id == res.user_id and res.reservation_id in user.reservations
     assert ok(tools, "get_reservation_details", reservation_id=res.reservation_id) == res
     airports = ok(tools, "list_all_airports")
@@ -218,12 +241,7 @@ def test_reads_return_records_and_change_nothing(tools, db):
     ("name", "args", "error", "needle"),
     [
         ("get_user_details", {"user_id": "nobody_0000"}, "NotFoundError", "user id"),
-        (
-            "get_reservation_details",
-            {"reservation_id": "ZZZZZZ"},
-            "NotFoundError",
-            "get_user_details",
-        ),
+        ("get_reservation_details", {"reservation_id": "ZZZZZZ"}, "NotFoundError", "six letters"),
         (
             "search_direct_flight",
             {"origin": "XXX", "destination": "LAX", "date": "2024-05-20"},
@@ -264,6 +282,30 @@ def test_bad_reads_are_error_observations(tools, name, args, error, needle):
 def test_transfer_is_terminal(tools):
     result = tools.call("transfer_to_human_agents", {"summary": "wants a refund outside policy"})
     assert result.ok and result.terminal and result.output == "Transfer successful."
+    fail(tools, "transfer_to_human_agents", "InvalidArgumentError", "empty", summary="  ")
+
+
+def test_reservations_are_shown_only_to_their_identified_owner(tools, db):
+    """Verification before disclosure: a reservation's details need its owner identified."""
+    res = find(db, lambda r: r.status == "active")
+    fail(
+        tools,
+        "get_reservation_details",
+        "RuleViolationError",
+        "get_user_details",
+        reservation_id=res.reservation_id,
+    )
+    other = next(u for u in db.keys("users") if u != res.user_id)
+    identify(tools, other)
+    fail(
+        tools,
+        "get_reservation_details",
+        "RuleViolationError",
+        "not been identified",
+        reservation_id=res.reservation_id,
+    )
+    identify(tools, res.user_id)
+    assert ok(tools, "get_reservation_details", reservation_id=res.reservation_id) == res
 
 
 # -- identity -------------------------------------------------------------------------------------
@@ -741,6 +783,7 @@ def test_gift_card_refund_and_overdraw_on_changes(tools, db):
     res = find(db, lambda r: open_res(db, r) and r.cabin == "business")
     user = identify(tools, res.user_id)
     with_methods(db, user, gift_card_0000001=GiftCard(id="gift_card_0000001", amount=0))
+    paid_by(db, res, "gift_card_0000001")  # a refund goes back to a card that paid
     done = ok(
         tools,
         "update_reservation_cabin",
@@ -761,6 +804,67 @@ def test_gift_card_refund_and_overdraw_on_changes(tools, db):
         cabin="business",
         payment_id="gift_card_0000001",
     )
+
+
+def test_refunds_go_back_to_a_card_that_paid_and_never_exceed_payments(tools, db):
+    """Regression: a downgrade refunded to another card, then a cancellation, refunded more
+    than was paid. A refund now goes only to a card that paid the reservation, and a
+    cancellation refunds what each card paid, net."""
+
+    def fits(r: Reservation) -> bool:
+        cards = [m for m in db.get("users", r.user_id).payment_methods.values()]
+        return (
+            open_res(db, r)
+            and r.cabin == "economy"
+            and (recent(r) or r.insurance == "yes")
+            and len(r.payment_history) == 1
+            and sum(m.source == "credit_card" for m in cards) >= 2
+            and all(
+                db.get("flights", f.flight_number).dates[f.date].available_seats.basic_economy
+                >= len(r.passengers)
+                for f in r.flights
+            )
+        )
+
+    res = find(db, fits)
+    user = identify(tools, res.user_id)
+    (payment,) = res.payment_history
+    other = next(
+        pid for pid, m in user.payment_methods.items()
+        if m.source == "credit_card" and pid != payment.payment_id
+    )  # fmt: skip
+    args = {"reservation_id": res.reservation_id, "cabin": "basic_economy"}
+    fail(tools, "update_reservation_cabin", "RuleViolationError", "Refunds go back",
+         payment.payment_id, payment_id=other, **args)  # fmt: skip
+    down = ok(tools, "update_reservation_cabin", payment_id=payment.payment_id, **args)
+    assert down.payment_history[-1].amount < 0  # a refund of the difference
+    reason = "change of plan" if recent(res) else "health"
+    done = ok(tools, "cancel_reservation", reservation_id=res.reservation_id, reason=reason)
+    paid = sum(p.amount for p in done.payment_history if p.amount > 0)
+    refunded = -sum(p.amount for p in done.payment_history if p.amount < 0)
+    assert paid == refunded == payment.amount
+    assert invariant_violations(db) == []
+
+
+def test_bag_counts_stay_within_the_policy(tools, db):
+    """Regression: any number of bags was accepted (a 4,000-digit count was charged to a
+    card, and the state could no longer be fingerprinted)."""
+    res = find(db, lambda r: open_res(db, r) and len(r.passengers) == 1)
+    user = identify(tools, res.user_id)
+    for total in (6, 10**17):
+        fail(
+            tools,
+            "update_reservation_baggages",
+            "RuleViolationError",
+            "5 checked bags per passenger",
+            reservation_id=res.reservation_id,
+            total_baggages=total,
+            payment_id=card_of(user),
+        )
+    flight, offer = direct_offer(tools)
+    args, _ = booking_args(user, flight, offer, bags=MAX_BAGS_PER_PASSENGER + 1)
+    fail(tools, "book_reservation", "RuleViolationError", "checked bags", **args)
+    assert db.fingerprint() and invariant_violations(db) == []
 
 
 # -- bags and passengers -------------------------------------------------------------------------
@@ -927,11 +1031,12 @@ def test_writes_never_touch_the_shared_base(db):
     tools = AirlineTools(db)
     res = find(db, lambda r: open_res(db, r) and r.cabin == "business")
     identify(tools, res.user_id)
+    res = paid_by(db, res, card_of(db.get("users", res.user_id)))
     ok(
         tools,
         "update_reservation_baggages",
         reservation_id=res.reservation_id,
-        total_baggages=res.total_baggages + 9,
+        total_baggages=res.total_baggages + 1,
         payment_id=card_of(db.get("users", res.user_id)),
     )
     ok(

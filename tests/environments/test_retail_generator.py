@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections import Counter
@@ -68,12 +69,45 @@ def test_sizes(tiny, default):
     assert sum(len(p.variants) for p in default["products"].values()) >= 500
 
 
-def test_long_size_has_big_records():
-    long = DOMAIN.base(0, "long")
-    assert len(long["users"]) == 100
-    assert max(len(u.orders) for u in long["users"].values()) >= 30
-    assert min(len(p.variants) for p in long["products"].values()) >= 24
-    assert sum(len(p.variants) for p in long["products"].values()) >= 2000
+def test_long_worlds_extend_the_default_world_without_copying_it(default):
+    long = DOMAIN.base(0, "long-8k")
+    # every default record is there under the same key; only users grow (a longer history)
+    assert list(long["users"]) == list(default["users"]) and len(long["orders"]) == 1000
+    for key, order in itertools.islice(default["orders"].items(), 50):
+        assert long["orders"][key] == order
+    for key, user in itertools.islice(default["users"].items(), 20):
+        padded = long["users"][key]
+        assert padded.model_copy(update={"orders": user.orders}) == user
+        assert padded.orders[-len(user.orders) :] == user.orders  # own orders come last
+        assert len(padded.orders) > 1500
+        past = [o for o in padded.orders if o not in user.orders]
+        own_products = {i.product_id for o in user.orders for i in default["orders"][o].items}
+        for order_id in past[:: len(past) // 5]:  # past orders exist when looked up
+            order = long["orders"][order_id]
+            assert order.user_id == key and order.status in ("delivered", "cancelled")
+            assert order_id in long["orders"] and order_id not in default["orders"]
+            assert not {i.product_id for i in order.items} & own_products
+    assert "#W0000000" not in long["orders"] and long["orders"].get("nope") is None
+    # products: the default variants first, then new option combinations; new product types
+    for key, product in default["products"].items():
+        bigger = long["products"][key]
+        assert bigger.variants[: len(product.variants)] == product.variants
+        combos = [tuple(sorted(v.options.items())) for v in bigger.variants]
+        assert len(set(combos)) == len(combos)
+    names = {p.name for p in default["products"].values()}
+    extra = [p for p in long["products"].values() if p.name not in names]
+    assert len(extra) == 100 and not {w for p in extra for w in p.name.split()} & {
+        w for n in names for w in n.split()
+    }
+
+
+def test_long_world_sizes_grow_with_the_knob():
+    sizes = {s: DOMAIN.base(0, s) for s in ("long-4k", "long-8k", "long-16k", "long-32k")}
+    key = next(iter(sizes["long-4k"]["users"]))
+    chars = {s: len(t["users"][key].model_dump_json()) for s, t in sizes.items()}
+    assert chars["long-4k"] < chars["long-8k"] < chars["long-16k"] < chars["long-32k"]
+    # about n thousand tokens of 4 characters each in a customer record of a long-<n>k world
+    assert 0.6 * 32_000 * 4 < chars["long-32k"] < 1.2 * 32_000 * 4
 
 
 @pytest.mark.parametrize("size", ["tiny", "default"])

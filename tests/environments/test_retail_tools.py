@@ -18,7 +18,7 @@ from environments.retail.schema import (
     Transaction,
     User,
 )
-from environments.retail.tools import RetailTools
+from environments.retail.tools import RetailTools, invariant_violations
 from rods_env.database import Database
 from rods_env.errors import RuleViolationError
 from tests.environments.toolcheck import fail, ok
@@ -198,8 +198,9 @@ def test_find_user_by_email_and_name_zip(db, tools):
 
 def test_get_details_and_hints(db, tools):
     user = next(iter(db.values("users")))
+    verify(tools, user)
     assert ok(tools, "get_user_details", user_id=user.user_id) == user
-    fail(tools, "get_user_details", "NotFoundError", "find_user_id_by_email", user_id="nobody_1")
+    fail(tools, "get_user_details", "RuleViolationError", "verified", user_id="nobody_1")
     order = db.get("orders", user.orders[0])
     assert ok(tools, "get_order_details", order_id=order.order_id) == order
     fail(
@@ -222,6 +223,26 @@ def test_get_details_and_hints(db, tools):
     listing = ok(tools, "list_all_product_types")
     assert list(listing) == sorted(listing)
     assert listing[product.name] == product.product_id
+
+
+def test_private_records_are_shown_only_to_the_verified_customer(db, tools):
+    """Verification before disclosure: accounts and orders need the customer verified, and
+    only their own are shown; the public catalog needs nothing."""
+    user, other = list(db.values("users"))[:2]
+    order, others_order = user.orders[0], other.orders[0]
+    for name, args in [
+        ("get_user_details", {"user_id": user.user_id}),
+        ("get_order_details", {"order_id": order}),
+    ]:
+        fail(tools, name, "RuleViolationError", "not been verified", **args)
+    product = db.get("orders", order).items[0].product_id
+    assert ok(tools, "get_product_details", product_id=product).product_id == product
+    verify(tools, user)
+    assert ok(tools, "get_order_details", order_id=order).order_id == order
+    fail(tools, "get_user_details", "RuleViolationError", "not the verified", user_id=other.user_id)
+    fail(
+        tools, "get_order_details", "RuleViolationError", "not the verified", order_id=others_order
+    )
 
 
 def test_calculate_and_think(tools):
@@ -309,6 +330,70 @@ def test_cancel_to_a_card_leaves_the_user_unchanged(db, tools):
     assert db.get("users", user.user_id) == before
 
 
+def test_cancel_after_a_payment_change_refunds_once(db, tools):
+    """Regression: a payment change then a cancellation refunded the original method twice
+    (a gift card gained twice the order total). The refund is what each method paid, net."""
+    for order in orders(db, "pending"):
+        user = owner(db, order)
+        (payment,) = order.payment_history
+        gift = user.payment_method(payment.payment_method_id)
+        others = [m for m in user.payment_methods if m.id != payment.payment_method_id]
+        if isinstance(gift, GiftCard) and any(not isinstance(m, GiftCard) for m in others):
+            break
+    else:
+        raise AssertionError("no pending order paid by a gift card")
+    other = next(m for m in others if not isinstance(m, GiftCard))
+    total = payment.amount
+    verify(tools, user)
+    ok(tools, "modify_pending_order_payment", order_id=order.order_id, payment_method_id=other.id)
+    balance = db.get("users", user.user_id).payment_method(gift.id).balance
+    assert balance == round(gift.balance + total, 2)  # refunded once
+    new = ok(tools, "cancel_pending_order", order_id=order.order_id, reason="no longer needed")
+    assert db.get("users", user.user_id).payment_method(gift.id).balance == balance  # not again
+    refunds = [t for t in new.payment_history if t.transaction_type == "refund"]
+    assert [(t.payment_method_id, t.amount) for t in refunds] == [
+        (gift.id, total),
+        (other.id, total),
+    ]
+    assert invariant_violations(db) == []
+
+
+def test_refund_of_a_difference_goes_to_a_method_that_paid(db, tools):
+    """A cheaper variant refunds the difference only to a method that paid the order."""
+    for order in orders(db, "pending"):
+        for item in order.items:
+            cheaper = [
+                v
+                for v in db.get("products", item.product_id).variants
+                if v.available and v.price < item.price and v.item_id != item.item_id
+            ]
+            if cheaper:
+                break
+        else:
+            continue
+        break
+    user = owner(db, order)
+    paid_by = order.payment_history[0].payment_method_id
+    others = [m.id for m in user.payment_methods if m.id != paid_by]
+    verify(tools, user)
+    args = {
+        "order_id": order.order_id,
+        "item_ids": [item.item_id],
+        "new_item_ids": [cheaper[0].item_id],
+    }
+    fail(
+        tools,
+        "modify_pending_order_items",
+        "RuleViolationError",
+        "Refunds go back",
+        paid_by,
+        payment_method_id=others[0],
+        **args,
+    )
+    ok(tools, "modify_pending_order_items", payment_method_id=paid_by, **args)
+    assert invariant_violations(db) == []
+
+
 @pytest.mark.parametrize(
     ("status", "needle"),
     [
@@ -358,6 +443,7 @@ def test_cancel_reason_must_be_a_policy_reason(db, tools):
 def test_modify_items_charges_the_difference_once(db, tools):
     order, item, new = modifiable(db, "pending")
     user = give_methods(db, owner(db, order), card(10_000.0))
+    order = pay_with(db, order, "gift_card_0000001")  # so a refund of the difference may go there
     verify(tools, user)
     result = ok(
         tools,
@@ -859,6 +945,7 @@ def test_write_failing_midway_leaves_no_trace():
     tools = RetailTools(db)
     order, item, new = modifiable(db, "pending")
     user = give_methods(db, owner(db, order), card(10_000.0))
+    pay_with(db, order, "gift_card_0000001")
     verify(tools, user)
     db.fail_orders = True
     before = db.fingerprint()

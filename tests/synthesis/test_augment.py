@@ -12,7 +12,7 @@ from rods_env.domain import Draft, Skill
 from rods_env.gold import replay_gold
 from rods_env.oracle import tool_call_text
 from rods_env.seeds import make_task
-from rods_env.synthesis import AUGMENTS, CANNOT, synthesize
+from rods_env.synthesis import AUGMENTS, CANNOT, Candidate, plan, synthesize
 from rods_env.synthesis.augment import (
     first_usable_guess,
     near_miss,
@@ -20,8 +20,10 @@ from rods_env.synthesis.augment import (
     remove_value,
     states,
 )
+from rods_env.synthesis.rewrite import strip_frame
+from rods_env.synthesis.text import text_problems
 from tests.core.toy_domain import TOY
-from tests.synthesis.conftest import GuessingAgent, run_oracle
+from tests.synthesis.conftest import GuessingAgent, play, run_oracle
 from tests.synthesis.toy_synth import SHAPED
 
 WRITES = SHAPED.toolkit.write_names()
@@ -104,12 +106,12 @@ def test_missing_parameter_unavailable_when_no_request_states_a_fact(seeds):
 @pytest.mark.parametrize(
     ("text", "value", "label", "expected"),
     [
-        ("Cancel order #W123 please.", "#W123", "order id", "Cancel order please."),
+        ("Cancel order #W123 please.", "#W123", "order id", "Cancel my order please."),
         (
             "Send 20 dollars to account ACC0003.",
             "ACC0003",
             "recipient account",
-            "Send 20 dollars to account.",
+            "Send 20 dollars to my recipient account.",
         ),
         (
             "Change my address to 1 Main St, Springfield?",
@@ -120,10 +122,27 @@ def test_missing_parameter_unavailable_when_no_request_states_a_fact(seeds):
         ("Fly from Dallas (DFW) to Boston.", "DFW", "origin", "Fly from Dallas to Boston."),
         ("My email is a@b.com, thanks.", "a@b.com", "email", "My email, thanks."),
         ("Use ZX9 for it.", "ZX9", "code", "Use my code for it."),
+        ("Order #W1 has not shipped.", "#W1", "order id", "My order has not shipped."),
+        # whole tokens only: "4" inside a code is not the value 4
+        ("Economy, code NLYW4C.", "4", "bags", "Economy, code NLYW4C."),
     ],
 )
 def test_remove_value(text, value, label, expected):
     assert remove_value(text, value, label) == expected
+
+
+def test_remove_value_works_on_whole_tokens_and_bad_results_are_flagged():
+    text = "Book economy, no insurance, 4 bags, on reservation NLYW4C."
+    out = remove_value(text, "no", "insurance")
+    # "no" inside "economy" is untouched (raw surgery gave "ecomy insurancemy")
+    assert "economy" in out and "ecomy" not in out and not states(out, "no")
+    assert text_problems(out) == ["doubled word 'insurance insurance'"]
+    four = remove_value(text, "4", "bags")
+    assert "NLYW4C" in four and not states(four, "4")
+    assert remove_value("The new address is 1 Main St.", "1 Main St", "new address") == (
+        "The new address."
+    )
+    assert text_problems("The new address.") == ["fragment 'The new address.'"]
 
 
 def test_states_and_near_miss():
@@ -173,16 +192,21 @@ def test_missing_function_saying_so_passes_and_calling_around_it_fails(transfer_
     info, _ = _play(task, ["I'm sorry, I cannot make transfers at the moment."])
     assert info["turn_results"][0]["passed"] and info["success"]
 
-    # the withheld tool itself is unknown in that turn and changes nothing
-    info, env = _play(task, [tool_call_text(call), "Sorry, I cannot do that right now."])
-    assert "Unknown tool 'transfer'" in env.render()
+    # the withheld tool itself is not available in that turn and changes nothing
+    refusal = "Sorry, I cannot make the transfer right now."
+    info, env = _play(task, [tool_call_text(call), refusal])
+    assert "'transfer' is not available in this conversation" in env.render()
     assert info["turn_results"][0]["passed"]
+
+    # a blanket refusal that does not name the operation fails the turn
+    info, _ = _play(task, ["Sorry, I cannot do that right now."] * 3)
+    assert not info["turn_results"][0]["passed"] and not info["success"]
 
     # calling around it (another write in the withheld turn) fails the turn
     around = ToolCall(
         name="set_frozen", arguments={"account_id": src, "frozen": True, "reason": "fraud"}
     )
-    info, _ = _play(task, [tool_call_text(around), "Sorry, I cannot do that right now."])
+    info, _ = _play(task, [tool_call_text(around), refusal])
     assert not info["turn_results"][0]["passed"]
     assert info["turn_results"][0]["collateral"] and not info["success"]
 
@@ -198,12 +222,20 @@ def test_missing_function_unavailable_for_read_only_tasks(seeds):
 
 
 # -- long context and distractors ----------------------------------------------------------
-def test_long_context_runs_on_the_long_database(transfer_seeds):
-    # the toy's long database has more accounts, not longer records: no length requirement
-    tasks, _ = _variants(transfer_seeds, "long_context", per_seed=1, long_ratio=1.0)
-    assert tasks and all(t.db_size == "long" for t in tasks)
-    ids = {c.arguments.get("to_account") for t in tasks for c in t.gold_calls}
-    assert any(int(i[3:]) >= 40 for i in ids if i)  # accounts only the long database has
+def test_long_context_is_a_controlled_pair_of_its_base(transfer_seeds):
+    # the toy's long database holds the default one's accounts (and more), with records of
+    # the same length: no length requirement here (the real domains' tests check it)
+    tasks, out = _variants(transfer_seeds, "long_context", per_seed=1, long_ratio=1.0)
+    base = {o.task.id: o.task for o in out if o.accepted and o.task.variant == "base"}
+    assert len(tasks) == len(transfer_seeds)
+    for task in tasks:
+        parent = base[task.provenance.parent_id]
+        assert task.db_size == "long" and parent.db_size == "default"
+        # same requests, user, calls and outputs: only the world is larger
+        assert task.turns == parent.turns and task.user == parent.user
+        gold, parent_gold = replay_gold(SHAPED, task), replay_gold(SHAPED, parent)
+        assert [set(t.effect) for t in gold.turns] == [set(t.effect) for t in parent_gold.turns]
+        assert run_oracle(SHAPED, task)["success"]
 
 
 def test_long_context_must_have_longer_tool_outputs(transfer_seeds):
@@ -220,16 +252,52 @@ def test_long_context_unavailable_without_a_long_size():
     assert [getattr(o, "reason", "ok") for o in out] == ["ok", "augment_unavailable"]
 
 
-def test_distractors_add_irrelevant_sentences_only(transfer_seeds):
+def test_distractors_compete_and_acting_on_them_fails(transfer_seeds):
     tasks, out = _variants(transfer_seeds, "distractor", per_seed=1)
     base = {o.task.id: o.task for o in out if o.accepted and o.task.variant == "base"}
+    assert len(tasks) == len(transfer_seeds)
     for task in tasks:
         parent = base[task.provenance.parent_id]
         for t, p in zip(task.turns, parent.turns, strict=True):
-            assert p.request in t.request and len(t.request) > len(p.request)
+            assert strip_frame(p.request) in t.request and len(t.request) > len(p.request)
             assert t.calls == p.calls and t.outputs == p.outputs
-        extra = task.turns[0].request.replace(parent.turns[0].request, "")
-        assert not any(v in extra for v in task.user.facts.values())
+            assert not text_problems(t.request)
+        # the second request names another account (the toy's forbidden request) and no fact
+        extra = task.turns[0].request.replace(strip_frame(parent.turns[0].request), "")
+        assert "out of account ACC" in extra
+        assert not any(states(extra, v) for v in task.user.facts.values())
+    # an agent that also does what the distractor asks moves someone else's money: it fails
+    task = tasks[0]
+    other = task.turns[0].request.split("out of account ")[1].split()[0]
+    target = task.gold_calls[-1].arguments["to_account"]
+    obey = ToolCall(
+        name="transfer", arguments={"from_account": other, "to_account": target, "amount": 50}
+    )
+    result = play(SHAPED, task, 0, [tool_call_text(obey)])
+    assert not result["turn_results"][0]["passed"] and result["turn_results"][0]["collateral"]
+    assert run_oracle(SHAPED, task)["success"]
+
+
+def test_distractor_filter_matches_whole_tokens(transfer_seeds):
+    from rods_env.synthesis.augment import distractor
+
+    _, out = _variants(transfer_seeds[:1], "distractor", per_seed=1)
+    base = next(o for o in out if o.accepted and o.task.variant == "base")
+    cand = Candidate(
+        task=base.task, gold=base.gold, plan=plan(SHAPED, transfer_seeds[0], "resample")
+    )
+    # "no" is inside "another" and "Nora": a short value only knocks out a sentence that
+    # states it as a word
+    facts = {**cand.task.user.facts, "insurance": "no"}
+    task = cand.task.model_copy(update={"user": cand.task.user.model_copy(update={"facts": facts})})
+    sentences = [
+        "My friend Nora asked for another transfer out of account ACC0039.",
+        "Say no more.",
+    ]
+    dom = replace(SHAPED, forbidden_requests=lambda t, db, rng: sentences)
+    for k in range(10):
+        request = distractor(dom, replace(cand, task=task), random.Random(k)).task.turns[0].request
+        assert "Nora" in request and "Say no more" not in request
 
 
 def test_every_kind_keeps_the_gold_valid(seeds):

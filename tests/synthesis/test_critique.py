@@ -233,3 +233,75 @@ def test_one_step_turns_axis():
         check_one_step(sig(("a", "w"), 1), sig(("a", "w", "b"), 2), "items")
     with pytest.raises(Reject):  # two more writes is more than one step
         check_one_step(sig(("a", "w"), 1), sig(("a", "w", "w", "w"), 1, 3), "items")
+
+
+def test_the_domain_s_own_policy_checks_are_applied():
+    def no_big_transfers(domain, task, gold):
+        big = [c for c in task.gold_calls if c.arguments.get("amount", 0) > 15]
+        return f"transfer over 15 without approval: {big[0].key()}" if big else None
+
+    good = Skill("s", "", lambda db, rng, shape: _transfer_draft(db, rng, amount=12))
+    bad = Skill("s", "", lambda db, rng, shape: _transfer_draft(db, rng, amount=40))
+    from rods_env.seeds import make_task
+
+    seed = make_task(replace(SHAPED, skills=(good,)), good, random.Random(0), task_id="seed")
+    strict = replace(SHAPED, skills=(bad,), policy_checks=(no_big_transfers,))
+    out = list(synthesize([seed], domains=strict, per_seed=1, attempts=1))
+    assert _reasons(out) == ["policy_violation"] and "over 15" in out[0].detail
+    lenient = replace(strict, policy_checks=())
+    assert _reasons(list(synthesize([seed], domains=lenient, per_seed=1, attempts=1))) == [
+        "accepted"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "problem"),
+    [
+        ("Send 40 dollars to to {b}.", "doubled word"),
+        ("Send 40 dollars to the the account {b}.", "doubled word"),
+        ("My the account needs 40 dollars sent to {b}.", "stacked determiners"),
+        ("Send 40 dollars to {b} with .", "dangling"),
+    ],
+)
+def test_bad_text(request_text, problem):
+    def draft(db, rng, shape):
+        d = _transfer_draft(db, rng, amount=40)
+        b = d.turns[0].calls[1].arguments["to_account"]
+        turn = d.turns[0].model_copy(update={"request": request_text.format(b=b)})
+        return replace(d, turns=(turn,))
+
+    out = _outcomes(draft, rewrite=False)
+    assert _reasons(out) == ["bad_text"] and problem in out[0].detail
+
+
+def test_turn_depths_and_an_expansion_that_lowers_one():
+    from rods_env.synthesis.critique import check_turn_depths, turn_depths
+
+    # turn 0: a -> b -> c (depth 3); turn 1: d, fed by c (depth 4)
+    deep = Signature(
+        tools=("a", "b", "c", "d"), edges=((0, 1), (1, 2), (2, 3)), depth=4, writes=1, turns=2
+    )
+    assert turn_depths(deep, [3, 1]) == [3, 4]
+    shallow = Signature(
+        tools=("a", "b", "c", "d", "e"), edges=((0, 1), (2, 3)), depth=2, writes=2, turns=3
+    )
+    assert turn_depths(shallow, [3, 1, 1]) == [2, 2, 1]
+
+    def task_with(sig, counts):
+        calls = iter(ToolCall(name=n) for n in sig.tools)
+        turns = tuple(Turn(request="r", calls=tuple(next(calls) for _ in range(n))) for n in counts)
+        return seed_like.model_copy(update={"turns": turns, "signature": sig})
+
+    seed_like = _seed_of(lambda db, rng, shape: _transfer_draft(db, rng))
+    parent = task_with(deep, [3, 1])
+    with pytest.raises(Reject) as exc:
+        check_turn_depths(parent, deep, task_with(shallow, [3, 1, 1]))
+    assert exc.value.reason == "signature_mismatch" and "turn 0 has depth 2, 3" in exc.value.detail
+    kept = Signature(
+        tools=("a", "b", "c", "d", "e"),
+        edges=((0, 1), (1, 2), (2, 3), (3, 4)),
+        depth=5,
+        writes=2,
+        turns=3,
+    )
+    check_turn_depths(parent, deep, task_with(kept, [3, 1, 1]))

@@ -201,3 +201,51 @@ def test_outcomes_and_report(seeds):
 def test_bad_config_is_a_config_error(kwargs, needle):
     with pytest.raises(ConfigError, match=needle):
         SynthesisConfig(**kwargs)
+
+
+# -- rounds ----------------------------------------------------------------------------------
+def test_the_same_parents_ten_rounds_still_give_new_tasks(seeds):
+    parents = [t for t in seeds if t.skill in ("transfer", "session")][:4]
+    synth = Synthesizer(SynthesisConfig(per_seed=2), domains=SHAPED)
+    synth.remember(parents)
+    keys: set[str] = set()
+    per_round = []
+    for step in range(10):
+        accepted = [o for p in parents for o in synth.variants(p) if o.accepted]
+        per_round.append(len(accepted))
+        new = {o.key for o in accepted}
+        assert not new & keys, f"round {step} repeated a task"
+        keys |= new
+    assert min(per_round) > 0, per_round
+    assert [synth.next_round(p) for p in parents] == [10] * len(parents)
+
+
+def test_without_a_new_round_the_same_parents_stop_producing(seeds):
+    parents = [t for t in seeds if t.skill == "transfer"][:3]
+    synth = Synthesizer(SynthesisConfig(per_seed=2, attempts=1), domains=SHAPED)
+    synth.remember(parents)
+    first = [o for p in parents for o in synth.variants(p, round=0) if o.accepted]
+    again = [o for p in parents for o in synth.variants(p, round=0)]
+    assert first and not any(o.accepted for o in again)
+    assert {o.reason for o in again} == {"duplicate"}
+
+
+def test_a_round_is_reproducible_and_independent_of_call_history(seeds):
+    parents = [t for t in seeds if t.skill == "transfer"][:2]
+
+    def at(round_: int, warmup: int) -> list[str]:
+        synth = Synthesizer(SynthesisConfig(per_seed=2), domains=SHAPED)
+        for r in range(warmup):
+            for p in parents:
+                list(synth.variants(p, round=r + 100))
+        return [
+            o.task.to_json() for p in parents for o in synth.variants(p, round=round_) if o.accepted
+        ]
+
+    assert at(3, 0) == at(3, 2)
+    assert at(3, 0) != at(4, 0)
+    round0 = [o.task.to_json() for o in _run(parents, per_seed=2) if o.accepted]
+    assert round0 == [o.task.to_json() for o in _run(parents, per_seed=2, round=0) if o.accepted]
+    assert round0 != [o.task.to_json() for o in _run(parents, per_seed=2, round=1) if o.accepted]
+    with pytest.raises(ConfigError, match="round"):
+        Synthesizer(domains=SHAPED).variants(parents[0], round=-1)

@@ -82,11 +82,32 @@ def test_dedupe_off_keeps_everything(seeds):
     assert len(loose) == 2
 
 
-def test_remove(seeds):
+def test_remove_retires_the_task_but_keeps_its_key(seeds):
     p = TaskPool(seeds[:3], domains=SHAPED)
+    key = p.key(seeds[1])
     t = p.remove(seeds[1].id)
     assert t == seeds[1] and seeds[1].id not in p and len(p) == 2
-    assert p.add(t)  # its key was released
+    # the key outlives the task: it is not added again, nor synthesized again
+    known = p.keys()
+    assert key in known and p.retired_keys == {key}
+    assert not p.add(t) and seeds[1].id not in p
+    again = [
+        o
+        for o in synthesize([t], domains=SHAPED, per_seed=1, attempts=1, known=p.keys(), seed=5)
+        if o.accepted
+    ]
+    assert all(o.key not in known for o in again)
+    # a rebuilt pool gets its retired keys back
+    rebuilt = TaskPool(p.tasks, domains=SHAPED, retired_keys=p.retired_keys)
+    assert not rebuilt.add(t) and rebuilt.keys() == p.keys()
+
+
+def test_a_loaded_pool_retires_removed_tasks_too(seeds, tmp_path):
+    TaskPool(seeds[:2], domains=SHAPED).save(tmp_path / "p.jsonl")
+    p = TaskPool.load(tmp_path / "p.jsonl", domains=SHAPED)  # keys are computed lazily
+    p.remove(seeds[0].id)
+    assert p.retired_keys == {p.key(seeds[0])}
+    assert not p.add(seeds[0])
 
 
 def test_a_crash_mid_write_keeps_the_old_file(pool, tmp_path, monkeypatch):

@@ -1,0 +1,1 @@
+"""Integrations of rods with other trainers (optional extras)."""
