@@ -503,24 +503,32 @@ class ModelPolicy:
         )
 
     def evaluate(self, tasks: Sequence[Task], *, step: int) -> dict[str, Any]:
-        """``log.eval_k`` seeded episodes per task with the current weights: pass^k, mean
-        progress and the breakdowns of ``rods eval``."""
-        from rods_agent.evaluate import summarize, task_result
+        """``log.eval_k`` seeded episodes per task with the current weights, through
+        :func:`rods_agent.evaluate.evaluate`: pass^k, mean progress and the breakdowns of
+        ``rods eval`` (timings left out: the loop records them), plus ``progress`` and
+        ``success`` as every policy reports them."""
+        from rods_agent.evaluate import evaluate
 
         k = self.config.log.eval_k
-        specs = [
-            EpisodeSpec(
-                task,
-                trial,
-                sampling_seed=derive_seed(self.config.seed, "eval", step, task.id, trial),
-            )
-            for task in tasks
-            for trial in range(k)
-        ]
-        records = self._run(specs, RolloutStats(), desc="evaluation")
-        results = [task_result(task, records[i * k : (i + 1) * k]) for i, task in enumerate(tasks)]
-        summary = summarize(results, k, {"step": step, "weights_version": self.weights_version})
-        # The loop's reports read these two, as from every policy.
+        user: Any = "scripted"
+        if self.config.rollout.user == "llm":
+            from rods_agent.user import LLMUser
+
+            def user() -> LLMUser:
+                return LLMUser(self.engine)
+
+        summary = evaluate(
+            self.engine,
+            tasks,
+            k=k,
+            rollout=self.rollout_config(self.config.rollout.batch_size or len(tasks) * k),
+            user=user,
+            progress=self.config.log.progress,
+            meta={"step": step, "weights_version": self.weights_version},
+            seed=derive_seed(self.config.seed, "eval", step),
+        ).to_dict()
+        for timing in ("gen_seconds", "env_seconds"):
+            summary.pop(timing, None)
         summary["progress"] = summary["mean_progress"]
         summary["success"] = summary["pass_k"]["1"]
         return summary

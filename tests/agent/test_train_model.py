@@ -32,6 +32,7 @@ def settings(model: Path, out: Path) -> list[str]:
         "warm_start.enabled=true", "warm_start.tasks=2", "warm_start.epochs=1",
         "warm_start.batch_size=2", "warm_start.max_tokens=12000", "warm_start.measure=false",
         "log.checkpoint_every=1", "log.keep_checkpoints=3", "log.progress=false",
+        "log.eval_every=3", "log.eval_tasks=2",
     ]  # fmt: skip
 
 
@@ -60,6 +61,8 @@ def test_model_policy_run_killed_and_resumed_matches_an_unbroken_run(tiny_model_
     warm = json.loads((whole / "warm_start.json").read_text())
     assert warm["transcripts"] == 2 and warm["steps"] == 1
     assert [n for n, _ in checkpoint_dirs(whole)] == [1, 2, 3]
+    evaluation = rows[-1]["eval"]  # at the last step, seeded: part of the compared metrics
+    assert evaluation["tasks"] == 2 and "progress" in evaluation and "gen_seconds" not in evaluation
 
     dead = run("rollouts", 2, *settings(tiny_model_dir, killed))
     assert dead.returncode == -signal.SIGKILL, dead.stderr[-3000:]
