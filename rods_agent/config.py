@@ -273,6 +273,9 @@ class WarmStartConfig(Section):
     micro_batch_size: int = Field(
         1, ge=1, description="Transcripts per forward/backward (gradients are accumulated)."
     )
+    scheduler: Literal["constant", "linear", "cosine"] = Field(
+        "constant", description="Learning-rate schedule: constant, or decay to 0 over the steps."
+    )
     select: Literal["first", "shortest"] = Field(
         "first",
         description="Which `tasks` of the pool: the first ones, or those whose oracle "
@@ -281,7 +284,7 @@ class WarmStartConfig(Section):
     measure: bool = Field(
         True,
         description="Measure the mean progress on the warm-start tasks before and after "
-        "(one seeded episode each, with the rollout's sampling).",
+        "(rollout.group_size seeded episodes each, with the rollout's sampling).",
     )
 
 

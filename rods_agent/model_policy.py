@@ -536,8 +536,8 @@ class ModelPolicy:
     def warm_start(self, tasks: Sequence[Task]) -> dict[str, float]:
         """Fine-tune on the oracle's transcripts of ``tasks`` (``warm_start`` section: its
         ``tasks`` of them, by ``select``), and measure the mean progress on the tasks
-        trained on before and after (``warm_start.measure``; one seeded episode each with
-        the rollout's sampling).
+        trained on before and after (``warm_start.measure``; ``rollout.group_size`` seeded
+        episodes each, with the rollout's sampling).
 
         Returns:
             ``tasks``, ``pool_tasks``, ``progress_before``/``progress_after``, the fit
@@ -569,7 +569,7 @@ class ModelPolicy:
         def progress() -> float:
             return mean_progress(
                 self.engine, chosen, measure_sampling, max_turns=rc.max_turns,
-                max_tokens=rc.max_tokens, seed=self.config.seed,
+                max_tokens=rc.max_tokens, seed=self.config.seed, trials=rc.group_size,
             )  # fmt: skip
 
         out: dict[str, float] = {"tasks": float(len(chosen)), "pool_tasks": float(len(pool))}
@@ -589,6 +589,7 @@ class ModelPolicy:
             on_step=on_step,
             epochs=ws.epochs,
             lr=ws.lr,
+            schedule=ws.scheduler,
             batch_size=ws.batch_size,
             micro_batch_size=ws.micro_batch_size,
             seed=self.config.seed,

@@ -16,6 +16,7 @@ reward variance and the data engine a boundary to find.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -110,6 +111,7 @@ def supervised_finetune(
     *,
     epochs: int = 1,
     lr: float = 1e-4,
+    schedule: str = "constant",
     batch_size: int = 4,
     micro_batch_size: int = 2,
     max_grad_norm: float = 1.0,
@@ -124,7 +126,9 @@ def supervised_finetune(
         model: A causal LM (a peft model trains its adapters).
         records: Transcripts with ``token_ids`` and ``assistant_mask``.
         epochs: Passes over the transcripts (shuffled each epoch by ``seed``).
-        lr: AdamW learning rate (constant).
+        lr: AdamW learning rate.
+        schedule: ``constant``, or ``linear`` / ``cosine`` decay to 0 over the steps (a
+            memorizing fit settles instead of bouncing at the end).
         batch_size: Transcripts per optimizer step.
         micro_batch_size: Transcripts per forward/backward.
         max_grad_norm: Gradient clipping.
@@ -155,6 +159,17 @@ def supervised_finetune(
         )
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    total_steps = max(1, epochs * -(-len(rows) // batch_size))
+
+    def factor(step: int) -> float:
+        done = min(1.0, step / total_steps)
+        if schedule == "linear":
+            return 1.0 - done
+        if schedule == "cosine":
+            return 0.5 * (1.0 + math.cos(math.pi * done))
+        return 1.0
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
     rng = random.Random(seed)
     t0 = time.perf_counter()
     step, first = 0, float("nan")
@@ -182,6 +197,7 @@ def supervised_finetune(
                 total += float(loss.item())
             torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
             optimizer.step()
+            scheduler.step()
             if step == 0:
                 first = total
             last_epoch.append(total)
@@ -209,9 +225,14 @@ def mean_progress(
     max_tokens: int,
     seed: int = 0,
     batch_size: int = 32,
+    trials: int = 1,
 ) -> float:
-    """Mean progress of one seeded episode per task with ``engine``."""
-    specs = [EpisodeSpec(t, sampling_seed=derive_seed(seed, "progress", t.id)) for t in tasks]
+    """Mean progress of ``trials`` seeded episodes per task with ``engine``."""
+    specs = [
+        EpisodeSpec(t, trial, sampling_seed=derive_seed(seed, "progress", t.id, trial))
+        for t in tasks
+        for trial in range(trials)
+    ]
     config = RolloutConfig(
         sampling=sampling, max_turns=max_turns, max_tokens=max_tokens, batch_size=batch_size
     )
