@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("rods_agent.commands.report", "plots and a summary of training runs, side by side"),
     "eval": ("rods_agent.commands.eval", "evaluate a model on a task pool (pass^k, progress)"),
     "synth": ("rods_agent.commands.synth", "grow a validated task pool offline from seed tasks"),
+    "sft": ("rods_agent.commands.sft", "warm-start a model on oracle transcripts of a task pool"),
 }
 
 INSTALL_HINT = "pip install -c constraints/cpu.txt -e '.[agent,openai]'"

@@ -71,6 +71,16 @@ class ModelConfig(Section):
     vllm_sleep: bool = Field(
         True, description="On GPU, put vLLM to sleep during the update to free its memory."
     )
+    reuse_kv: bool = Field(
+        True,
+        description="transformers generator: keep each episode's keys and values between "
+        "turns and share a domain's prompt head, so a turn prefills only its new tokens.",
+    )
+    share_heads: bool = Field(
+        True,
+        description="Learner: run the forward pass of a prompt head that many episodes "
+        "share (a domain's policy and tools) once per micro-step group (same gradient).",
+    )
 
 
 class RolloutSection(Section):
@@ -91,6 +101,12 @@ class RolloutSection(Section):
     )
     reward: Literal["progress", "success"] = Field(
         "progress", description="Episode reward for advantages: dense progress or strict success."
+    )
+    batch_size: int = Field(
+        0,
+        ge=0,
+        description="Episodes generated at once (continuous batching); 0: all of a step's "
+        "episodes (tasks_per_step x group_size).",
     )
 
 
@@ -122,6 +138,11 @@ class GRPOConfig(Section):
         gt=0.0,
         description="Cap of the truncated importance weight that corrects the "
         "generator-vs-learner log-prob mismatch; null disables the correction.",
+    )
+    mask_truncated: bool = Field(
+        False,
+        description="Episodes with a completion cut by max_new_tokens carry no loss "
+        "(DAPO's overlong filtering); they still count in their group's statistics.",
     )
 
 
@@ -249,6 +270,22 @@ class WarmStartConfig(Section):
     tasks: int = Field(0, ge=0, description="Train tasks transcribed (0: every one).")
     batch_size: int = Field(4, ge=1, description="Sequences per optimizer step.")
     max_tokens: int = Field(4096, ge=16, description="Transcripts longer than this are cut.")
+    micro_batch_size: int = Field(
+        1, ge=1, description="Transcripts per forward/backward (gradients are accumulated)."
+    )
+    scheduler: Literal["constant", "linear", "cosine"] = Field(
+        "constant", description="Learning-rate schedule: constant, or decay to 0 over the steps."
+    )
+    select: Literal["first", "shortest"] = Field(
+        "first",
+        description="Which `tasks` of the pool: the first ones, or those whose oracle "
+        "transcripts have the fewest assistant tokens (a curriculum for a tiny model).",
+    )
+    measure: bool = Field(
+        True,
+        description="Measure the mean progress on the warm-start tasks before and after "
+        "(rollout.group_size seeded episodes each, with the rollout's sampling).",
+    )
 
 
 class SimulatedConfig(Section):

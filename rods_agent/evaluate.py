@@ -40,7 +40,13 @@ from math import comb
 from pathlib import Path
 from typing import Any, Literal
 
-from rods_agent.engines.base import Completion, Engine, GenerationRequest, SamplingParams
+from rods_agent.engines.base import (
+    Completion,
+    Engine,
+    GenerationRequest,
+    SamplingParams,
+    derive_seed,
+)
 from rods_agent.rollout import EpisodeRecord, EpisodeSpec, RolloutConfig, run_rollouts
 from rods_env.domain import Domain
 from rods_env.env import ToolEnv
@@ -727,6 +733,7 @@ def evaluate(
     out: str | Path | None = None,
     progress: bool | ProgressCallback = False,
     meta: Mapping[str, Any] | None = None,
+    seed: int | None = None,
 ) -> EvalSummary:
     """Evaluate a model on tasks: ``trials`` episodes per task, pass^1..k and breakdowns.
 
@@ -750,6 +757,9 @@ def evaluate(
         meta: What describes the run (model, environment, pool ...): written into
             ``config.json`` and the summary. With ``out``, a rerun whose ``env``, ``pool``,
             ``split``, ``engine`` or ``model`` differ from the folder's is refused.
+        seed: Seeds each trial's sampling with ``derive_seed(seed, task id, trial)``, so
+            the same weights give the same trials (a trainer's periodic evaluation, repeated
+            exactly on resume); None leaves sampling to the engine.
 
     Returns:
         The summary; ``summary.results`` has one :class:`TaskResult` per task.
@@ -786,7 +796,15 @@ def evaluate(
     specs: list[EpisodeSpec] = []
     for task in todo:
         have = {r.trial for r in resumed.trials.get(task.id, [])}
-        specs += [EpisodeSpec(task, trial) for trial in range(trials) if trial not in have]
+        specs += [
+            EpisodeSpec(
+                task,
+                trial,
+                sampling_seed=None if seed is None else derive_seed(seed, task.id, trial),
+            )
+            for trial in range(trials)
+            if trial not in have
+        ]
 
     results = dict(resumed.done)
     if specs:

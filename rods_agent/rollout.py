@@ -15,29 +15,67 @@ checked against a re-rendering of the full conversation.
 A failed generation, an exception in the environment or the user simulator, and a
 completion that does not parse are all recorded data: the first two end the episode with
 termination ``"error"``; the last becomes an error observation, as the environment answers.
+A local engine that returns fewer log-probabilities than tokens is such an engine error:
+a log-probability is never made up.
+
+**One reward for one outcome.** The rollout's own caps (``max_turns``, ``max_tokens``) end
+the episode through :meth:`rods_env.env.ToolEnv.truncate`, which scores the open turn exactly
+as the environment's own step limit does, so the same point of a conversation gets the same
+reward whichever limit cut it; the labels say which did (``max_turns`` / ``max_tokens`` for
+the rollout's caps, ``max_steps`` for the environment's).
+
+**Reproducible.** An episode may carry a sampling seed (:class:`EpisodeSpec`); the request
+of its k-th completion is seeded with ``derive_seed(sampling_seed, k)``, so with an engine
+that honours request seeds the episode's completions do not depend on the rest of the
+batch, and a resumed training run repeats them.
+
+**Simulated users played by a model** (:class:`rods_agent.user.LLMUser`) are batched across
+episodes: give ``run_rollouts`` the users' :class:`rods_agent.user.UserBatcher`, and each
+round of environment steps (and resets) runs with one generation call for all the user
+replies it needs.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from rods_agent.engines.base import Completion, Engine, GenerationRequest, SamplingParams
+from rods_agent.engines.base import (
+    Completion,
+    Engine,
+    GenerationRequest,
+    SamplingParams,
+    derive_seed,
+)
 from rods_agent.engines.formats import get_tool_format
 from rods_env.errors import ConfigError
 from rods_env.task import Task
 
+if TYPE_CHECKING:
+    from rods_agent.user import UserBatcher
+
 log = logging.getLogger(__name__)
 
-Termination = Literal["user_stop", "max_turns", "max_tokens", "terminal_tool", "error"]
-TERMINATIONS: tuple[str, ...] = ("user_stop", "max_turns", "max_tokens", "terminal_tool", "error")
+Termination = Literal["user_stop", "terminal_tool", "max_steps", "max_turns", "max_tokens", "error"]
+TERMINATIONS: tuple[str, ...] = (
+    "user_stop",
+    "terminal_tool",
+    "max_steps",
+    "max_turns",
+    "max_tokens",
+    "error",
+)
+"""How an episode ended: the user is done; a terminal tool ran; the environment's step limit
+(``max_steps``); the rollout's turn cap (``max_turns``) or token cap (``max_tokens``); an
+engine or environment error. The three caps score the same point of a conversation alike."""
 _ENV_TERMINATION = {
     "user_stop": "user_stop",
     "terminal_tool": "terminal_tool",
-    "max_steps": "max_turns",
+    "max_steps": "max_steps",
 }
 
 
@@ -73,11 +111,20 @@ class RolloutConfig:
 
 @dataclass(frozen=True)
 class EpisodeSpec:
-    """One episode to run: a task, the trial number, and the environment's reset seed."""
+    """One episode to run.
+
+    Attributes:
+        task: The task.
+        trial: The trial number (several per task for pass^k and GRPO groups).
+        seed: The environment's reset seed.
+        sampling_seed: Seed of the episode's completions (and of its simulated user's, when
+            a model plays it); None leaves sampling to the engine's own stream.
+    """
 
     task: Task
     trial: int = 0
     seed: int | None = None
+    sampling_seed: int | None = None
 
     @property
     def key(self) -> str:
@@ -110,6 +157,12 @@ class EpisodeRecord:
         token_check: ``exact``, ``text`` or ``mismatch`` against a re-rendering (see
             :meth:`rods_agent.engines.chat.ChatTemplate.check`); ``skipped`` without one.
         errors: Engine or environment errors met (the episode's last one ended it).
+        sampling_seed: The episode's sampling seed (:class:`EpisodeSpec`).
+        finish_reasons: Each completion's finish reason (``stop`` or ``length``), in order.
+        step_spans: ``[start, end)`` of each completion's sampled tokens in ``token_ids``
+            (local engines), so a step's reward can be linked to its tokens.
+        weights_version: The generator's weights version when the episode started (the
+            training policy counts its updates; 0 for a fixed model).
     """
 
     task_id: str
@@ -129,12 +182,16 @@ class EpisodeRecord:
     turn_results: list[dict[str, Any]] = field(default_factory=list)
     token_check: str = "skipped"
     errors: list[str] = field(default_factory=list)
+    sampling_seed: int | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    step_spans: list[list[int]] = field(default_factory=list)
+    weights_version: int = 0
 
     def to_dict(self, *, tokens: bool = True) -> dict[str, Any]:
         """A JSON-able dict (without the token arrays when ``tokens`` is False)."""
         data = asdict(self)
         if not tokens:
-            for name in ("token_ids", "assistant_mask", "logprobs"):
+            for name in ("token_ids", "assistant_mask", "logprobs", "step_spans"):
                 data.pop(name)
         return data
 
@@ -159,6 +216,8 @@ class RolloutStats:
         wall_seconds: Total wall time.
         gen_seconds: Time inside ``engine.generate``.
         env_seconds: Time inside ``env.reset``/``env.step`` (tools, rewards, user simulator).
+        user_seconds: Time the simulated users' model took to generate (batched; not in
+            ``env_seconds``).
         episodes: Episodes finished.
         completion_tokens: Tokens generated.
         batches: Generation calls.
@@ -167,6 +226,7 @@ class RolloutStats:
     wall_seconds: float = 0.0
     gen_seconds: float = 0.0
     env_seconds: float = 0.0
+    user_seconds: float = 0.0
     episodes: int = 0
     completion_tokens: int = 0
     batches: int = 0
@@ -177,16 +237,81 @@ class RolloutStats:
         return self.env_seconds / self.wall_seconds if self.wall_seconds else 0.0
 
 
+class DomainRouter:
+    """An environment slot for tasks of any domain: ``route(task)`` gives the environment of
+    the task's domain (one per domain, built on first use and reused).
+
+    The rollout calls ``route`` before each reset, so a batch can mix domains.
+
+    Args:
+        max_steps: The environments' step limit.
+        make_user: Builds the user simulator of a new environment (None: ScriptedUser).
+        **env_kwargs: More ``ToolEnv`` arguments.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_steps: int = 40,
+        make_user: Callable[[], Any] | None = None,
+        **env_kwargs: Any,
+    ) -> None:
+        self.max_steps = max_steps
+        self.make_user = make_user
+        self.env_kwargs = env_kwargs
+        self._envs: dict[str, Any] = {}
+
+    def route(self, task: Task) -> Any:
+        """The environment of ``task``'s domain."""
+        env = self._envs.get(task.domain)
+        if env is None:
+            from rods_env.env import ToolEnv
+
+            user = self.make_user() if self.make_user is not None else None
+            env = ToolEnv(task.domain, max_steps=self.max_steps, user=user, **self.env_kwargs)
+            self._envs[task.domain] = env
+        return env
+
+
+_Outcome = tuple[Any, BaseException | None, float]
+"""What an environment call gave: its result, the exception it raised, its own seconds."""
+
+
+def _timed(fn: Callable[[], Any]) -> Callable[[], _Outcome]:
+    """``fn`` run with its exception and wall time captured (the sequential runner)."""
+
+    def call() -> _Outcome:
+        t0 = time.perf_counter()
+        try:
+            return fn(), None, time.perf_counter() - t0
+        except Exception as exc:
+            return None, exc, time.perf_counter() - t0
+
+    return call
+
+
 class _Episode:
-    """A live episode: its environment, its token sequence and its record so far."""
+    """A live episode: its environment, its token sequence and its record so far.
+
+    Each step has three parts so that the environment calls of many episodes can run as
+    one round (batching the simulated users' model calls): :meth:`prepare` accounts the
+    completion and returns the action, the runner calls :meth:`env_step`, and
+    :meth:`after_step` adds the observation or ends the episode.
+    """
 
     def __init__(
         self, index: int, spec: EpisodeSpec, env: Any, engine: Engine, config: RolloutConfig
     ):
         self.index, self.spec, self.env, self.config = index, spec, env, config
+        self.slot = env  # what make_env built (a router stays a router)
         self.chat = getattr(engine, "chat", None)
         self.format = get_tool_format(config.tool_format)
-        self.record = EpisodeRecord(task_id=spec.task.id, trial=spec.trial)
+        self.record = EpisodeRecord(
+            task_id=spec.task.id,
+            trial=spec.trial,
+            sampling_seed=spec.sampling_seed,
+            weights_version=int(getattr(engine, "weights_version", 0) or 0),
+        )
         self.done = False
         self.info: dict[str, Any] = {}
         self.render: list[dict[str, Any]] = []  # messages as the model saw them
@@ -196,15 +321,25 @@ class _Episode:
         self._n_env_messages = 0
 
     # -- start -----------------------------------------------------------------------------
-    def start(self) -> None:
-        t0 = time.perf_counter()
-        try:
-            _, info = self.env.reset(seed=self.spec.seed, options={"task": self.spec.task})
-        except Exception as exc:
-            self.record.env_seconds += time.perf_counter() - t0
-            self._fail(f"env.reset failed: {type(exc).__name__}: {exc}")
+    def env_reset(self) -> tuple[str, dict[str, Any]]:
+        """The environment call of :meth:`start` (seeds a model-played user first)."""
+        route = getattr(self.env, "route", None)
+        if callable(route):  # a DomainRouter: the environment of the task's domain
+            self.env = route(self.spec.task)
+        user = getattr(getattr(self.env, "unwrapped", self.env), "user", None)
+        seed_episode = getattr(user, "seed_episode", None)
+        if callable(seed_episode):
+            seed_episode(self.spec.sampling_seed)
+        return self.env.reset(seed=self.spec.seed, options={"task": self.spec.task})
+
+    def start(self, outcome: _Outcome) -> None:
+        """Begin the episode from the outcome of :meth:`env_reset`."""
+        result, exc, seconds = outcome
+        self.record.env_seconds += seconds
+        if exc is not None:
+            self._fail(f"env.reset failed: {type(exc).__name__}: {exc}", truncate=False)
             return
-        self.record.env_seconds += time.perf_counter() - t0
+        _, info = result
         self.info = info
         messages = info["messages"]
         self._n_env_messages = len(messages)
@@ -218,7 +353,7 @@ class _Episode:
                 return
             self._append(ids, mask=0)
         if self.budget() < 1:
-            self._finish("max_tokens")
+            self._cap("max_tokens")
 
     def budget(self) -> int:
         """Tokens the next completion may use: what is left of the conversation budget,
@@ -228,6 +363,7 @@ class _Episode:
 
     def request(self) -> GenerationRequest:
         r = self.record
+        seed = self.spec.sampling_seed
         return GenerationRequest(
             messages=self.info["messages"],
             tools=self.info.get("tools") or None,
@@ -235,21 +371,27 @@ class _Episode:
             max_tokens=min(self.config.sampling.max_tokens, self.budget()),
             key=self.spec.key,
             info=self.info,
+            seed=None if seed is None else derive_seed(seed, r.n_steps),
         )
 
     # -- one step --------------------------------------------------------------------------
-    def apply(self, completion: Completion) -> None:
-        """Apply a completion: account its tokens, step the environment, add the observation."""
+    def prepare(self, completion: Completion) -> Any:
+        """Account a completion's tokens; the action for the environment, or None when the
+        completion failed (the episode is then over)."""
         r = self.record
         if completion.error is not None or completion.finish_reason == "error":
             self._fail(completion.error or "the engine returned an error")
-            return
-        r.completion_tokens += completion.n_tokens
+            return None
         if self.chat is not None:
-            lps = list(completion.logprobs)
-            if len(lps) != len(completion.token_ids):
-                lps = (lps + [0.0] * len(completion.token_ids))[: len(completion.token_ids)]
-            self._append(completion.token_ids, mask=1, logprobs=lps)
+            if len(completion.logprobs) != len(completion.token_ids):
+                self._fail(
+                    f"the engine returned {len(completion.logprobs)} log-probabilities for "
+                    f"{len(completion.token_ids)} sampled tokens"
+                )
+                return None
+            start = len(r.token_ids)
+            self._append(completion.token_ids, mask=1, logprobs=completion.logprobs)
+            r.step_spans.append([start, len(r.token_ids)])
             self._append(self.chat.close_ids(completion.token_ids), mask=0)
         else:
             prompt = (
@@ -258,20 +400,26 @@ class _Episode:
                 else self.conv_tokens
             )
             self.conv_tokens = int(prompt) + completion.n_tokens
+        r.completion_tokens += completion.n_tokens
+        r.finish_reasons.append(completion.finish_reason)
         self.render.append({"role": "assistant", "content": completion.text})
         self.ends_with_prompt = False
+        return self.format(completion)
 
-        action = self.format(completion)
-        t0 = time.perf_counter()
-        try:
-            _, reward, terminated, truncated, info = self.env.step(action)
-        except Exception as exc:
-            r.env_seconds += time.perf_counter() - t0
-            r.n_steps += 1
-            self._fail(f"env.step failed: {type(exc).__name__}: {exc}")
-            return
-        r.env_seconds += time.perf_counter() - t0
+    def env_step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """The environment call of a step."""
+        return self.env.step(action)
+
+    def after_step(self, outcome: _Outcome) -> None:
+        """Record the step's reward; add the observation, or end the episode."""
+        r = self.record
+        result, exc, seconds = outcome
+        r.env_seconds += seconds
         r.n_steps += 1
+        if exc is not None:
+            self._fail(f"env.step failed: {type(exc).__name__}: {exc}", truncate=False)
+            return
+        _, reward, terminated, truncated, info = result
         r.rewards.append(float(reward))
         self.info = info
         messages = info["messages"]
@@ -279,10 +427,10 @@ class _Episode:
         self._n_env_messages = len(messages)
 
         if terminated or truncated:
-            self._finish(_ENV_TERMINATION.get(str(info.get("termination")), "max_turns"))
+            self._finish(_ENV_TERMINATION.get(str(info.get("termination")), "max_steps"))
             return
         if r.n_steps >= self.config.max_turns:
-            self._finish("max_turns")
+            self._cap("max_turns")
             return
         if self.chat is not None:
             try:
@@ -291,13 +439,13 @@ class _Episode:
                 self._fail(f"chat template failed on the observation: {type(exc).__name__}: {exc}")
                 return
             if len(obs_ids) + 1 > self.budget():
-                self._finish("max_tokens")
+                self._cap("max_tokens")
                 return
             self._append(obs_ids, mask=0)
             self.render.extend(dict(m) for m in new)
             self.ends_with_prompt = True
         elif self.budget() < 1:
-            self._finish("max_tokens")
+            self._cap("max_tokens")
 
     def _append(
         self, ids: Sequence[int], *, mask: int, logprobs: Sequence[float] | None = None
@@ -305,13 +453,46 @@ class _Episode:
         r = self.record
         r.token_ids.extend(int(i) for i in ids)
         r.assistant_mask.extend([mask] * len(ids))
-        r.logprobs.extend(logprobs if logprobs is not None else [0.0] * len(ids))
+        if logprobs is not None:
+            r.logprobs.extend(float(x) for x in logprobs)
+        else:  # prompt and observation tokens: not sampled, no loss (mask 0)
+            r.logprobs.extend([0.0] * len(ids))
         self.conv_tokens = len(r.token_ids)
 
     # -- end -------------------------------------------------------------------------------
-    def _fail(self, error: str) -> None:
+    def _cap(self, label: str) -> None:
+        """End the episode by one of the rollout's own caps, scored as the env's step limit."""
+        self._truncate_env(label)
+        self._finish(label)
+
+    def _truncate_env(self, label: str) -> None:
+        """Let the environment score the open turn (``ToolEnv.truncate``); the increase of
+        progress is this last step's reward, as when the env's own limit cuts."""
+        truncate = getattr(getattr(self.env, "unwrapped", self.env), "truncate", None)
+        if not callable(truncate) or not self.info:
+            return
+        before = float(self.info.get("progress", 0.0))
+        t0 = time.perf_counter()
+        try:
+            info = truncate(label)
+        except Exception as exc:
+            self.record.errors.append(f"env.truncate failed: {type(exc).__name__}: {exc}")
+            return
+        finally:
+            self.record.env_seconds += time.perf_counter() - t0
+        self.info = info
+        gain = float(info.get("progress", 0.0)) - before
+        if gain:
+            if self.record.rewards:
+                self.record.rewards[-1] += gain
+            else:
+                self.record.rewards.append(gain)
+
+    def _fail(self, error: str, *, truncate: bool = True) -> None:
         log.debug("episode %s: %s", self.spec.key, error)
         self.record.errors.append(error)
+        if truncate:  # the environment is sound: score the conversation where it stopped
+            self._truncate_env("error")
         self._finish("error")
 
     def _finish(self, termination: str) -> None:
@@ -357,6 +538,7 @@ def run_rollouts(
     *,
     on_record: Callable[[EpisodeRecord], None] | None = None,
     stats: RolloutStats | None = None,
+    users: UserBatcher | None = None,
 ) -> list[EpisodeRecord]:
     """Run episodes with continuous batching.
 
@@ -368,6 +550,9 @@ def run_rollouts(
         config: Limits and sampling.
         on_record: Called with each record as soon as its episode finishes.
         stats: Filled with where the time went.
+        users: The batcher shared by the environments' model-played users
+            (:class:`rods_agent.user.LLMUser` built with it); each round of environment
+            resets and steps then makes one generation call for all their replies.
 
     Returns:
         The records in the order of ``specs``.
@@ -375,15 +560,21 @@ def run_rollouts(
     config = config or RolloutConfig()
     stats = stats if stats is not None else RolloutStats()
     t_start = time.perf_counter()
+    user_seconds_before = users.gen_seconds if users is not None else 0.0
     pending = iter(enumerate(specs))
     free_envs: list[Any] = []
     live: list[_Episode] = []
     records: dict[int, EpisodeRecord] = {}
     end_episode = getattr(engine, "end_episode", None)
 
+    def run_round(calls: Sequence[Callable[[], Any]]) -> list[_Outcome]:
+        if users is not None:
+            return users.run(calls)
+        return [_timed(call)() for call in calls]
+
     def done(ep: _Episode) -> None:
         records[ep.index] = ep.record
-        free_envs.append(ep.env)
+        free_envs.append(ep.slot)
         stats.episodes += 1
         stats.completion_tokens += ep.record.completion_tokens
         stats.env_seconds += ep.record.env_seconds
@@ -394,20 +585,25 @@ def run_rollouts(
 
     exhausted = False
     while True:
-        while not exhausted and len(live) < config.batch_size:
+        starting: list[_Episode] = []
+        while not exhausted and len(live) + len(starting) < config.batch_size:
             nxt = next(pending, None)
             if nxt is None:
                 exhausted = True
                 break
             index, spec = nxt
-            ep = _Episode(index, spec, free_envs.pop() if free_envs else make_env(), engine, config)
-            ep.start()
+            env = free_envs.pop() if free_envs else make_env()
+            starting.append(_Episode(index, spec, env, engine, config))
+        for ep, outcome in zip(starting, run_round([ep.env_reset for ep in starting]), strict=True):
+            ep.start(outcome)
             if ep.done:
                 done(ep)
             else:
                 live.append(ep)
         if not live:
-            break
+            if exhausted:
+                break
+            continue
         requests = [ep.request() for ep in live]
         t0 = time.perf_counter()
         try:
@@ -423,14 +619,23 @@ def run_rollouts(
             completions = [
                 Completion.failed("engine returned a wrong number of completions")
             ] * len(live)
-        still = []
+        stepping: list[tuple[_Episode, Any]] = []
         for ep, completion in zip(live, completions, strict=True):
             ep.record.gen_seconds += dt
-            ep.apply(completion)
+            action = ep.prepare(completion)
+            if not ep.done:
+                stepping.append((ep, action))
+        calls = [functools.partial(ep.env_step, action) for ep, action in stepping]
+        for (ep, _), outcome in zip(stepping, run_round(calls), strict=True):
+            ep.after_step(outcome)
+        still = []
+        for ep in live:
             if ep.done:
                 done(ep)
             else:
                 still.append(ep)
         live = still
     stats.wall_seconds += time.perf_counter() - t_start
+    if users is not None:
+        stats.user_seconds += users.gen_seconds - user_seconds_before
     return [records[i] for i in sorted(records)]

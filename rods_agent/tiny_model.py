@@ -14,7 +14,7 @@ import json
 import random
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rods_env.errors import ConfigError
@@ -56,6 +56,7 @@ def build_tiny_model(
     intermediate_size: int = 256,
     max_positions: int = 16384,
     seed: int = 0,
+    extra_texts: Iterable[str] = (),
 ) -> Path:
     """Write a tiny random Qwen2 chat model (weights, config, tokenizer) to ``path``.
 
@@ -64,6 +65,10 @@ def build_tiny_model(
     as ordinary (non-special) tokens, as in Qwen 2.5, so they survive decoding. The folder
     is written beside ``path`` and renamed into place, so a killed build never leaves a
     folder that looks complete.
+
+    Args:
+        extra_texts: More tokenizer training text (training passes the domains' policies
+            and tool schemas, which then take about half as many tokens).
 
     Returns:
         ``path``.
@@ -89,6 +94,7 @@ def build_tiny_model(
         intermediate_size=intermediate_size,
         max_positions=max_positions,
         seed=seed,
+        extra_texts=extra_texts,
     )
     shutil.rmtree(path, ignore_errors=True)
     tmp.replace(path)
@@ -106,6 +112,7 @@ def _write_tiny_model(
     intermediate_size: int,
     max_positions: int,
     seed: int,
+    extra_texts: Iterable[str],
 ) -> None:
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM, Qwen2Tokenizer
@@ -115,7 +122,7 @@ def _write_tiny_model(
     path.mkdir(parents=True, exist_ok=True)
     base = Qwen2Tokenizer()
     tok = base.train_new_from_iterator(
-        list(_corpus(seed)),
+        [*_corpus(seed), *extra_texts],
         vocab_size=vocab_size - len(TOOL_TOKENS),
         new_special_tokens=list(SPECIAL_TOKENS),
     )

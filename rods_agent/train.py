@@ -240,7 +240,7 @@ def build_policy(config: TrainConfig, out: Path) -> Policy:
 
         return SimulatedPolicy(config, out)
     try:
-        from rods_agent.model_policy import ModelPolicy  # type: ignore[import-not-found]
+        from rods_agent.model_policy import ModelPolicy
     except ModuleNotFoundError as exc:
         if exc.name != "rods_agent.model_policy":
             raise

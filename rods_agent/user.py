@@ -6,14 +6,34 @@ It satisfies :class:`rods_env.user.UserSimulator`, so it plugs into the environm
 a persona, the user's facts and the current turn's request; when a turn ends is decided as
 by the scripted user, from the environment's view of the turn (goal reached, or patience
 used up), so rewards never depend on how the model phrases things.
+
+**Batching across episodes.** The environment asks its user for a reply inside
+``env.step``, one episode at a time, and the :class:`~rods_env.user.UserSimulator` protocol
+is synchronous. A :class:`UserBatcher` shared by the users of many environments batches
+their model calls anyway: the rollout runs one round of ``env.step`` calls through
+:meth:`UserBatcher.run`, each call on its own thread, and the threads take turns (only one
+runs at a time, in a fixed order, so nothing in the environments runs concurrently and the
+result is deterministic). A user that needs the model parks its request and yields; when
+every call of the round has either finished or parked, the batcher answers all parked
+requests with one ``engine.generate`` call and resumes them. Outside ``run`` a user asks the
+engine directly, so an environment with an ``LLMUser`` still works on its own.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rods_agent.engines.base import Engine, GenerationRequest, SamplingParams
+from rods_agent.engines.base import (
+    Completion,
+    Engine,
+    GenerationRequest,
+    SamplingParams,
+    derive_seed,
+)
 from rods_env.task import Task
 from rods_env.user import TurnView, UserReply
 
@@ -28,14 +48,125 @@ Write only what the customer says next: one or two short sentences, no role labe
 invent facts you were not given. If you want to end the conversation, write {stop}."""
 
 
+class _Round:
+    """The shared state of one :meth:`UserBatcher.run` (threads taking turns)."""
+
+    def __init__(self, n: int) -> None:
+        self.go = [threading.Semaphore(0) for _ in range(n)]
+        self.back = threading.Semaphore(0)
+        self.parked: dict[int, GenerationRequest] = {}
+        self.answers: dict[int, Completion] = {}
+        self.blocked = [0.0] * n
+
+
+class UserBatcher:
+    """Batches the model calls of simulated users across episodes (see the module doc).
+
+    Args:
+        engine: The engine that plays the users.
+        sampling: Sampling of the users' messages.
+
+    Attributes:
+        gen_seconds: Time spent in ``engine.generate`` for users.
+        requests: User replies generated.
+        batches: Generation calls made.
+    """
+
+    def __init__(self, engine: Engine, sampling: SamplingParams) -> None:
+        self.engine = engine
+        self.sampling = sampling
+        self.gen_seconds = 0.0
+        self.requests = 0
+        self.batches = 0
+        self._local = threading.local()
+
+    def _generate(self, requests: Sequence[GenerationRequest]) -> list[Completion]:
+        t0 = time.perf_counter()
+        try:
+            out = self.engine.generate(list(requests), self.sampling)
+        except Exception as exc:  # an engine should not raise; a user falls back on errors
+            out = [Completion.failed(f"engine raised {type(exc).__name__}: {exc}")] * len(requests)
+        if len(out) != len(requests):
+            out = [Completion.failed("engine returned a wrong number of completions")] * len(
+                requests
+            )
+        self.gen_seconds += time.perf_counter() - t0
+        self.requests += len(requests)
+        self.batches += 1
+        return out
+
+    def ask(self, request: GenerationRequest) -> Completion:
+        """A user's completion: batched with the other users' when inside :meth:`run`."""
+        ctx = getattr(self._local, "ctx", None)
+        if ctx is None:
+            return self._generate([request])[0]
+        rnd, i = ctx
+        t0 = time.perf_counter()
+        rnd.parked[i] = request
+        rnd.back.release()
+        rnd.go[i].acquire()
+        rnd.blocked[i] += time.perf_counter() - t0
+        return rnd.answers.pop(i)
+
+    def run(
+        self, calls: Sequence[Callable[[], Any]]
+    ) -> list[tuple[Any, BaseException | None, float]]:
+        """Run ``calls`` (environment resets or steps) taking turns, answering the users'
+        model requests in batches.
+
+        Returns:
+            Per call: its result, the exception it raised (or None), and its own seconds
+            (wall time less the time it waited for its turn and for the model).
+        """
+        n = len(calls)
+        if n == 0:
+            return []
+        rnd = _Round(n)
+        results: list[Any] = [None] * n
+        errors: list[BaseException | None] = [None] * n
+        elapsed = [0.0] * n
+
+        def worker(i: int) -> None:
+            self._local.ctx = (rnd, i)
+            rnd.go[i].acquire()
+            t0 = time.perf_counter()
+            try:
+                results[i] = calls[i]()
+            except Exception as exc:
+                errors[i] = exc
+            finally:
+                elapsed[i] = time.perf_counter() - t0
+                self._local.ctx = None
+                rnd.back.release()
+
+        threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(n)]
+        for t in threads:
+            t.start()
+        turn = list(range(n))
+        while turn:
+            for i in turn:  # one at a time: i runs until it finishes or parks a request
+                rnd.go[i].release()
+                rnd.back.acquire()
+            waiting = sorted(rnd.parked)
+            if waiting:
+                answers = self._generate([rnd.parked.pop(i) for i in waiting])
+                rnd.answers.update(zip(waiting, answers, strict=True))
+            turn = waiting
+        for t in threads:
+            t.join()
+        return [(results[i], errors[i], max(0.0, elapsed[i] - rnd.blocked[i])) for i in range(n)]
+
+
 @dataclass
 class LLMUser:
     """A user simulator whose words come from a model.
 
     Args:
         engine: Any engine (a small local model, a served one).
-        sampling: Sampling of the user's messages.
+        sampling: Sampling of the user's messages (a ``batcher``'s own when it has one).
         patience: Replies in one turn without its goal reached before the user gives it up.
+        batcher: Batch this user's model calls with other episodes' (see
+            :class:`UserBatcher`); None asks the engine one reply at a time.
     """
 
     engine: Engine
@@ -43,6 +174,9 @@ class LLMUser:
         default_factory=lambda: SamplingParams(max_tokens=96, temperature=0.7)
     )
     patience: int = 4
+    batcher: UserBatcher | None = None
+    _seed: int | None = field(default=None, init=False, repr=False)
+    _calls: int = field(default=0, init=False, repr=False)
     _task: Task | None = field(default=None, init=False, repr=False)
     _turn: int = field(default=0, init=False, repr=False)
     _history: list[dict[str, str]] = field(default_factory=list, init=False, repr=False)
@@ -50,10 +184,15 @@ class LLMUser:
     errors: list[str] = field(default_factory=list, init=False, repr=False)
 
     # -- protocol --------------------------------------------------------------------------
+    def seed_episode(self, seed: int | None) -> None:
+        """Seed the next episode's replies (the rollout calls this before each reset)."""
+        self._seed = seed
+
     def start(self, task: Task) -> str:
         """Reset for ``task`` and return the user's first message."""
         self._task, self._turn, self._replies = task, 0, 0
         self._history = []
+        self._calls = 0
         request = task.turns[0].request
         text = self._say(f"Open the conversation and ask for this: {request}", fallback=request)
         self._history.append({"role": "assistant", "content": text})
@@ -128,7 +267,13 @@ class LLMUser:
         messages += self._history or [{"role": "user", "content": "Hello, how can I help you?"}]
         if messages[-1]["role"] == "assistant":
             messages.append({"role": "user", "content": "(continue)"})
-        completion = self.engine.generate([GenerationRequest(messages=messages)], self.sampling)[0]
+        seed = None if self._seed is None else derive_seed(self._seed, "user", self._calls)
+        self._calls += 1
+        request = GenerationRequest(messages=messages, seed=seed)
+        if self.batcher is not None:
+            completion = self.batcher.ask(request)
+        else:
+            completion = self.engine.generate([request], self.sampling)[0]
         if completion.error:
             self.errors.append(completion.error)
             return fallback

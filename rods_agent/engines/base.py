@@ -21,8 +21,9 @@ class SamplingParams:
         max_tokens: Most new tokens per completion.
         temperature: Softmax temperature; 0 means greedy decoding.
         top_p: Nucleus sampling mass (1.0 disables it).
-        seed: Makes a local engine's sampling reproducible: each generation call draws
-            from a stream derived from the seed and the call count. Remote engines do not
+        seed: Makes a local engine's sampling reproducible when the requests carry no seed
+            of their own: each request draws from a stream derived from this seed, the
+            engine's call count and the request's place in the batch. Remote engines do not
             send it (a fixed per-request seed would make repeated trials identical).
     """
 
@@ -58,6 +59,9 @@ class GenerationRequest:
         key: Stable id of the conversation (e.g. the episode), for stateful policies.
         info: The environment's latest ``info`` dict; scripted policies read it, model
             engines ignore it.
+        seed: Seed of this request's own random stream (local engines): the same prompt
+            and seed give the same completion whatever else is in the batch. The rollout
+            derives it from the episode's sampling seed and the step.
     """
 
     messages: Sequence[Mapping[str, Any]]
@@ -66,6 +70,7 @@ class GenerationRequest:
     max_tokens: int | None = None
     key: str | None = None
     info: Mapping[str, Any] | None = None
+    seed: int | None = None
 
 
 @dataclass
@@ -76,8 +81,10 @@ class Completion:
         text: The completion text, without the end-of-turn token.
         token_ids: The sampled token ids, exactly as sampled (the end-of-turn token
             included when the model emitted it). Empty where the engine does not know them.
-        logprobs: Log-probability of each sampled token under the model (temperature 1,
-            before top-p), aligned with ``token_ids``.
+        logprobs: Log-probability of each sampled token under the distribution it was drawn
+            from (temperature, then top-p; 0.0 under greedy decoding), aligned with
+            ``token_ids`` (see :mod:`rods_agent.engines.sampling`). Engines that cannot
+            report them leave the list empty; they are never padded.
         finish_reason: ``"stop"`` (end of turn), ``"length"`` (token cap) or ``"error"``.
         tool_calls: Structured OpenAI ``tool_calls`` when the engine returns them.
         prompt_tokens: Length of the prompt in tokens, where known.
@@ -143,3 +150,12 @@ def request_max_tokens(request: GenerationRequest, params: SamplingParams) -> in
     if request.max_tokens is None:
         return params.max_tokens
     return max(1, min(params.max_tokens, int(request.max_tokens)))
+
+
+def derive_seed(*parts: object) -> int:
+    """A 63-bit seed from any parts (run seed, step, task id, trial, ...), the same in every
+    process and on every platform (unlike ``hash``)."""
+    import hashlib
+
+    text = "\x1f".join(str(p) for p in parts).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big") >> 1

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,16 +13,72 @@ from rods_agent.engines.base import (
     EngineError,
     GenerationRequest,
     SamplingParams,
+    derive_seed,
     request_max_tokens,
 )
 from rods_agent.engines.chat import ChatTemplate
+from rods_agent.engines.sampling import sample_next
+
+
+@dataclass
+class _KV:
+    """Keys and values of a token sequence: per layer ``(keys, values)`` of shape
+    ``[1, heads, len(ids), head_dim]``."""
+
+    ids: list[int]
+    layers: list[tuple[Any, Any]]
+
+
+_MIN_SHARED_PREFIX = 256
+
+
+def _preallocated(cache: Any, extra: int) -> Any:
+    """``cache`` with room for ``extra`` more tokens per layer, written in place.
+
+    The default cache concatenates each new token's keys and values onto the whole cache,
+    a copy of every row's full context per decoding step; with a batch of long
+    conversations that copy, not the model, dominated decoding on CPU.
+    """
+    from transformers.cache_utils import DynamicLayer
+
+    class _Layer(DynamicLayer):
+        def __init__(self, keys: Any, values: Any) -> None:
+            super().__init__()
+            b, h, n, d = keys.shape
+            self._k = keys.new_zeros((b, h, n + extra, d))
+            self._v = values.new_zeros((b, values.shape[1], n + extra, values.shape[3]))
+            self._k[:, :, :n] = keys
+            self._v[:, :, :n] = values
+            self._n = n
+            self.dtype, self.device = keys.dtype, keys.device
+            self.is_initialized = True
+            self.keys, self.values = self._k[:, :, :n], self._v[:, :, :n]
+
+        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
+            m = key_states.shape[-2]
+            self._k[:, :, self._n : self._n + m] = key_states
+            self._v[:, :, self._n : self._n + m] = value_states
+            self._n += m
+            self.keys, self.values = self._k[:, :, : self._n], self._v[:, :, : self._n]
+            return self.keys, self.values
+
+    cache.layers = [_Layer(layer.keys, layer.values) for layer in cache.layers]
+    return cache
 
 
 class TransformersEngine:
     """Generates with a Hugging Face causal LM (left-padded batches, KV cache).
 
-    Log-probabilities come from the raw logits of each step (the model's distribution at
-    temperature 1, before top-p), which is what a policy-gradient learner compares with.
+    Decoding is its own short loop rather than ``model.generate``, for two reasons that
+    training needs: each request draws from its own random stream (``request.seed``), so an
+    episode's completions do not depend on what else is in the batch; and the log-probability
+    of each sampled token is taken from exactly the distribution it was drawn from
+    (temperature, then top-p: :mod:`rods_agent.engines.sampling`), with no processor from
+    the model's generation config slipped in.
+
+    The model may be shared with a learner (``ModelPolicy``): generation switches it to
+    eval mode and back, and ``weights_version`` (set by the owner after each update) is
+    recorded with every rollout.
 
     Args:
         model: A model folder or hub-style name already on disk, or a loaded model.
@@ -35,6 +93,13 @@ class TransformersEngine:
             ~100 tokens: 0.12 s batched, 0.33 s one by one). Default: 4,096 on CPU,
             65,536 elsewhere.
         gguf_file: Name of a GGUF file inside ``model`` to load from.
+        reuse_kv: Keep each conversation's keys and values between calls (by request
+            ``key``) and share those of a common prompt prefix (a domain's policy and tool
+            schemas) across conversations, so a turn prefills only its new tokens. The
+            cache is dropped when ``weights_version`` changes, by :meth:`reset_kv`, and per
+            conversation by :meth:`end_episode`. Models whose layers all use full attention
+            only (Qwen2/3, Llama, ...).
+        max_cached_tokens: Most tokens kept in that cache (least recently used dropped).
     """
 
     def __init__(
@@ -47,6 +112,8 @@ class TransformersEngine:
         max_batch_size: int = 64,
         max_batch_tokens: int | None = None,
         gguf_file: str | None = None,
+        reuse_kv: bool = False,
+        max_cached_tokens: int = 1 << 20,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -64,8 +131,8 @@ class TransformersEngine:
                 raise EngineError(f"cannot load model '{model}': {exc}") from None
         elif tokenizer is None:
             raise EngineError("pass the tokenizer along with a loaded model")
-        # transformers' typing of the wrapped .to() expects the model as its first argument
-        self.model = model.to(device).eval()  # type: ignore[arg-type]
+        loaded: Any = model
+        self.model = loaded.to(device).eval()
         self.tokenizer = tokenizer
         self.device = device
         self.max_batch_size = int(max_batch_size)
@@ -80,6 +147,14 @@ class TransformersEngine:
         self._pad_id = int(pad if pad is not None else self._stop_ids[0])
         self._max_positions = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
         self._calls = 0
+        self.weights_version = 0
+        self.reuse_kv = bool(reuse_kv)
+        self.max_cached_tokens = int(max_cached_tokens)
+        self._kv: OrderedDict[str, _KV] = OrderedDict()  # conversation key -> its prompt's KV
+        self._prefixes: OrderedDict[tuple[int, ...], _KV] = OrderedDict()  # shared prompt heads
+        self._last_opening: list[int] = []
+        self._kv_version = 0
+        self.kv_stats = {"prefilled": 0, "reused": 0}
 
     def generate(
         self, requests: Sequence[GenerationRequest], params: SamplingParams
@@ -107,9 +182,12 @@ class TransformersEngine:
                 )
                 continue
             prompts.append((i, ids, cap))
+        self._calls += 1
         for chunk in self._chunks(prompts):
+            seeds = self._row_seeds(chunk, [requests[i].seed for i, _, _ in chunk], params)
             try:
-                results = self._generate_batch(chunk, params)
+                keys = [requests[i].key for i, _, _ in chunk]
+                results = self._generate_batch(chunk, params, seeds, keys)
             except Exception as exc:  # out of memory, a bad prompt: data, not a crash
                 results = [
                     Completion.failed(f"generation failed: {type(exc).__name__}: {exc}")
@@ -129,75 +207,225 @@ class TransformersEngine:
             if (
                 cur is not None
                 and len(cur) < self.max_batch_size
-                and (len(cur) + 1) * len(p[1]) <= self.max_batch_tokens
+                and (self.reuse_kv or (len(cur) + 1) * len(p[1]) <= self.max_batch_tokens)
             ):
                 cur.append(p)
             else:
                 chunks.append([p])
         return chunks
 
-    def _generate_batch(
-        self, chunk: list[tuple[int, list[int], int]], params: SamplingParams
-    ) -> list[Completion]:
+    def _row_seeds(
+        self,
+        chunk: list[tuple[int, list[int], int]],
+        requests_seeds: list[int | None],
+        params: SamplingParams,
+    ) -> list[int]:
         torch = self._torch
-        from transformers import GenerationConfig
+        seeds = []
+        for (i, _, _), seed in zip(chunk, requests_seeds, strict=True):
+            if seed is None and params.seed is not None:
+                seed = derive_seed(params.seed, self._calls, i)
+            if seed is None:  # unseeded: drawn from torch's global stream
+                seed = int(torch.randint(0, 2**62, (1,)).item())
+            seeds.append(int(seed))
+        return seeds
 
+    def _prefill_padded(self, chunk: list[tuple[int, list[int], int]]) -> tuple[Any, Any, Any]:
+        """One left-padded forward pass over the whole prompts."""
+        torch = self._torch
+        rows = len(chunk)
         width = max(len(ids) for _, ids, _ in chunk)
-        input_ids = torch.full((len(chunk), width), self._pad_id, dtype=torch.long)
-        attention = torch.zeros((len(chunk), width), dtype=torch.long)
+        input_ids = torch.full((rows, width), self._pad_id, dtype=torch.long)
+        attention = torch.zeros((rows, width), dtype=torch.long)
         for row, (_, ids, _) in enumerate(chunk):
             input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
             attention[row, width - len(ids) :] = 1
-        greedy = params.temperature == 0
-        config = GenerationConfig(
-            max_new_tokens=max(cap for _, _, cap in chunk),
-            do_sample=not greedy,
-            temperature=None if greedy else params.temperature,
-            top_p=None if greedy else params.top_p,
-            top_k=None,
-            eos_token_id=self._stop_ids,
-            pad_token_id=self._pad_id,
-            return_dict_in_generate=True,
-            output_logits=True,
+        input_ids, attention = input_ids.to(self.device), attention.to(self.device)
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention,
+            position_ids=positions,
+            use_cache=True,
+            logits_to_keep=1,
         )
-        generator_state = None
-        if params.seed is not None:
-            generator_state = torch.random.get_rng_state()
-            torch.manual_seed(params.seed * 1_000_003 + self._calls)
-        self._calls += 1
+        self.kv_stats["prefilled"] += int(attention.sum().item())
+        return out, attention, positions[:, -1:]
+
+    # -- keys and values kept between calls ----------------------------------------------------
+    def reset_kv(self) -> None:
+        """Forget every kept key/value (the weights changed)."""
+        self._kv.clear()
+        self._prefixes.clear()
+        self._last_opening = []
+
+    def end_episode(self, key: str) -> None:
+        """Forget a finished conversation's keys and values."""
+        self._kv.pop(key, None)
+
+    def _cached_tokens(self) -> int:
+        return sum(len(kv.ids) for kv in self._kv.values()) + sum(
+            len(kv.ids) for kv in self._prefixes.values()
+        )
+
+    def _lookup(self, key: str | None, ids: list[int]) -> _KV | None:
+        """The longest kept KV whose tokens start ``ids``: the conversation's own, else a
+        shared prompt head."""
+        best: _KV | None = None
+        mine = self._kv.get(key) if key is not None else None
+        if mine is not None and len(mine.ids) < len(ids) and ids[: len(mine.ids)] == mine.ids:
+            best = mine
+            self._kv.move_to_end(key)  # type: ignore[arg-type]
+        found = None
+        for head, kv in self._prefixes.items():
+            longer = best is None or len(head) > len(best.ids)
+            if longer and len(head) < len(ids) and tuple(ids[: len(head)]) == head:
+                best, found = kv, head
+        if found is not None:
+            self._prefixes.move_to_end(found)
+        return best
+
+    def _remember(self, key: str | None, kv: _KV, fresh: bool) -> None:
+        """Keep a conversation's KV; learn a shared prompt head from two fresh openings."""
+        if key is not None:
+            self._kv[key] = kv
+            self._kv.move_to_end(key)
+        if fresh:
+            other, self._last_opening = self._last_opening, kv.ids
+            n = 0
+            for a, b in zip(other, kv.ids, strict=False):
+                if a != b:
+                    break
+                n += 1
+            if n >= _MIN_SHARED_PREFIX and tuple(kv.ids[:n]) not in self._prefixes:
+                head = [(k[:, :, :n].clone(), v[:, :, :n].clone()) for k, v in kv.layers]
+                self._prefixes[tuple(kv.ids[:n])] = _KV(kv.ids[:n], head)
+                while len(self._prefixes) > 8:
+                    self._prefixes.popitem(last=False)
+        while self._cached_tokens() > self.max_cached_tokens and (self._kv or self._prefixes):
+            (self._kv if self._kv else self._prefixes).popitem(last=False)
+
+    def _prefill_reusing(
+        self, chunk: list[tuple[int, list[int], int]], keys: list[str | None]
+    ) -> tuple[Any, Any, Any]:
+        """Prefill each prompt alone from its longest kept prefix, then stack the rows'
+        keys and values left-padded into one batch cache for decoding."""
+        from transformers import DynamicCache
+
+        torch = self._torch
+        if self.weights_version != self._kv_version:
+            self.reset_kv()
+            self._kv_version = self.weights_version
+        rows: list[_KV] = []
+        last_logits = []
+        for (_, ids, _), key in zip(chunk, keys, strict=True):
+            kept = self._lookup(key, ids)
+            start = len(kept.ids) if kept is not None else 0
+            past = DynamicCache(ddp_cache_data=kept.layers) if kept is not None else None
+            out = self.model(
+                input_ids=torch.tensor([ids[start:]], device=self.device),
+                position_ids=torch.arange(start, len(ids), device=self.device)[None],
+                past_key_values=past,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+            cache = out.past_key_values
+            layers = [(layer.keys, layer.values) for layer in cache.layers]
+            kv = _KV(list(ids), layers)
+            self._remember(key, kv, fresh=kept is None or kept is not self._kv.get(key or ""))
+            rows.append(kv)
+            last_logits.append(out.logits[:, -1:, :])
+            self.kv_stats["prefilled"] += len(ids) - start
+            self.kv_stats["reused"] += start
+        width = max(len(kv.ids) for kv in rows)
+        stacked = []
+        for layer in range(len(rows[0].layers)):
+            ks, vs = [], []
+            for kv in rows:
+                k, v = kv.layers[layer]
+                pad = width - k.shape[2]
+                if pad:
+                    k = torch.nn.functional.pad(k, (0, 0, pad, 0))
+                    v = torch.nn.functional.pad(v, (0, 0, pad, 0))
+                ks.append(k)
+                vs.append(v)
+            stacked.append((torch.cat(ks), torch.cat(vs)))
+        attention = torch.zeros((len(rows), width), dtype=torch.long, device=self.device)
+        for row, kv in enumerate(rows):
+            attention[row, width - len(kv.ids) :] = 1
+        positions = torch.tensor([[len(kv.ids) - 1] for kv in rows], device=self.device)
+
+        class _Out:
+            logits = torch.cat(last_logits)
+            past_key_values = DynamicCache(ddp_cache_data=stacked)
+
+        return _Out(), attention, positions
+
+    def _generate_batch(
+        self,
+        chunk: list[tuple[int, list[int], int]],
+        params: SamplingParams,
+        seeds: list[int],
+        keys: list[str | None],
+    ) -> list[Completion]:
+        """Left-padded batched decoding with a KV cache, one random stream per row."""
+        torch = self._torch
+        device = self.device
+        rows = len(chunk)
+        generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+        caps = [cap for _, _, cap in chunk]
+        stop = set(self._stop_ids)
+        tokens: list[list[int]] = [[] for _ in range(rows)]
+        logprobs: list[list[float]] = [[] for _ in range(rows)]
+        finish = ["length"] * rows
+        live = [True] * rows
+        was_training = self.model.training
+        self.model.eval()
         try:
             with torch.inference_mode():
-                result = self.model.generate(
-                    input_ids=input_ids.to(self.device),
-                    attention_mask=attention.to(self.device),
-                    generation_config=config,
-                )
+                if self.reuse_kv:
+                    out, attention, positions = self._prefill_reusing(chunk, keys)
+                else:
+                    out, attention, positions = self._prefill_padded(chunk)
+                cache = _preallocated(out.past_key_values, max(caps))
+                for t in range(max(caps)):
+                    nxt, lps = sample_next(
+                        out.logits[:, -1, :], params.temperature, params.top_p, generators
+                    )
+                    nxt_list, lp_list = nxt.tolist(), lps.tolist()
+                    for row in range(rows):
+                        if not live[row]:
+                            continue
+                        tokens[row].append(nxt_list[row])
+                        logprobs[row].append(float(lp_list[row]))
+                        if nxt_list[row] in stop:
+                            live[row], finish[row] = False, "stop"
+                        elif t + 1 >= caps[row]:
+                            live[row] = False
+                    if not any(live):
+                        break
+                    attention = torch.cat([attention, attention.new_ones((rows, 1))], dim=1)
+                    positions = positions[:, -1:] + 1
+                    out = self.model(
+                        input_ids=nxt[:, None],
+                        attention_mask=attention,
+                        position_ids=positions,
+                        past_key_values=cache,
+                        use_cache=True,
+                    )
         finally:
-            if generator_state is not None:
-                torch.random.set_rng_state(generator_state)
-        new = result.sequences[:, width:].cpu()
-        logits = torch.stack(result.logits, dim=1).float()
-        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, new.unsqueeze(-1)).squeeze(-1).cpu()
-        stop = set(self._stop_ids)
-        completions = []
-        for row, (_, ids, cap) in enumerate(chunk):
-            toks = new[row].tolist()
-            n, finish = min(cap, len(toks)), "length"
-            for j, t in enumerate(toks[:cap]):
-                if t in stop:
-                    n, finish = j + 1, "stop"
-                    break
-            toks = toks[:n]
-            completions.append(
-                Completion(
-                    text=self.chat.completion_text(toks),
-                    token_ids=toks,
-                    logprobs=[float(x) for x in logprobs[row, :n]],
-                    finish_reason=finish,
-                    prompt_tokens=len(ids),
-                )
+            if was_training:
+                self.model.train()
+        return [
+            Completion(
+                text=self.chat.completion_text(tokens[row]),
+                token_ids=tokens[row],
+                logprobs=logprobs[row],
+                finish_reason=finish[row],
+                prompt_tokens=len(chunk[row][1]),
             )
-        return completions
+            for row in range(rows)
+        ]
 
     def close(self) -> None:
         """Drop the model."""

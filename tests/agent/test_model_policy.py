@@ -1,0 +1,149 @@
+"""ModelPolicy on the tiny model: seeded rollouts, a GRPO update, checkpoints, LoRA, warm start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from rods_agent.config import load_config  # noqa: E402
+from rods_agent.model_policy import ModelPolicy  # noqa: E402
+from rods_agent.policy import Policy  # noqa: E402
+from rods_env.errors import ConfigError  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+SMALL = [
+    "rollout.tasks_per_step=2",
+    "rollout.group_size=2",
+    "rollout.max_turns=2",
+    "rollout.max_new_tokens=6",
+    "rollout.max_tokens=16000",
+    "rollout.temperature=1.0",
+    "grpo.micro_batch_size=2",
+    "grpo.lr=1e-3",
+    "log.eval_k=1",
+]
+
+
+def make(tiny_model_dir: Path, out: Path, *extra: str) -> ModelPolicy:
+    config = load_config(None, [*SMALL, f"model.path={tiny_model_dir}", f"out={out}", *extra])
+    return ModelPolicy(config, out)
+
+
+def _comparable(batch):
+    return [[r.comparable() for r in g.episodes] for g in batch.groups]
+
+
+def _params(policy):
+    return {n: p.detach().clone() for n, p in policy.learner.named_parameters() if p.requires_grad}
+
+
+def test_rollouts_are_seeded_groups_and_an_update_moves_the_weights(
+    tiny_model_dir, retail_tasks, tmp_path
+):
+    policy = make(tiny_model_dir, tmp_path / "a")
+    assert isinstance(policy, Policy)
+    tasks = retail_tasks[:2]
+    batch = policy.rollouts(tasks, step=0)
+    assert [g.task.id for g in batch.groups] == [t.id for t in tasks]
+    assert all(len(g.episodes) == 2 == len(g.rewards) for g in batch.groups)
+    episodes = [r for g in batch.groups for r in g.episodes]
+    assert len({r.sampling_seed for r in episodes}) == 4
+    assert all(r.weights_version == 0 and r.termination != "error" for r in episodes)
+    assert batch.tokens == sum(r.completion_tokens for r in episodes) > 0
+    assert set(batch.seconds) >= {"generate", "env"}
+    # The same seed, step and task give the same episodes in another policy object.
+    twin = make(tiny_model_dir, tmp_path / "b")
+    assert _comparable(twin.rollouts(tasks, step=0)) == _comparable(batch)
+    assert _comparable(policy.rollouts(tasks, step=1)) != _comparable(batch)
+
+    for group in batch.groups:  # give each group reward variance, as the data engine would keep
+        group.rewards = [1.0, 0.0]
+    before = _params(policy)
+    metrics = policy.update(batch.groups, step=0)
+    # The generator shares the learner's weights: no mismatch, ratio 1 before the step.
+    assert metrics["mismatch_mean_abs"] < 1e-4 and metrics["ratio_mean"] == pytest.approx(1.0)
+    assert metrics["weights_version"] == 1 and metrics["grad_norm"] > 0
+    after = _params(policy)
+    assert any(not torch.equal(before[n], after[n]) for n in before)
+    assert all(
+        r.weights_version == 1 for g in policy.rollouts(tasks, step=1).groups for r in g.episodes
+    )
+
+
+def test_save_and_load_resume_exactly(tiny_model_dir, retail_tasks, tmp_path):
+    tasks = retail_tasks[:2]
+    a = make(tiny_model_dir, tmp_path / "a", "grpo.scheduler=cosine", "steps=4")
+    batch = a.rollouts(tasks, step=0)
+    for group in batch.groups:
+        group.rewards = [0.0, 1.0]
+    a.update(batch.groups, step=0)
+    a.save(tmp_path / "ckpt")
+
+    b = make(tiny_model_dir, tmp_path / "b", "grpo.scheduler=cosine", "steps=4")
+    b.load(tmp_path / "ckpt")
+    assert b.weights_version == 1
+    assert _params(a).keys() == _params(b).keys()
+    assert all(
+        torch.equal(x, y) for x, y in zip(_params(a).values(), _params(b).values(), strict=True)
+    )
+    next_a, next_b = a.rollouts(tasks, step=1), b.rollouts(tasks, step=1)
+    assert _comparable(next_a) == _comparable(next_b)
+    for ga, gb in zip(next_a.groups, next_b.groups, strict=True):
+        ga.rewards = gb.rewards = [1.0, 0.0]
+    ma, mb = a.update(next_a.groups, step=1), b.update(next_b.groups, step=1)
+    assert ma == mb  # no wall-clock value in the update's metrics
+    assert all(
+        torch.equal(x, y) for x, y in zip(_params(a).values(), _params(b).values(), strict=True)
+    )
+    with pytest.raises(ConfigError, match="checkpoint"):
+        b.load(tmp_path / "nothing-here")
+
+
+def test_lora_trains_adapters_only_and_kl_to_the_reference_grows(
+    tiny_model_dir, retail_tasks, tmp_path
+):
+    pytest.importorskip("peft")
+    policy = make(tiny_model_dir, tmp_path / "lora", "model.lora_rank=4", "grpo.kl_coef=0.1",
+                  "grpo.epochs=2", "grpo.lr=0.05")  # fmt: skip
+    trainable = _params(policy)
+    assert trainable and all("lora_" in n for n in trainable)
+    batch = policy.rollouts(retail_tasks[:2], step=0)
+    for group in batch.groups:
+        group.rewards = [1.0, 0.0]
+    metrics = policy.update(batch.groups, step=0)
+    assert metrics["kl"] > 0  # the second epoch starts away from the reference (LoRA off)
+    moved = _params(policy)
+    assert any(not torch.equal(trainable[n], moved[n]) for n in trainable)
+    state = policy.generator_state()  # merged weights under the plain model's names
+    assert not any("lora_" in k or "base_layer" in k for k in state)
+    plain = policy.learner.get_base_model()
+    with policy.learner.disable_adapter():
+        q = plain.model.layers[0].self_attn.q_proj.base_layer.weight
+        assert not torch.allclose(state["model.layers.0.self_attn.q_proj.weight"], q)
+
+
+def test_warm_start_fits_oracle_transcripts_and_reports_progress(
+    tiny_model_dir, retail_tasks, tmp_path
+):
+    policy = make(tiny_model_dir, tmp_path / "ws", "warm_start.enabled=true", "warm_start.epochs=3",
+                  "warm_start.lr=3e-3", "warm_start.batch_size=2", "warm_start.micro_batch_size=2",
+                  "warm_start.max_tokens=16000")  # fmt: skip
+    out = policy.warm_start(retail_tasks[:2])
+    assert out["transcripts"] == 2 and out["steps"] == 3 and out["oracle_progress"] == 1.0
+    assert out["loss_last"] < out["loss_first"]
+    assert 0.0 <= out["progress_before"] <= 1.0 and 0.0 <= out["progress_after"] <= 1.0
+
+
+def test_evaluate_and_bad_settings(tiny_model_dir, retail_tasks, tmp_path):
+    policy = make(tiny_model_dir, tmp_path / "ev")
+    summary = policy.evaluate(retail_tasks[:2], step=3)
+    assert summary["tasks"] == 2 and set(summary["pass_k"]) == {"1"}
+    assert summary["step"] == 3 and 0.0 <= summary["mean_progress"] <= 1.0
+    with pytest.raises(ConfigError, match="temperature"):
+        make(tiny_model_dir, tmp_path / "t0", "rollout.temperature=0")
+    with pytest.raises(ConfigError, match="no model folder"):
+        make(tmp_path / "missing", tmp_path / "m")
