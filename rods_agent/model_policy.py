@@ -425,24 +425,12 @@ class ModelPolicy:
         t0 = time.perf_counter()
         seqs, dropped = self._sequences(groups)
         metrics: dict[str, float] = dict(dropped)
-        micro = self.config.grpo.micro_batch_size
         if self.config.model.engine == "vllm" and self.config.model.vllm_sleep:
             sleep = getattr(self.engine, "sleep", None)
             if callable(sleep) and not self.device.startswith("cpu"):
                 sleep()
         t_score = time.perf_counter()
-        for s, lp in zip(
-            seqs,
-            score_sequences(
-                self.learner,
-                seqs,
-                self.sampling,
-                micro_batch_size=micro,
-                device=self.device,
-                share_heads=self.config.model.share_heads,
-            ),
-            strict=True,
-        ):
+        for s, lp in zip(seqs, self._score(self.learner, seqs), strict=True):
             s.old_logp = lp * s.loss_mask
         if self.config.grpo.kl_coef > 0:
             for s, lp in zip(seqs, self._reference_scores(seqs), strict=True):
@@ -481,26 +469,22 @@ class ModelPolicy:
         log.info("update %d: %s", step, {k: round(v, 2) for k, v in timings.items()})
         return metrics
 
-    def _reference_scores(self, seqs: Sequence[TrainSequence]) -> list[Any]:
-        micro = self.config.grpo.micro_batch_size
-        if self.lora:
-            with self.learner.disable_adapter():
-                return score_sequences(
-                    self.learner,
-                    seqs,
-                    self.sampling,
-                    micro_batch_size=micro,
-                    device=self.device,
-                    share_heads=self.config.model.share_heads,
-                )
+    def _score(self, model: Any, seqs: Sequence[TrainSequence]) -> list[Any]:
+        """Log-probabilities of each sequence's tokens under ``model`` (no gradient)."""
         return score_sequences(
-            self.reference,
+            model,
             seqs,
             self.sampling,
-            micro_batch_size=micro,
+            micro_batch_size=self.config.grpo.micro_batch_size,
             device=self.device,
             share_heads=self.config.model.share_heads,
         )
+
+    def _reference_scores(self, seqs: Sequence[TrainSequence]) -> list[Any]:
+        if self.lora:
+            with self.learner.disable_adapter():
+                return self._score(self.learner, seqs)
+        return self._score(self.reference, seqs)
 
     def evaluate(self, tasks: Sequence[Task], *, step: int) -> dict[str, Any]:
         """``log.eval_k`` seeded episodes per task with the current weights, through
