@@ -110,15 +110,20 @@ class TestInProcess:
         torch.manual_seed(7)
         other = type(hf_model)(hf_model.config).eval()
         req = [GenerationRequest(OPENING)]
-        greedy = SamplingParams(max_tokens=6, temperature=0)
+        # temperature 1, no top-p: the log-probabilities of the distribution sampled are the
+        # model's own, so they tell which weights produced them (greedy ones are all 0.0)
+        sampled = SamplingParams(max_tokens=6, temperature=1.0, seed=3)
+        prompt = vllm_engine.chat.prompt_ids(OPENING)
         try:
             vllm_engine.load_weights(other.state_dict())
-            [comp] = vllm_engine.generate(req, greedy)
-            prompt = vllm_engine.chat.prompt_ids(OPENING)
+            [comp] = vllm_engine.generate(req, sampled)
             assert comp.logprobs == pytest.approx(_forward(other, prompt, comp.token_ids), abs=1e-3)
+            assert comp.logprobs != pytest.approx(
+                _forward(hf_model, prompt, comp.token_ids), abs=1e-3
+            )
         finally:
             vllm_engine.load_weights(hf_model.state_dict())
-        [back] = vllm_engine.generate(req, greedy)
+        [back] = vllm_engine.generate(req, sampled)
         assert back.logprobs == pytest.approx(_forward(hf_model, prompt, back.token_ids), abs=1e-3)
 
     def test_rollout_on_retail_keeps_exact_token_accounting(
