@@ -146,7 +146,13 @@ def test_an_interrupted_run_is_marked_and_resumes_to_the_pool_of_an_uninterrupte
 
     def interrupt_after(delay: float) -> tuple[int, str, dict]:
         child = subprocess.Popen(
-            [*argv, "--force"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [*argv, "--force"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            # a job started in the background by a non-interactive shell inherits SIGINT
+            # ignored, and Python then keeps ignoring it: give the child the default
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         assert child.stdout is not None
         started = child.stdout.readline()
