@@ -126,6 +126,23 @@ def test_lora_trains_adapters_only_and_kl_to_the_reference_grows(
         assert not torch.allclose(state["model.layers.0.self_attn.q_proj.weight"], q)
 
 
+def test_kl_to_a_frozen_copy_of_the_starting_model(tiny_model_dir, retail_tasks, tmp_path):
+    policy = make(tiny_model_dir, tmp_path / "kl", "grpo.kl_coef=0.1", "grpo.epochs=2",
+                  "grpo.lr=0.05")  # fmt: skip
+    start = _params(policy)
+    batch = policy.rollouts(retail_tasks[:2], step=0)
+    for group in batch.groups:
+        group.rewards = [1.0, 0.0]
+    first = policy.update(batch.groups, step=0)
+    assert first["kl"] > 0  # the second epoch starts away from the reference
+    reference = dict(policy.reference.named_parameters())
+    assert all(not p.requires_grad for p in reference.values())
+    assert all(torch.equal(reference[n], start[n]) for n in start)  # the reference stayed put
+    assert any(not torch.equal(start[n], p) for n, p in _params(policy).items())
+    off = make(tiny_model_dir, tmp_path / "nokl", "grpo.epochs=2", "grpo.lr=0.05")
+    assert off.reference is None and off.update(batch.groups, step=0)["kl"] == 0.0
+
+
 def test_warm_start_fits_oracle_transcripts_and_reports_progress(
     tiny_model_dir, retail_tasks, tmp_path
 ):
