@@ -47,6 +47,7 @@ from rods_agent.grpo import (
     score_sequences,
 )
 from rods_agent.policy import Group, RolloutBatch
+from rods_agent.progress import Progress
 from rods_agent.rollout import (
     DomainRouter,
     EpisodeRecord,
@@ -560,12 +561,15 @@ class ModelPolicy:
         if ws.measure:
             out["progress_before"] = progress()
         n_steps = ws.epochs * -(-len(records) // ws.batch_size)
-        bar = self._bar(n_steps, "warm start", "step")
+        bar = (
+            Progress(n_steps, "warm start", "step", leave=False)
+            if self.config.log.progress
+            else None
+        )
 
         def on_step(step: int, loss: float) -> None:
             if bar is not None:
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss:.3f}")
+                bar.update(loss=f"{loss:.3f}")
 
         result = supervised_finetune(
             self.learner,

@@ -38,6 +38,7 @@ from typing import Any
 from rods_agent.config import TrainConfig, config_yaml, load_config
 from rods_agent.data import DataEngine, GroupResult
 from rods_agent.policy import Policy, RolloutBatch
+from rods_agent.progress import Progress
 from rods_env.errors import ConfigError, RodsError
 from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl
 from rods_env.task import Task, dump_tasks
@@ -70,7 +71,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
     eval_tasks = test_tasks[: config.log.eval_tasks or None]
     policy = build_policy(config, out)
     scalars: Scalars | None = None
-    bar = None
+    bar: Progress | None = None
     try:
         checkpoint = latest_checkpoint(out) if resume else None
         start = restore(checkpoint, policy, engine) if checkpoint else 0
@@ -133,8 +134,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             if (every and done % every == 0) or done == config.steps:
                 save_checkpoint(out, done, policy, engine, config)
             if bar is not None:
-                bar.update(1)
-                bar.set_postfix(
+                bar.update(
                     reward=f"{row['reward']:.3f}",
                     ratio=f"{row['effective_group_ratio']:.2f}",
                     pool=row["pool"]["active"],
@@ -426,23 +426,12 @@ def flatten(row: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, flo
             yield tag, float(value)
 
 
-def progress_bar(config: TrainConfig, start: int) -> Any:
-    """A tqdm bar over the steps on stderr (None when off or tqdm is missing)."""
+def progress_bar(config: TrainConfig, start: int) -> Progress | None:
+    """The steps' progress on stderr: a bar on a terminal, a line every 5% off it (None
+    when ``log.progress`` is off)."""
     if not config.log.progress:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
         return None
     label = f"train {config.mode}" + (
         " [simulated learner]" if config.policy == "simulated" else ""
     )
-    return tqdm(
-        total=config.steps,
-        initial=start,
-        desc=label,
-        unit="step",
-        file=sys.stderr,
-        disable=None,  # off when stderr is not a terminal
-        dynamic_ncols=True,
-    )
+    return Progress(config.steps, label, "step", initial=start)
