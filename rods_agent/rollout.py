@@ -42,7 +42,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from rods_agent.engines.base import (
     Completion,
@@ -61,14 +61,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Termination = Literal["user_stop", "terminal_tool", "max_steps", "max_turns", "max_tokens", "error"]
-TERMINATIONS: tuple[str, ...] = (
-    "user_stop",
-    "terminal_tool",
-    "max_steps",
-    "max_turns",
-    "max_tokens",
-    "error",
-)
+TERMINATIONS: tuple[str, ...] = get_args(Termination)
 """How an episode ended: the user is done; a terminal tool ran; the environment's step limit
 (``max_steps``); the rollout's turn cap (``max_turns``) or token cap (``max_tokens``); an
 engine or environment error. The three caps score the same point of a conversation alike."""
