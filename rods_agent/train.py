@@ -73,6 +73,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
     scalars: Scalars | None = None
     bar: Progress | None = None
     try:
+        write_run_config(config, out)
         checkpoint = latest_checkpoint(out) if resume else None
         start = restore(checkpoint, policy, engine) if checkpoint else 0
         keep_metrics_before(out / "metrics.jsonl", start)
@@ -254,14 +255,20 @@ def build_policy(config: TrainConfig, out: Path) -> Policy:
 
 # -- the run directory ----------------------------------------------------------------------
 def prepare_run_dir(config: TrainConfig, out: Path, *, resume: bool) -> None:
-    """Check that ``out`` may hold this run, then write the resolved ``config.yaml``.
+    """Check that ``out`` may hold this run (nothing is written here: the resolved
+    ``config.yaml`` goes in once the policy has loaded, see :func:`write_run_config`).
 
     A fresh run refuses a directory that already holds a run's metrics or checkpoints
-    (nothing is overwritten); a resumed run refuses a configuration that differs from the
-    saved one in anything but :data:`RESUMABLE_CHANGES`.
+    (nothing is overwritten); a resumed run that has started refuses a configuration that
+    differs from the saved one in anything but :data:`RESUMABLE_CHANGES`. A run that never
+    reached its first step (a model that failed to load) has not started: ``--resume``
+    begins it afresh with the configuration given.
     """
     saved = out / "config.yaml"
-    if resume and saved.exists():
+    started = (out / "metrics.jsonl").exists() or (out / "checkpoints").exists()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"out: {out} is a file, not a directory")
+    if resume and started and saved.exists():
         before = load_config(saved)
         changed = _differences(before.model_dump(mode="json"), config.model_dump(mode="json"))
         changed = [c for c in changed if c not in RESUMABLE_CHANGES]
@@ -270,14 +277,16 @@ def prepare_run_dir(config: TrainConfig, out: Path, *, resume: bool) -> None:
                 f"--resume: the configuration differs from {saved} in {', '.join(changed)}; "
                 f"only {', '.join(RESUMABLE_CHANGES)} may change"
             )
-    elif not resume and ((out / "metrics.jsonl").exists() or (out / "checkpoints").exists()):
+    elif not resume and started:
         raise ConfigError(
             f"out: {out} already holds a run; pass --resume to continue it, or choose "
             "another out=DIR"
         )
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"out: {out} is a file, not a directory")
-    atomic_write(saved, config_yaml(config))
+
+
+def write_run_config(config: TrainConfig, out: Path) -> None:
+    """Write the resolved configuration to ``out/config.yaml`` (atomically)."""
+    atomic_write(out / "config.yaml", config_yaml(config))
 
 
 def _differences(a: Any, b: Any, prefix: str = "") -> list[str]:

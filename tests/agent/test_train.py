@@ -100,6 +100,19 @@ def test_a_run_dir_holding_a_run_is_refused(tmp_path):
         train(load_config(SIMULATED, small(out, "steps=2", "seed=5")), resume=True)
 
 
+def test_a_model_that_fails_to_load_leaves_nothing_and_blocks_no_resume(tmp_path):
+    out = tmp_path / "run"
+    typo = ["policy=model", f"model.path={tmp_path / 'no-such-model'}", "warm_start.enabled=false"]
+    with pytest.raises(ConfigError, match="no model folder"):
+        train(load_config(SIMULATED, small(out, *typo)))
+    assert not out.exists()  # no config.yaml of a run that never started
+    out.mkdir()
+    (out / "config.yaml").write_text("seed: 5\n")  # left by an older version, say
+    train(load_config(SIMULATED, small(out, "steps=2")), resume=True)  # nothing to resume
+    assert [r["step"] for r in read_jsonl(out / "metrics.jsonl")] == [0, 1]
+    assert load_config(out / "config.yaml").steps == 2
+
+
 def test_resume_continues_with_more_steps(tmp_path):
     unbroken, extended = tmp_path / "a", tmp_path / "b"
     train(load_config(SIMULATED, small(unbroken, "steps=12")))
