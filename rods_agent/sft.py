@@ -260,11 +260,10 @@ def run_sft(config: Any, out: Any) -> dict[str, Any]:
     from rods_env.fileio import atomic_write, write_json
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "config.yaml", config_yaml(config))
     train_tasks, _ = load_pools(config)
-    policy = ModelPolicy(config, out)
+    policy = ModelPolicy(config, out)  # a model that fails to load leaves no output behind
     try:
+        atomic_write(out / "config.yaml", config_yaml(config))
         metrics = policy.warm_start(train_tasks)
         policy.save_model(out / "model")
     finally:
