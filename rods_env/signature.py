@@ -18,8 +18,10 @@ from rods_env.gold import Gold
 from rods_env.rewards import mentions
 from rods_env.task import Signature, Task
 
-_JSON_STRING = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:)?')
-_JSON_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+# One pass over a serialized JSON value: a string token (group 1; group 2 is set when it is
+# an object key), or a number outside strings (group 3). Strings are tried first at every
+# position, so digits inside a string never count as a number.
+_JSON_TOKEN = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:)?|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
 
 
 def _scalar_leaf(value: Any) -> str | None:
@@ -35,7 +37,7 @@ def _scalar_leaf(value: Any) -> str | None:
 def value_leaves(value: Any) -> set[str]:
     """The traceable scalar values inside a JSON value (see module docstring).
 
-    Containers are serialized once and scanned with regular expressions (object keys are
+    Containers are serialized once and scanned with one regular expression (object keys are
     skipped): tool outputs can hold thousands of values, and a Python-level walk of them
     dominated synthesis time.
     """
@@ -43,22 +45,17 @@ def value_leaves(value: Any) -> set[str]:
         leaf = _scalar_leaf(value)
         return set() if leaf is None else {leaf}
     found: set[str] = set()
-
-    def take_string(m: re.Match[str]) -> str:
-        if m.group(2) is None:
-            text = m.group(1)
+    for text, key, number in _JSON_TOKEN.findall(json.dumps(value, ensure_ascii=False)):
+        if number:
+            parsed = float(number) if any(c in number for c in ".eE") else int(number)
+            leaf = _scalar_leaf(parsed)
+            if leaf is not None:
+                found.add(leaf)
+        elif not key:
             if "\\" in text:
                 text = json.loads(f'"{text}"')
             if len(text) >= 3:
                 found.add(text)
-        return " "
-
-    rest = _JSON_STRING.sub(take_string, json.dumps(value, ensure_ascii=False))
-    for number in _JSON_NUMBER.findall(rest):
-        parsed = float(number) if any(c in number for c in ".eE") else int(number)
-        leaf = _scalar_leaf(parsed)
-        if leaf is not None:
-            found.add(leaf)
     return found
 
 

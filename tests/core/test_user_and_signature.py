@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import random
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from rods_env import ScriptedUser, TurnView
 from rods_env.gold import replay_gold
 from rods_env.seeds import make_task
-from rods_env.signature import compute_signature
+from rods_env.signature import compute_signature, value_leaves
 from tests.core.toy_domain import TOY
 
 
@@ -94,3 +97,43 @@ def test_signature_is_shared_by_tasks_of_the_same_structure():
     keys = {_task("freeze_then_balance", i).signature.key for i in range(5)}
     assert len(keys) == 1
     assert _task("freeze_then_balance").signature.edges == ((0, 1), (0, 2))
+
+
+def _walk_leaves(value: object) -> set[str]:
+    """The definition of value_leaves, as a plain walk: string values of 3+ characters
+    (never object keys) and numbers of magnitude >= 10, anywhere in the value."""
+    if isinstance(value, dict):
+        return {leaf for v in value.values() for leaf in _walk_leaves(v)}
+    if isinstance(value, (list, tuple)):
+        return {leaf for v in value for leaf in _walk_leaves(v)}
+    if isinstance(value, bool) or value is None:
+        return set()
+    if isinstance(value, (int, float)):
+        return {repr(value)} if abs(value) >= 10 else set()
+    assert isinstance(value, str)
+    return {value} if len(value) >= 3 else set()
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12)
+    | st.sampled_from(['a"b:c', '"x": 12', "\\n12", "12, 345", "#W0012", "10.50", "é-ü 99"])
+)
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.text(max_size=6) | st.sampled_from(["123", "abc: 4"]), inner, max_size=4
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@given(_JSON)
+def test_value_leaves_match_a_plain_walk_of_the_value(value):
+    assert value_leaves(value) == _walk_leaves(value)
