@@ -27,7 +27,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CPU = ROOT / "configs" / "cpu.yaml"
 pytestmark = pytest.mark.skipif(
-    os.environ.get("RODS_BENCH_MODEL") != "1", reason="minutes long: set RODS_BENCH_MODEL=1"
+    os.environ.get("RODS_BENCH_MODEL") != "1",
+    reason="measurements, 5-10 minutes of CPU each: set RODS_BENCH_MODEL=1 (the code they time "
+    "runs in CI in tests/agent/test_train_model.py and tests/agent/test_model_policy.py)",
 )
 
 

@@ -20,11 +20,15 @@ import pytest
 
 from rods_agent.engines import GenerationRequest, SamplingParams
 from rods_agent.engines.vllm_engine import vllm_available
+from tests.agent.vllm_venv import (
+    NOT_HERE,
+    VENV,
+    VENV_PYTHON,
+    require_vllm_venv,
+    run_in_vllm_venv,
+    vllm_env,
+)
 
-ROOT = Path(__file__).resolve().parents[2]
-VENV = Path(os.environ.get("RODS_VLLM_VENV", ROOT / ".venv-vllm"))
-VENV_PYTHON = VENV / "bin" / "python"
-NO_VENV = f"no vLLM environment at {VENV}: run `bash scripts/setup_vllm.sh` to create it (CI does)"
 SMOLLM2 = VENV / "models" / "SmolLM2-135M-Instruct"  # converted once by scripts/setup_vllm.sh
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
@@ -35,27 +39,15 @@ OPENING = [
 ]
 
 
-def _vllm_env(tmp: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "VLLM_CACHE_ROOT": str(tmp / "vllm-cache"),
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        "OMP_NUM_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "VLLM_NO_USAGE_STATS": "1",
-        "DO_NOT_TRACK": "1",
-    }
-
-
 # -- in-process engine (runs where vllm is importable) ------------------------------------------
 @pytest.fixture(scope="module")
 def vllm_engine(tiny_model_dir, tmp_path_factory):
     if not vllm_available():
-        pytest.skip("vllm is not installed here; the main suite runs these tests in .venv-vllm")
+        pytest.skip(NOT_HERE)
     os.environ.update(
         {
             k: v
-            for k, v in _vllm_env(tmp_path_factory.mktemp("vllm")).items()
+            for k, v in vllm_env(tmp_path_factory.mktemp("vllm")).items()
             if k.startswith(("VLLM", "DO_"))
         }
     )
@@ -160,27 +152,12 @@ class TestInProcess:
 def test_in_process_engine_suite_in_the_vllm_venv(tmp_path):
     """Runs ``TestInProcess`` in .venv-vllm and checks, from its JUnit report, that each of
     its tests ran and passed (a skipped or missing test fails this one)."""
-    import xml.etree.ElementTree as ET
-
     if vllm_available():
-        pytest.skip("vllm is importable here: TestInProcess ran directly")
-    if not VENV_PYTHON.exists():
-        pytest.skip(NO_VENV)
-    report = tmp_path / "inner.xml"
-    cmd = [str(VENV_PYTHON), "-m", "pytest", str(Path(__file__)), "-k", "TestInProcess",
-           "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "inner"),
-           "--junitxml", str(report)]  # fmt: skip
-    proc = subprocess.run(
-        cmd, cwd=ROOT, env=_vllm_env(tmp_path), capture_output=True, text=True, timeout=600
-    )
-    tail = (proc.stdout + proc.stderr)[-4000:]
-    assert proc.returncode == 0, tail
-    outcomes = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        bad = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
-        outcomes[case.get("name")] = bad[0] if bad else "passed"
+        pytest.skip("vLLM is importable in this environment: TestInProcess ran directly")
+    require_vllm_venv()
+    outcomes = run_in_vllm_venv(__file__, "TestInProcess", tmp_path, timeout=600)
     expected = {name: "passed" for name in dir(TestInProcess) if name.startswith("test_")}
-    assert outcomes == expected, tail
+    assert outcomes == expected
 
 
 def _free_port() -> int:
@@ -225,8 +202,7 @@ def served(tiny_model_dir, tmp_path_factory):
     The model is SmolLM2-135M-Instruct when scripts/setup_vllm.sh converted it (it does by
     default), else the tiny random model.
     """
-    if not VENV_PYTHON.exists():
-        pytest.skip(NO_VENV)
+    require_vllm_venv()
     tmp = tmp_path_factory.mktemp("serve")
     real = (SMOLLM2 / "config.json").exists()
     model, name, context = (SMOLLM2, "smollm2", 8192) if real else (tiny_model_dir, "tiny", 16384)
@@ -239,7 +215,7 @@ def served(tiny_model_dir, tmp_path_factory):
            "--max-model-len", str(context), "--enforce-eager", "--kv-cache-memory-bytes", str(512 << 20),
            "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--disable-log-stats",
            "--uvicorn-log-level", "warning"]  # fmt: skip
-    env = {**_vllm_env(tmp), "OMP_NUM_THREADS": "2"}
+    env = {**vllm_env(tmp), "OMP_NUM_THREADS": "2"}
     with log.open("w") as fh:
         proc = subprocess.Popen(
             cmd, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True

@@ -7,16 +7,11 @@ the main environment ``test_weight_sync_suite_in_the_vllm_venv`` runs it there.
 from __future__ import annotations
 
 import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
 from rods_agent.engines.vllm_engine import vllm_available
-
-ROOT = Path(__file__).resolve().parents[2]
-VENV = Path(os.environ.get("RODS_VLLM_VENV", ROOT / ".venv-vllm"))
-VENV_PYTHON = VENV / "bin" / "python"
+from tests.agent.vllm_venv import NOT_HERE, require_vllm_venv, run_in_vllm_venv
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -41,7 +36,7 @@ def _learner_logprobs(model, prompt, completion, temperature, top_p):
 class TestWeightSync:
     def test_vllm_follows_the_learner_through_updates(self, tiny_model_dir, retail_tasks, tmp_path):
         if not vllm_available():
-            pytest.skip("vllm is not installed here; the main suite runs this in .venv-vllm")
+            pytest.skip(NOT_HERE)
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         os.environ.setdefault("VLLM_CACHE_ROOT", str(tmp_path / "vllm-cache"))
         import copy
@@ -84,29 +79,9 @@ class TestWeightSync:
 
 
 def test_weight_sync_suite_in_the_vllm_venv(tmp_path):
+    """Runs ``TestWeightSync`` in .venv-vllm; its test must have run and passed."""
     if vllm_available():
-        pytest.skip("vllm is importable here: TestWeightSync ran directly")
-    if not VENV_PYTHON.exists():
-        pytest.skip(f"no vLLM environment at {VENV}: run `bash scripts/setup_vllm.sh` (CI does)")
-    env = {
-        **os.environ,
-        "VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"),
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        "OMP_NUM_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "VLLM_NO_USAGE_STATS": "1",
-        "DO_NOT_TRACK": "1",
-    }
-    report = tmp_path / "report.xml"
-    cmd = [str(VENV_PYTHON), "-m", "pytest", str(Path(__file__)), "-k", "TestWeightSync",
-           "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "inner"), "-q",
-           f"--junitxml={report}"]  # fmt: skip
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    tail = (proc.stdout + proc.stderr)[-4000:]
-    assert proc.returncode == 0, tail
-    # Exit code 0 also means "everything skipped": the test must have run and passed.
-    import xml.etree.ElementTree as ET
-
-    cases = ET.parse(report).getroot().iter("testcase")
-    outcome = {c.get("name"): [child.tag for child in c] for c in cases}
-    assert outcome == {"test_vllm_follows_the_learner_through_updates": []}, (outcome, tail)
+        pytest.skip("vLLM is importable in this environment: TestWeightSync ran directly")
+    require_vllm_venv()
+    outcomes = run_in_vllm_venv(__file__, "TestWeightSync", tmp_path, timeout=900)
+    assert outcomes == {"test_vllm_follows_the_learner_through_updates": "passed"}
