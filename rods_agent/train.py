@@ -40,7 +40,14 @@ from rods_agent.data import DataEngine, GroupResult
 from rods_agent.policy import Policy, RolloutBatch
 from rods_agent.progress import Progress
 from rods_env.errors import ConfigError, RodsError
-from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl
+from rods_env.fileio import (
+    append_jsonl,
+    atomic_write,
+    fsync_dir,
+    read_jsonl,
+    write_json,
+    write_jsonl,
+)
 from rods_env.task import Task, dump_tasks
 
 TIMING_FIELDS = ("time", "tokens_per_s")
@@ -347,23 +354,10 @@ def save_checkpoint(
     if final.exists():  # a resumed run writing the same step again
         shutil.rmtree(final)
     os.replace(tmp, final)
-    _fsync_dir(root)
+    fsync_dir(root)
     for _, old in checkpoint_dirs(out)[: -config.log.keep_checkpoints]:
         shutil.rmtree(old, ignore_errors=True)
     return final
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def restore(checkpoint: Path, policy: Policy, engine: DataEngine) -> int:

@@ -26,7 +26,8 @@ UMASK = _read_umask()
 """The process umask, read once at import (``os.umask`` can only be read by setting it)."""
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Flush a folder's entries to disk (after a rename into it), where the system allows."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:  # some file systems do not open directories; the rename is still atomic
@@ -79,7 +80,7 @@ def atomic_write(
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return path
 
 

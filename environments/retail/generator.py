@@ -223,6 +223,17 @@ def _statuses(rng: random.Random, count: int) -> list[str]:
     return statuses
 
 
+def _order_item(product: Product, variant: Variant) -> OrderItem:
+    """An order line for one variant of ``product`` at its current price."""
+    return OrderItem(
+        item_id=variant.item_id,
+        product_id=product.product_id,
+        name=product.name,
+        options=dict(variant.options),
+        price=variant.price,
+    )
+
+
 def _order(
     fake: Faker,
     rng: random.Random,
@@ -241,15 +252,7 @@ def _order(
         if variant.item_id in taken:
             continue
         taken.add(variant.item_id)
-        items.append(
-            OrderItem(
-                item_id=variant.item_id,
-                product_id=product.product_id,
-                name=product.name,
-                options=dict(variant.options),
-                price=variant.price,
-            )
-        )
+        items.append(_order_item(product, variant))
     order_id = ids.new("#W{}", 7)
     address = user.address if rng.random() < 0.85 else fake_address(fake)
     method = rng.choice(user.payment_methods)
@@ -388,15 +391,7 @@ def _long_world(seed: int, tokens: int) -> dict[str, Any]:
         items = []
         for product in rng.sample(choices, rng.randint(1, min(3, len(choices)))):
             variant = rng.choice(product.variants)
-            items.append(
-                OrderItem(
-                    item_id=variant.item_id,
-                    product_id=product.product_id,
-                    name=product.name,
-                    options=dict(variant.options),
-                    price=variant.price,
-                )
-            )
+            items.append(_order_item(product, variant))
         method = rng.choice(user.payment_methods)
         total = money(sum(item.price for item in items))
         history = [

@@ -52,15 +52,16 @@ def kind(value: str) -> tuple[int, bool, bool, bool, str]:
     )
 
 
-def string_leaves(value: Any) -> Iterator[str]:
-    """Every string in a JSON value, object keys included."""
+def string_leaves(value: Any, *, keys: bool = True) -> Iterator[str]:
+    """Every non-empty string in a JSON value, object keys included unless ``keys=False``."""
     if isinstance(value, Mapping):
         for k, v in value.items():
-            yield str(k)
-            yield from string_leaves(v)
+            if keys:
+                yield str(k)
+            yield from string_leaves(v, keys=keys)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from string_leaves(v)
+            yield from string_leaves(v, keys=keys)
     elif isinstance(value, str) and value:
         yield value
 

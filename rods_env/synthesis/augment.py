@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -43,7 +43,8 @@ from rods_env.gold import Gold, replay_gold
 from rods_env.padding import long_size_tokens
 from rods_env.rewards import mentions
 from rods_env.signature import compute_signature, value_leaves
-from rods_env.synthesis.asking import no_ask_value, replay_variant
+from rods_env.synthesis.asking import kind as value_kind
+from rods_env.synthesis.asking import no_ask_value, replay_variant, string_leaves
 from rods_env.synthesis.execute import Candidate, replay
 from rods_env.synthesis.plan import Reject
 from rods_env.synthesis.rewrite import split_frame, strip_frame
@@ -74,17 +75,6 @@ _RETRY = (
 
 
 # -- missing parameter ---------------------------------------------------------------------
-def _string_leaves(value: Any) -> Iterator[str]:
-    if isinstance(value, Mapping):
-        for v in value.values():
-            yield from _string_leaves(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _string_leaves(v)
-    elif isinstance(value, str) and value:
-        yield value
-
-
 def needed_facts(task: Task, start: int = 0) -> list[str]:
     """Labels of facts that a gold call of turn ``start`` or later takes (string arguments).
 
@@ -95,7 +85,7 @@ def needed_facts(task: Task, start: int = 0) -> list[str]:
         leaf
         for turn in task.turns[start:]
         for c in turn.calls
-        for leaf in _string_leaves(c.arguments)
+        for leaf in string_leaves(c.arguments, keys=False)
     }
     return [
         label
@@ -144,29 +134,6 @@ def guessed_calls(task: Task, label: str, guess: str) -> tuple[tuple[ToolCall, .
     )
 
 
-def _kind(value: str) -> tuple[int, bool, bool, bool, str]:
-    """Length, character classes and punctuation of a value: ids of one kind share it."""
-    return (
-        len(value),
-        any(c.isupper() for c in value),
-        any(c.islower() for c in value),
-        any(c.isdigit() for c in value),
-        "".join(sorted({c for c in value if not c.isalnum()})),
-    )
-
-
-def _output_strings(value: Any) -> Iterator[str]:
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            yield str(k)
-            yield from _output_strings(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _output_strings(v)
-    elif isinstance(value, str):
-        yield value
-
-
 def plausible_guesses(
     task: Task, gold: Gold, label: str, alternatives: Mapping[str, Sequence[str]] | None = None
 ) -> list[str]:
@@ -177,11 +144,11 @@ def plausible_guesses(
     other tasks, then a near miss of the value.
     """
     value = task.user.facts[label]
-    kind = _kind(value)
+    kind = value_kind(value)
     seen: dict[str, None] = {}
     for out in gold.call_outputs:
-        for s in _output_strings(out):
-            if len(s) == kind[0] and s != value and _kind(s) == kind:
+        for s in string_leaves(out):
+            if len(s) == kind[0] and s != value and value_kind(s) == kind:
                 seen[s] = None
     for s in sorted((alternatives or {}).get(label, ())):
         if s != value:
@@ -530,21 +497,21 @@ def competing_sentences(task: Task, gold: Gold, turn: int, rng: random.Random) -
     """
     facts = task.user.facts
     request = task.turns[turn].request
-    used = {leaf for c in task.gold_calls for leaf in _string_leaves(c.arguments)}
+    used = {leaf for c in task.gold_calls for leaf in string_leaves(c.arguments, keys=False)}
     used.update(v for v in facts.values() if v)
     out: list[str] = []
     for label, value in facts.items():
         noun = _noun(label)
         if noun is None or not value or not states(request, value):
             continue
-        kind = _kind(value)
+        kind = value_kind(value)
         others = sorted(
             {
                 s
                 for o in gold.call_outputs
-                for s in _output_strings(o)
+                for s in string_leaves(o)
                 if len(s) == kind[0]
-                and _kind(s) == kind
+                and value_kind(s) == kind
                 and s not in used
                 and not any(s in u for u in used)
             }
