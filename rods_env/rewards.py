@@ -104,10 +104,23 @@ def numbers_in(text: str) -> set[Decimal]:
     return found
 
 
+# A code of digits only ("03", "02139") is a number written with a leading zero: like a
+# number of the text, it is not matched inside a date, a time, a range, a version or an id
+# ("03" is not said by "2024-03-05", "10:03" or "v1.03").
+_DIGITS_BEFORE = r"(?<![0-9a-z_.,#/:%+\-−])"
+_DIGITS_AFTER = r"(?![0-9a-z_%]|[.,][0-9]|[-−/:][0-9])"
+
+
+def _token_regex(token: str, prefix: bool) -> str:
+    """The pattern of one whole token (see :func:`mentions`); ``prefix``: a word stem."""
+    if token.isascii() and token.isdigit():
+        return _DIGITS_BEFORE + token + ("" if prefix else _DIGITS_AFTER)
+    return r"(?<![0-9a-z_])" + re.escape(token) + ("" if prefix else r"(?![0-9a-z_])")
+
+
 @lru_cache(maxsize=65536)
 def _token_pattern(token: str, prefix: bool) -> re.Pattern[str]:
-    tail = "" if prefix else r"(?![0-9a-z_])"
-    return re.compile(r"(?<![0-9a-z_])" + re.escape(token) + tail)
+    return re.compile(_token_regex(token, prefix))
 
 
 def _has_token(lowered: str, token: str) -> bool:
@@ -131,11 +144,9 @@ def _phrase_pattern(output: str) -> re.Pattern[str] | None:
         token = alternative.strip().lower()
         if not token or amount_value(token) is not None:
             return None
-        if token.endswith("*"):
-            parts.append(re.escape(token[:-1]))
-        else:
-            parts.append(re.escape(token) + r"(?![0-9a-z_])")
-    return re.compile(r"(?<![0-9a-z_])(?:" + "|".join(parts) + ")")
+        prefix = token.endswith("*")
+        parts.append(_token_regex(token[:-1] if prefix else token, prefix))
+    return re.compile("|".join(f"(?:{p})" for p in parts))
 
 
 Value = tuple[str, Any]
@@ -243,7 +254,9 @@ def mentions(text: str, output: str) -> bool:
       text with the same value to the cent: ``"10"`` is matched by "10", "10.0", "$10.00"
       and "10.00 USD", not by "100", "10.5", "10:30", "10-20", "10%", "#10" or "010".
     * Any other output matches case-insensitively as a whole token: ``"1234"`` is not
-      matched inside "01234", ``"W12"`` not inside "W123".
+      matched inside "01234", ``"W12"`` not inside "W123". A code of digits only (``"03"``)
+      is also not matched where a number would be glued: inside a date ("2024-03-05"), a
+      time, a range, a version or an id.
     * An output with ``|`` is matched by any of its alternatives; an alternative ending in
       ``*`` is a word stem (``"cancel*"`` matches "cancellation").
     * An output starting with ``!`` is *forbidden*: it is satisfied when none of its
