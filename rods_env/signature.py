@@ -70,22 +70,44 @@ def compute_signature(task: Task, gold: Gold, write_tools: Collection[str]) -> S
     calls = task.gold_calls
     facts = [v for v in task.user.facts.values()]
     produced = [value_leaves(out) for out in gold.call_outputs]
+    parts = task.requests() if task.composed else []
+    # the first call of the request each call belongs to
+    opens = [0] * len(calls)
+    for k, part in enumerate(parts):
+        end = parts[k + 1].call if k + 1 < len(parts) else len(calls)
+        for j in range(part.call, min(end, len(calls))):
+            opens[j] = part.call
     edges: set[tuple[int, int]] = set()
     for j, call in enumerate(calls):
         for leaf in value_leaves(call.arguments):
             if any(mentions(fact, leaf) for fact in facts):
                 continue
-            for i in range(j - 1, -1, -1):
-                if leaf in produced[i]:
-                    edges.add((i, j))
-                    break
+            # within a request, a value comes from the latest call that returned it; a value
+            # from an earlier request of a composed task, from the call that first returned
+            # it (a user id that every later output repeats does not chain the requests)
+            start = opens[j]
+            source = next((i for i in range(j - 1, start - 1, -1) if leaf in produced[i]), None)
+            if source is None:
+                source = next((i for i in range(start) if leaf in produced[i]), None)
+            if source is not None:
+                edges.add((source, j))
     longest = [1] * len(calls)
     for i, j in sorted(edges, key=lambda e: e[1]):
         longest[j] = max(longest[j], longest[i] + 1)
+    requests = skills = None
+    if task.composed:
+        parts = task.requests()
+        opened = [0] * len(task.turns)
+        for part in parts:
+            if 0 <= part.turn < len(opened):
+                opened[part.turn] += 1
+        requests, skills = tuple(opened), tuple(p.skill for p in parts)
     return Signature(
         tools=tuple(c.name for c in calls),
         edges=tuple(sorted(edges)),
         depth=max(longest, default=0),
         writes=sum(1 for c in calls if c.name in write_tools),
         turns=len(task.turns),
+        requests=requests,
+        skills=skills,
     )
