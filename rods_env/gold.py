@@ -81,7 +81,7 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
         start = db.checkpoint()
         available = all_names - set(turn.withheld_tools)
         for call in turn.calls:
-            result = tools.call(call.name, call.arguments, available=available)
+            result = tools.call(call.name, call.arguments, available=available, render=False)
             if not result.ok:
                 raise GoldError(
                     f"task {task.id}: gold call {call.key()} in turn {t_index} failed: {result.output}"

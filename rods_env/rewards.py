@@ -64,6 +64,7 @@ _NUMBER_IN_TEXT = re.compile(
     r"(?![\w%]|[.,][0-9]|[-−/:][0-9])"
 )
 _VALUE_TOKEN = re.compile(r"[0-9a-z_#@.:/\-]*[0-9][0-9a-z_#@.:/\-]*")
+_WORD = re.compile(r"[0-9a-z_]+")
 _WORD_EDGE = ".,;:!?()[]{}\"'`*<>«»“”‘’"
 _MAX_AMOUNT_DIGITS = 15  # longer digit strings are ids, compared as text
 
@@ -139,18 +140,38 @@ def _has_token(lowered: str, token: str) -> bool:
 @lru_cache(maxsize=4096)
 def _phrase_pattern(output: str) -> re.Pattern[str] | None:
     """One pattern for an output's alternatives when none is a number (None otherwise)."""
-    parts = []
+    words, digits = [], []
     for alternative in output.split("|"):
         token = alternative.strip().lower()
         if not token or amount_value(token) is not None:
             return None
         prefix = token.endswith("*")
-        parts.append(_token_regex(token[:-1] if prefix else token, prefix))
-    return re.compile("|".join(f"(?:{p})" for p in parts))
+        if prefix:
+            token = token[:-1]
+        if token.isascii() and token.isdigit():
+            digits.append(_token_regex(token, prefix))
+        else:
+            words.append(re.escape(token) + ("" if prefix else r"(?![0-9a-z_])"))
+    # one lookbehind for the word alternatives: a single alternation is searched much
+    # faster than one group per alternative
+    parts = [r"(?<![0-9a-z_])(?:" + "|".join(words) + ")"] if words else []
+    return re.compile("|".join([*parts, *digits]))
 
 
 Value = tuple[str, Any]
 """A value as the reward compares it: ``("n", cents)`` for an amount, ``("s", lower text)``."""
+
+Rivals = tuple[frozenset[Decimal], frozenset[str], tuple[str, ...]]
+"""Values split for a fast look-up (:meth:`Said.stated`): amounts, tokens of word
+characters only, other tokens."""
+
+
+def split_values(values: set[Value] | frozenset[Value]) -> Rivals:
+    """``values`` as :data:`Rivals`."""
+    numbers = frozenset(raw for kind, raw in values if kind == "n")
+    words = frozenset(raw for kind, raw in values if kind == "s" and _WORD.fullmatch(raw))
+    others = tuple(sorted(raw for kind, raw in values if kind == "s" and raw not in words))
+    return numbers, words, others
 
 
 _AMOUNT_START = frozenset("0123456789-−$€£")
@@ -200,11 +221,47 @@ class Said:
         text: The agent's text.
     """
 
-    __slots__ = ("_numbers", "lower")
+    __slots__ = ("_numbers", "_words", "lower")
 
     def __init__(self, text: str) -> None:
         self.lower = text.lower()
         self._numbers: set[Decimal] | None = None
+        self._words: frozenset[str] | None = None
+
+    def _token(self, token: str) -> bool:
+        """Whether ``token`` (lower case, not a stem) is said as a whole token.
+
+        A token of word characters only is said exactly when it is one of the text's
+        maximal runs of word characters, a set built once: a turn is judged against
+        thousands of competing values (a long-context world), and a pattern search for
+        each dominated the cost of the exploit panel.
+        """
+        if _WORD.fullmatch(token) is None:
+            return _has_token(self.lower, token)
+        if self._words is None:
+            self._words = frozenset(_WORD.findall(self.lower))
+        if token not in self._words:
+            return False
+        # a code of digits only also must not be glued to a date, range or id
+        return not token.isdigit() or _has_token(self.lower, token)
+
+    def stated(self, values: Rivals) -> list[Value]:
+        """Which of ``values`` are said (each by the rule of :meth:`has_value`).
+
+        Numbers and word-character tokens are matched by set intersection with what the
+        text states (a long-context turn has thousands of competing values); only the
+        other tokens are searched one by one.
+        """
+        numbers, words, others = values
+        found: list[Value] = [("n", n) for n in numbers & self.numbers] if numbers else []
+        if words:
+            if self._words is None:
+                self._words = frozenset(_WORD.findall(self.lower))
+            for word in words & self._words:
+                if not word.isdigit() or _has_token(self.lower, word):
+                    found.append(("s", word))
+        found.extend(("s", other) for other in others if _has_token(self.lower, other))
+        return found
 
     @property
     def numbers(self) -> set[Decimal]:
@@ -228,13 +285,14 @@ class Said:
         amount = amount_value(out)
         if amount is not None:
             return amount in self.numbers
-        return _has_token(self.lower, out.lower())
+        token = out.lower()
+        return _has_token(self.lower, token) if token.endswith("*") else self._token(token)
 
     def has_value(self, value: Value) -> bool:
         """Whether a tool-result value is stated."""
         if value[0] == "n":
             return value[1] in self.numbers
-        return _has_token(self.lower, value[1])
+        return self._token(value[1])
 
     def values(self) -> set[Value]:
         """The values stated: numbers, and tokens of 3+ characters with a digit (ids, codes,
@@ -341,6 +399,7 @@ class SeenValues:
         self._raw: list[tuple[str, str]] = []
         self._indexed: list[tuple[str, OutputValues]] = []
         self._rivals: dict[Value, tuple[int, set[Value]]] = {}
+        self._split: dict[Value, tuple[int, Rivals]] = {}
 
     def add(self, tool: str, output: str) -> None:
         """Record the output text of a successful tool call."""
@@ -367,6 +426,15 @@ class SeenValues:
             return memo[1]
         found = self._competitors(value)
         self._rivals[value] = (len(self._raw), found)
+        return found
+
+    def competitor_sets(self, value: Value) -> Rivals:
+        """:meth:`competitors` split for :meth:`Said.stated` (kept until a result is added)."""
+        memo = self._split.get(value)
+        if memo is not None and memo[0] == len(self._raw):
+            return memo[1]
+        found = split_values(self.competitors(value))
+        self._split[value] = (len(self._raw), found)
         return found
 
     def _competitors(self, value: Value) -> set[Value]:
@@ -505,9 +573,10 @@ def check_outputs(turn: TurnGold, speech: Speech | str) -> OutputCheck:
             missing.append(output)  # the customer's own words are no evidence of work
     competing: list[str] = []
     rivals = [("s", word) for o in values for word in turn.rivals.get(o, ())]
+    said_rivals = [r for r in rivals if said.has_value(r)]
     for value in wanted:
-        for other in [*seen.competitors(value), *rivals]:
-            if other not in wanted and said.has_value(other):
+        for other in [*said.stated(seen.competitor_sets(value)), *said_rivals]:
+            if other not in wanted:
                 shown = show(other)
                 if shown not in competing:
                     competing.append(shown)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Collection
 from typing import Any
 
 from rods_env.gold import Gold
-from rods_env.rewards import mentions
+from rods_env.rewards import Said
 from rods_env.task import Signature, Task
 
 # One pass over a serialized JSON value: a string token (group 1; group 2 is set when it is
@@ -34,16 +35,35 @@ def _scalar_leaf(value: Any) -> str | None:
     return None
 
 
-def value_leaves(value: Any) -> set[str]:
+_LEAVES: OrderedDict[int, tuple[Any, frozenset[str]]] = OrderedDict()
+"""Leaves of recently seen containers, by identity (the value is kept with its leaves, so an
+id is never reused while cached): a gold replay's outputs are read again by the critique,
+the expansion steps and the next generation's composition."""
+
+
+def value_leaves(value: Any) -> frozenset[str]:
     """The traceable scalar values inside a JSON value (see module docstring).
 
     Containers are serialized once and scanned with one regular expression (object keys are
     skipped): tool outputs can hold thousands of values, and a Python-level walk of them
-    dominated synthesis time.
+    dominated synthesis time. The value must not be changed afterwards (tool outputs and
+    gold calls never are): the leaves of a container are remembered by its identity.
     """
     if not isinstance(value, (dict, list, tuple)):
         leaf = _scalar_leaf(value)
-        return set() if leaf is None else {leaf}
+        return frozenset() if leaf is None else frozenset((leaf,))
+    hit = _LEAVES.get(id(value))
+    if hit is not None and hit[0] is value:
+        _LEAVES.move_to_end(id(value))
+        return hit[1]
+    found = frozenset(_leaves_of(value))
+    _LEAVES[id(value)] = (value, found)
+    while len(_LEAVES) > 16384:
+        _LEAVES.popitem(last=False)
+    return found
+
+
+def _leaves_of(value: Any) -> set[str]:
     found: set[str] = set()
     for text, key, number in _JSON_TOKEN.findall(json.dumps(value, ensure_ascii=False)):
         if number:
@@ -68,7 +88,7 @@ def compute_signature(task: Task, gold: Gold, write_tools: Collection[str]) -> S
         write_tools: Names of the domain's write tools.
     """
     calls = task.gold_calls
-    facts = [v for v in task.user.facts.values()]
+    facts = [Said(v) for v in task.user.facts.values()]  # each fact analysed once
     produced = [value_leaves(out) for out in gold.call_outputs]
     parts = task.requests() if task.composed else []
     # the first call of the request each call belongs to
@@ -80,7 +100,7 @@ def compute_signature(task: Task, gold: Gold, write_tools: Collection[str]) -> S
     edges: set[tuple[int, int]] = set()
     for j, call in enumerate(calls):
         for leaf in value_leaves(call.arguments):
-            if any(mentions(fact, leaf) for fact in facts):
+            if any(fact.has(leaf) for fact in facts):
                 continue
             # within a request, a value comes from the latest call that returned it; a value
             # from an earlier request of a composed task, from the call that first returned

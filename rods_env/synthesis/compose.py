@@ -29,7 +29,6 @@ customer.
 
 from __future__ import annotations
 
-import json
 import random
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -222,22 +221,27 @@ class Conversation:
         self.facts: dict[str, str] = {}
         self.user: UserProfile | None = None
         self.requests: list[Request] = []
-        self._outputs: set[tuple[str, str]] = set()  # (call key, output text) seen
+        self._outputs: dict[str, list[Any]] = {}  # call key -> the outputs it gave
         self._values: set[str] = set()  # traceable values seen in outputs
         self._turn_changes: set[tuple[str, str]] = set()  # records the last turn changed
 
     @classmethod
-    def resume(cls, domain: Domain, tables: Tables, customer: str, task: Task) -> Conversation:
+    def resume(
+        cls, domain: Domain, tables: Tables, customer: str, task: Task, gold: Gold
+    ) -> Conversation:
         """The conversation of ``task`` so far: its turns, facts and requests, and the
-        state (and tool state, such as who is verified) after its gold calls."""
+        state (and tool state, such as who is verified) after its gold calls (``gold``:
+        their outputs)."""
         conv = cls(domain, tables, customer)
+        k = 0
         for turn in task.turns:
             start = conv.state.checkpoint()
             for call in turn.calls:
-                result = conv.tools.call(call.name, call.arguments)
+                result = conv.tools.call(call.name, call.arguments, render=False)
                 if not result.ok:
                     raise Reject("execution_error", f"the parent's {call.key()} fails")
-                conv._remember(call, to_jsonable(result.value))
+                conv._remember(call, gold.call_outputs[k])
+                k += 1
             conv._turn_changes = conv.state.changed_since(start)
         conv._sync_view(conv.state.changes())
         conv.turns = list(task.turns)
@@ -247,13 +251,13 @@ class Conversation:
         return conv
 
     def _remember(self, call: ToolCall, out: Any) -> None:
-        self._outputs.add((call.key(), json.dumps(out, sort_keys=True, ensure_ascii=False)))
+        self._outputs.setdefault(call.key(), []).append(out)
         self._values |= value_leaves(out)
 
     def _known(self, call: ToolCall, out: Any) -> bool:
         """Whether a look-up tells the agent nothing new: the same call answered the same
         before, or its whole answer is one value already seen (a user id)."""
-        if (call.key(), json.dumps(out, sort_keys=True, ensure_ascii=False)) in self._outputs:
+        if any(out == before for before in self._outputs.get(call.key(), ())):
             return True
         return _scalar(out) and bool(value_leaves(out)) and value_leaves(out) <= self._values
 
@@ -289,13 +293,13 @@ class Conversation:
         if join and (len(draft.turns) != 1 or not self.turns):
             return "a joined request has one turn"
         start = self.state.checkpoint()
-        saved = (set(self._outputs), set(self._values))
+        saved = ({k: list(v) for k, v in self._outputs.items()}, set(self._values))
         kept: list[list[ToolCall]] = []
         wrote = False
         for turn in draft.turns:
             calls: list[ToolCall] = []
             for call in turn.calls:
-                result = self.tools.call(call.name, call.arguments)
+                result = self.tools.call(call.name, call.arguments, render=False)
                 if not result.ok:
                     self._undo(start, saved)
                     return f"{call.name} fails: {result.output[:160]}"
@@ -335,7 +339,7 @@ class Conversation:
         self._turn_changes = (self._turn_changes if join else set()) | changed
         return None
 
-    def _undo(self, start: Any, saved: tuple[set[tuple[str, str]], set[str]]) -> None:
+    def _undo(self, start: Any, saved: tuple[dict[str, list[Any]], set[str]]) -> None:
         self.state.rollback(start)
         self._outputs, self._values = saved
 
@@ -463,7 +467,7 @@ def extend(
     customer = task_customer(domain, parent, gold)
     if customer is None:
         raise Reject("skill_unavailable", "the task is not of exactly one customer")
-    conv = Conversation.resume(domain, tables, customer, parent)
+    conv = Conversation.resume(domain, tables, customer, parent, gold)
     if skills is not None:
         order = list(skills(rng))
     else:

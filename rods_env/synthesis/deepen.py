@@ -20,6 +20,7 @@ variant only when
 from __future__ import annotations
 
 import random
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -59,7 +60,7 @@ def candidates(domain: Domain, task: Task, gold: Gold) -> list[tuple[str, str]]:
         for value in [v for v in by_value if states(turn.request, v)]:
             del by_value[value]
     calls = task.gold_calls
-    seen: list[set[str]] = []
+    seen: list[frozenset[str]] = []
     found: dict[str, str] = {}
     for j, call in enumerate(calls):
         for name, leaf in _argument_leaves(call.arguments):
@@ -71,15 +72,27 @@ def candidates(domain: Domain, task: Task, gold: Gold) -> list[tuple[str, str]]:
                 and any(leaf in earlier for earlier in seen)
             ):
                 found[leaf] = by_value[leaf][0]
-        seen.append(set() if call.name in writes else value_leaves(gold.call_outputs[j]))
+        seen.append(frozenset() if call.name in writes else value_leaves(gold.call_outputs[j]))
     return [(label, value) for value, label in found.items()]
 
 
+_OPEN: OrderedDict[tuple[str, str], tuple[Task, bool]] = OrderedDict()
+
+
 def can_deepen(domain: Domain, task: Task) -> bool:
-    """Whether *deepen* has a value to try on ``task`` (see :func:`candidates`)."""
+    """Whether *deepen* has a value to try on ``task`` (see :func:`candidates`); kept for
+    recent tasks (expand plans each variant and attempt of a parent)."""
     if not task.user.facts:
         return False
-    return bool(candidates(domain, task, GOLD_CACHE.get(domain, task)))
+    key = (domain.name, task.id)
+    hit = _OPEN.get(key)
+    if hit is not None and hit[0] is task:
+        return hit[1]
+    verdict = bool(candidates(domain, task, GOLD_CACHE.get(domain, task)))
+    _OPEN[key] = (task, verdict)
+    while len(_OPEN) > 4096:
+        _OPEN.popitem(last=False)
+    return verdict
 
 
 def deepen(domain: Domain, parent: Task, gold: Gold, rng: random.Random) -> Draft:

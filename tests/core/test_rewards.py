@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rods_env.gold import Gold, TurnGold
 from rods_env.rewards import (
@@ -266,3 +268,16 @@ def test_success_needs_every_turn_passed_and_the_gold_final_state():
     # the right final state reached with the writes in the wrong turns is not a success
     assert not success(gold, _DB({}), [passed, failed])  # type: ignore[arg-type]
     assert not success(gold, _DB({("t", "k"): 1}), [passed, passed])  # type: ignore[arg-type]
+
+
+# -- the word-set shortcut of Said agrees with the pattern search -----------------------------
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    st.text(alphabet="ab01 -_:.#/é", max_size=40),
+    st.text(alphabet="ab01_-.", min_size=1, max_size=5),
+)
+def test_said_finds_a_token_exactly_where_the_pattern_does(text, token):
+    from rods_env.rewards import Said, _has_token
+
+    token = token.lower()
+    assert Said(text).has_value(("s", token)) == _has_token(text.lower(), token)
