@@ -82,12 +82,9 @@ def test_three_modes(benchmark):
 
 SWEEP = {
     "as configured": [],
-    "half the learning rate": ["simulated.skill_lr=0.5", "simulated.signature_lr=1.0"],
-    "no skill-wide transfer": ["simulated.skill_lr=0.0"],
-    "no skill-wide transfer, twice the rate": [
-        "simulated.skill_lr=0.0",
-        "simulated.signature_lr=4",
-    ],
+    "half the learning rate": ["simulated.lr=0.5"],
+    "twice the learning rate": ["simulated.lr=2.0"],
+    "weaker start (initial logit 1)": ["simulated.initial_logit=1.0"],
     "entity spread 1.5": ["simulated.task_spread=1.5"],
     "no in-loop augmentation": ["data.synth_augment=[]"],
 }

@@ -289,14 +289,21 @@ class WarmStartConfig(Section):
 
 
 class SimulatedConfig(Section):
-    """The simulated learner (policy: simulated): a stand-in for a model, not a model."""
+    """The simulated learner (policy: simulated): a stand-in for a model, not a model.
+
+    Its parameters, and why these values, are in docs/training.md ("The simulated learner").
+    """
 
     initial_logit: float = Field(
         default=2.0,
-        description="Mean, over skills, of the per-action success logit before training.",
+        description="Mean, over competence units, of the per-action success logit before "
+        "training (2.0: an action succeeds 88% of the time).",
     )
-    skill_spread: float = Field(
-        default=1.5, ge=0.0, description="Spread (std) of the skills' initial logits."
+    unit_spread: float = Field(
+        default=1.0,
+        ge=0.0,
+        description="Spread (std) of the units' initial logits: tools, skills' intents and "
+        "the talk actions differ in difficulty.",
     )
     task_spread: float = Field(
         default=0.5,
@@ -304,17 +311,11 @@ class SimulatedConfig(Section):
         description="Spread (std) of a task's fixed logit offset: tasks of one "
         "structure differ in difficulty by their entities.",
     )
-    skill_lr: float = Field(
+    lr: float = Field(
         default=1.0,
         ge=0.0,
-        description="Logit gained by a skill per unit of group reward std in an "
-        "update (averaged over the update's groups).",
-    )
-    signature_lr: float = Field(
-        default=2.0,
-        ge=0.0,
-        description="Logit gained by one skill-and-signature structure per unit of "
-        "group reward std in an update.",
+        description="Learning rate of the policy-gradient step on the unit logits (the "
+        "update is a mean over the update's groups).",
     )
 
 

@@ -197,7 +197,7 @@ def test_an_exhausted_pool_stops_the_run_early(tmp_path, capsys):
     mastered_from_the_start = [
         "steps=60",
         "simulated.initial_logit=12",
-        "simulated.skill_spread=0",
+        "simulated.unit_spread=0",
         "data.mastered_k=1",
         "data.expand_mastered=false",
     ]
