@@ -2,7 +2,7 @@
 
 ``test_three_modes`` trains ``configs/simulated.yaml`` for 300 steps in each mode (static,
 filter, rods) and checks the RODS target against what it measures: after ``static``'s
-effective group ratio falls below 0.3 (trailing 25-step mean), does ``rods`` hold at least
+effective group ratio falls below 0.3 (trailing 10-step mean), does ``rods`` hold at least
 0.8? It prints the table of :func:`rods_agent.report.report_markdown`, writes the run
 folders and plots under ``$RODS_BENCH_OUT`` (default: a temporary folder), and records the
 numbers in the benchmark's ``extra_info``. The target is reported, not asserted: the
@@ -65,9 +65,10 @@ def test_three_modes(benchmark):
     benchmark.pedantic(run, rounds=1, iterations=1)
     runs = [load_run(out / m) for m in ("static", "filter", "rods")]
     make_report([r.path for r in runs], out / "report")
-    verdict = compare(runs[0], runs[2])
+    verdict = compare(runs[0], runs[2], window=10)  # the issue's 10-step mean
     print()
     print(report_markdown(runs))
+    print("target on 10-step means:", verdict)
     print("wall seconds per mode:", {k: round(v, 1) for k, v in seconds.items()})
     print("plots:", out / "report")
     benchmark.extra_info.update(

@@ -8,7 +8,11 @@ Reads each run directory's ``metrics.jsonl`` and ``config.yaml`` (see
   run (labelled by mode), with the 0.3 and 0.8 marks of the RODS target;
 - ``zones.png``: the zones of each step's groups over time, one panel per run;
 - ``pool.png``: the active pool by synthesis generation over time, one panel per run;
-- ``variance.png``: the mean reward variance of each zone's groups over time.
+- ``variance.png``: the mean reward variance of each zone's groups over time;
+- ``modes.png``: one panel per run (static, filter, rods), each with its effective group
+  ratio, reward and test progress, on the same axes;
+- ``difficulty.png``: the active pool's mean difficulty knobs (dependency depth, requests
+  in one turn, turns, skills composed) over time, one line per run.
 
 ``report.md`` holds the numbers (and, given a ``static`` and a ``rods`` run, whether rods
 held an effective group ratio of at least 0.8 after static fell below 0.3). Runs of the
@@ -320,10 +324,84 @@ def make_report(paths: Sequence[str | Path], out: str | Path, *, window: int = 1
     fig.suptitle(f"variance by zone{suffix}")
     save(fig, "variance.png")
 
+    written += [plot_modes(runs, out, window=window), plot_difficulty(runs, out, window=window)]
     path = out / "report.md"
     atomic_write(path, report_markdown(runs))
     written.append(path)
     return written
+
+
+MODE_ORDER = ("static", "filter", "rods")
+KNOBS = ("depth", "width", "turns", "skills")
+KNOB_TITLES = {
+    "depth": "dependency depth (calls)",
+    "width": "requests in one turn",
+    "turns": "turns",
+    "skills": "skills composed",
+}
+
+
+def _suffix(runs: Sequence[Run]) -> str:
+    return " (simulated learner)" if any(r.simulated for r in runs) else ""
+
+
+def plot_modes(runs: Sequence[Run], out: Path, *, window: int = 10) -> Path:
+    """``modes.png``: one panel per run, in the order static, filter, rods: its effective
+    group ratio, reward and test progress over the steps, with the 0.3 and 0.8 marks of
+    the RODS target, on the same axes so the modes compare side by side."""
+    import matplotlib.pyplot as plt
+
+    ordered = sorted(
+        runs, key=lambda r: MODE_ORDER.index(r.mode) if r.mode in MODE_ORDER else len(MODE_ORDER)
+    )
+    fig, axes = plt.subplots(
+        1, len(ordered), figsize=(4.6 * len(ordered), 3.8), squeeze=False, sharey=True
+    )
+    for ax, run in zip(axes[0], ordered, strict=True):
+        ratio = _plottable(rolling(run.series("effective_group_ratio"), window))
+        ax.plot(run.steps, ratio, color="C0", label=f"effective group ratio ({window}-step)")
+        ax.plot(
+            run.steps, _plottable(rolling(run.series("reward"), window)), color="C1", label="reward"
+        )
+        evals = [(r["step"], r["eval"].get("progress")) for r in run.rows if "eval" in r]
+        evals = [(st, v) for st, v in evals if isinstance(v, (int, float))]
+        if evals:
+            ax.plot(*zip(*evals, strict=True), "o--", color="C2", ms=3, label="test progress")
+        ax.axhline(HOLDS, color="grey", ls=":", lw=1)
+        ax.axhline(FELL_BELOW, color="grey", ls="--", lw=1)
+        ax.set(title=run.label, xlabel="step", ylim=(0, 1.02))
+        ax.legend(fontsize=7, loc="lower left")
+    fig.suptitle(f"the modes side by side{_suffix(runs)}")
+    fig.tight_layout()
+    path = Path(out) / "modes.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_difficulty(runs: Sequence[Run], out: Path, *, window: int = 10) -> Path:
+    """``difficulty.png``: the pool's mean difficulty knobs over the steps, one line per
+    run: dependency depth, requests in one turn, turns, skills composed (the active pool's
+    ``pool.difficulty`` in each metrics line; a run without it draws nothing)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(KNOBS), figsize=(4.2 * len(KNOBS), 3.6), squeeze=False)
+    for ax, knob in zip(axes[0], KNOBS, strict=True):
+        drawn = False
+        for i, run in enumerate(runs):
+            values = rolling(run.series("pool", "difficulty", knob), window)
+            if any(v is not None for v in values):
+                ax.plot(run.steps, _plottable(values), color=f"C{i}", label=run.label)
+                drawn = True
+        ax.set(title=KNOB_TITLES[knob], xlabel="step", ylabel="pool mean")
+        if drawn:
+            ax.legend(fontsize=7)
+    fig.suptitle(f"the pool's difficulty{_suffix(runs)}")
+    fig.tight_layout()
+    path = Path(out) / "difficulty.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def report_markdown(runs: Sequence[Run], window: int = 25) -> str:

@@ -53,22 +53,26 @@ def candidates(domain: Domain, task: Task, gold: Gold) -> list[tuple[str, str]]:
     no request states it, and an earlier read-only gold call returned it."""
     graph = flow_graph(domain)
     writes = domain.toolkit.write_names()
+    hidden = {label for turn in task.turns for label in turn.hidden_facts}
     by_value: dict[str, list[str]] = {}
     for label, value in task.user.facts.items():
-        by_value.setdefault(value, []).append(label)
+        if label not in hidden:  # a fact held back until asked stays a fact
+            by_value.setdefault(value, []).append(label)
     for turn in task.turns:
         for value in [v for v in by_value if states(turn.request, v)]:
             del by_value[value]
+    tables = domain.base(task.db_seed, task.db_size)
     calls = task.gold_calls
     seen: list[frozenset[str]] = []
     found: dict[str, str] = {}
     for j, call in enumerate(calls):
         for name, leaf in _argument_leaves(call.arguments):
+            if not isinstance(leaf, str) or leaf not in by_value or leaf in found:
+                continue
+            entity = graph.entity(call.name, name)
             if (
-                isinstance(leaf, str)
-                and leaf in by_value
-                and leaf not in found
-                and graph.entity(call.name, name) is not None
+                entity is not None
+                and leaf in tables.get(entity, {})  # the value itself is a key of it
                 and any(leaf in earlier for earlier in seen)
             ):
                 found[leaf] = by_value[leaf][0]
@@ -115,7 +119,7 @@ def deepen(domain: Domain, parent: Task, gold: Gold, rng: random.Random) -> Draf
             i for i, t in enumerate(parent.turns) for c in t.calls if value in _strings(c.arguments)
         )
         probe_turns = [
-            t.model_copy(update={"hidden_facts": (label,)}) if i == first else t
+            t.model_copy(update={"hidden_facts": (label,) if i == first else ()})
             for i, t in enumerate(turns)
         ]
         probe = parent.model_copy(update={"turns": tuple(probe_turns)})

@@ -137,6 +137,8 @@ def execute(
             skill=skill_name,
             shape=dict(plan.shape if drawn is None else drawn),
             split=parent.split,
+            # a step of STEPS keeps the parent's turns, and so its augmentation
+            variant=parent.variant if plan.axis in STEPS else "base",
             db_seed=plan.db_seed,
             db_size=plan.db_size,
             user=draft.user,
@@ -146,6 +148,7 @@ def execute(
                 parent_id=parent.id,
                 generation=parent.provenance.generation + 1,
                 mode=plan.mode,
+                augment=parent.provenance.augment if plan.axis in STEPS else None,
                 step=plan.axis,
             ),
         )

@@ -232,7 +232,9 @@ class Synthesizer:
         # phrased when it is added)
         if cfg.rewrite and p.axis not in STEPS:
             cand = replace(cand, task=rewrite(cand.task, self._rng(tag, "rewrite")))
-        if p.variant != "base":  # keep the seed's augmentation: it is part of its structure
+        # keep the seed's augmentation: it is part of its structure (a step of STEPS keeps
+        # the seed's turns, augmentation included)
+        if p.variant != "base" and p.axis not in STEPS:
             if p.variant == "long_context":
                 tokens = long_size_tokens(parent.db_size) or cfg.long_tokens
                 cand = long_context(domain, cand, self._rng(tag, "inherit"), cfg.long_ratio, tokens)

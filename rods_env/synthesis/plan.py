@@ -91,13 +91,14 @@ def steps(domain: Domain, parent: Task, skill: Skill, grow: tuple[str, ...] = GR
     domain that declares its customers), then ``deepen`` (when a value the customer
     states could be found with the tools instead).
 
-    The steps of :data:`STEPS` keep the parent's turns as they are, so they apply to base
-    variants (an augmented parent's augmentation would have to be derived anew).
+    The steps of :data:`STEPS` keep the parent's turns as they are, augmentation included
+    (a held-back fact, a withheld turn, a distractor stay where they are), so they apply to
+    every variant but long context (whose world is derived, not drawn from).
     """
     out: list[str] = []
     if "shape" in grow and not parent.composed:
         out += growable_axes(skill, dict(parent.shape))
-    if parent.variant == "base":
+    if parent.variant != "long_context":
         if domain.customers:
             out += [step for step in ("join", "append") if step in grow]
         if "deepen" in grow:

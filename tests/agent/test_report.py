@@ -68,7 +68,9 @@ def test_several_runs_side_by_side(tmp_path, capsys):
         (folder / "config.yaml").write_text(f"mode: {mode}\npolicy: simulated\nsteps: 10\n")
     written = make_report([tmp_path / "static", tmp_path / "rods"], tmp_path / "out")
     assert sorted(p.name for p in written) == [
+        "difficulty.png",
         "effective_group_ratio.png",
+        "modes.png",
         "pool.png",
         "report.md",
         "reward.png",
@@ -79,3 +81,46 @@ def test_several_runs_side_by_side(tmp_path, capsys):
     assert "--out is needed" in capsys.readouterr().err
     assert cli.main(["report", str(tmp_path / "nothing")]) == 2
     assert "not a training run (no metrics.jsonl)" in capsys.readouterr().err
+
+
+def test_the_modes_side_by_side_and_the_pools_difficulty(tmp_path):
+    """modes.png puts static, filter and rods in that order, whatever order they are given
+    in; difficulty.png draws the pool's knobs of the runs that report them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from rods_agent.report import load_run, plot_difficulty, plot_modes
+
+    runs = []
+    for mode in ("rods", "static", "filter"):
+        rows = run_of(mode, [0.9, 0.5, 0.2]).rows
+        for i, row in enumerate(rows):
+            row["pool"] = {**row.get("pool", {}), "difficulty": {"depth": 2 + i, "width": 1,
+                           "turns": 1 + i, "skills": 1}}  # fmt: skip
+        folder = tmp_path / mode
+        write_jsonl(folder / "metrics.jsonl", rows)
+        (folder / "config.yaml").write_text(f"mode: {mode}\npolicy: simulated\n")
+        runs.append(load_run(folder))
+    drawn: list[list[str]] = []
+    real_savefig = plt.Figure.savefig
+
+    def spy(fig, path, **kw):
+        drawn.append([ax.get_title() for ax in fig.axes])
+        return real_savefig(fig, path, **kw)
+
+    plt.Figure.savefig = spy  # type: ignore[method-assign]
+    try:
+        modes = plot_modes(runs, tmp_path)
+        difficulty = plot_difficulty(runs, tmp_path)
+    finally:
+        plt.Figure.savefig = real_savefig  # type: ignore[method-assign]
+    assert modes.exists() and difficulty.exists()
+    assert drawn[0] == ["static (static)", "filter (filter)", "rods (rods)"]
+    assert drawn[1] == [
+        "dependency depth (calls)",
+        "requests in one turn",
+        "turns",
+        "skills composed",
+    ]
