@@ -220,6 +220,13 @@ class DataConfig(Section):
     synth_augment: list[
         Literal["missing_parameter", "missing_function", "long_context", "distractor"]
     ] = Field(default_factory=list, description="Augmentations applied to synthesized variants.")
+    synth_grow: list[Literal["shape", "join", "append", "deepen"]] = Field(
+        default_factory=lambda: ["shape", "join", "append", "deepen"],
+        min_length=1,
+        description="What expand may grow: shape (a skill's own axes), join (one more request "
+        "in the last turn: width), append (one more request in a new turn: turns), deepen (a "
+        "value the customer knew is found with the tools: dependency depth).",
+    )
     expand_mastered: bool = Field(
         default=True,
         description="When a task is retired as mastered, synthesize its harder neighbours "
