@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rods_env.errors import ConfigError
 
+GrowStep = Literal["shape", "join", "append", "deepen"]
+GROW_STEPS: tuple[GrowStep, ...] = ("shape", "join", "append", "deepen")
 SynthMode = Literal["resample", "expand"]
 SYNTH_MODES: tuple[SynthMode, ...] = ("resample", "expand")
 
@@ -220,8 +222,8 @@ class DataConfig(Section):
     synth_augment: list[
         Literal["missing_parameter", "missing_function", "long_context", "distractor"]
     ] = Field(default_factory=list, description="Augmentations applied to synthesized variants.")
-    synth_grow: list[Literal["shape", "join", "append", "deepen"]] = Field(
-        default_factory=lambda: ["shape", "join", "append", "deepen"],
+    synth_grow: list[GrowStep] = Field(
+        default_factory=lambda: list(GROW_STEPS),
         min_length=1,
         description="What expand may grow: shape (a skill's own axes), join (one more request "
         "in the last turn: width), append (one more request in a new turn: turns), deepen (a "
