@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from rods_env.database import DELETED
 from rods_env.errors import RodsError
+from rods_env.leaves import record_json
 from rods_env.task import Task
-from rods_env.tools import to_jsonable
 
 if TYPE_CHECKING:
     from rods_env.domain import Domain
@@ -86,7 +86,7 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
                 raise GoldError(
                     f"task {task.id}: gold call {call.key()} in turn {t_index} failed: {result.output}"
                 )
-            outputs.append(to_jsonable(result.value))
+            outputs.append(record_json(result.value))  # each record dumped once per process
         changed = db.changed_since(start)
         effect = {key: db.get(*key, DELETED) for key in sorted(changed)}
         operations = tuple(

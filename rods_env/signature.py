@@ -9,74 +9,14 @@ so small quantities and flags do not create spurious edges.
 
 from __future__ import annotations
 
-import json
-import re
-from collections import OrderedDict
 from collections.abc import Collection
-from typing import Any
 
 from rods_env.gold import Gold
+from rods_env.leaves import value_leaves
 from rods_env.rewards import Said
 from rods_env.task import Signature, Task
 
-# One pass over a serialized JSON value: a string token (group 1; group 2 is set when it is
-# an object key), or a number outside strings (group 3). Strings are tried first at every
-# position, so digits inside a string never count as a number.
-_JSON_TOKEN = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:)?|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
-
-
-def _scalar_leaf(value: Any) -> str | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return repr(value) if abs(value) >= 10 else None
-    if isinstance(value, str):
-        return value if len(value) >= 3 else None
-    return None
-
-
-_LEAVES: OrderedDict[int, tuple[Any, frozenset[str]]] = OrderedDict()
-"""Leaves of recently seen containers, by identity (the value is kept with its leaves, so an
-id is never reused while cached): a gold replay's outputs are read again by the critique,
-the expansion steps and the next generation's composition."""
-
-
-def value_leaves(value: Any) -> frozenset[str]:
-    """The traceable scalar values inside a JSON value (see module docstring).
-
-    Containers are serialized once and scanned with one regular expression (object keys are
-    skipped): tool outputs can hold thousands of values, and a Python-level walk of them
-    dominated synthesis time. The value must not be changed afterwards (tool outputs and
-    gold calls never are): the leaves of a container are remembered by its identity.
-    """
-    if not isinstance(value, (dict, list, tuple)):
-        leaf = _scalar_leaf(value)
-        return frozenset() if leaf is None else frozenset((leaf,))
-    hit = _LEAVES.get(id(value))
-    if hit is not None and hit[0] is value:
-        _LEAVES.move_to_end(id(value))
-        return hit[1]
-    found = frozenset(_leaves_of(value))
-    _LEAVES[id(value)] = (value, found)
-    while len(_LEAVES) > 16384:
-        _LEAVES.popitem(last=False)
-    return found
-
-
-def _leaves_of(value: Any) -> set[str]:
-    found: set[str] = set()
-    for text, key, number in _JSON_TOKEN.findall(json.dumps(value, ensure_ascii=False)):
-        if number:
-            parsed = float(number) if any(c in number for c in ".eE") else int(number)
-            leaf = _scalar_leaf(parsed)
-            if leaf is not None:
-                found.add(leaf)
-        elif not key:
-            if "\\" in text:
-                text = json.loads(f'"{text}"')
-            if len(text) >= 3:
-                found.add(text)
-    return found
+__all__ = ["compute_signature", "value_leaves"]
 
 
 def compute_signature(task: Task, gold: Gold, write_tools: Collection[str]) -> Signature:

@@ -39,8 +39,8 @@ from typing import Any
 from rods_env.database import DELETED, Database, Tables
 from rods_env.domain import Domain, Draft, Skill, SkillUnavailable, scattered
 from rods_env.gold import Gold
+from rods_env.leaves import record_json, value_leaves
 from rods_env.rewards import mentions
-from rods_env.signature import value_leaves
 from rods_env.splits import task_customers
 from rods_env.synthesis.plan import Reject
 from rods_env.synthesis.rewrite import rephrase, split_frame
@@ -53,7 +53,6 @@ from rods_env.task import (
     UserProfile,
     encode_requests,
 )
-from rods_env.tools import to_jsonable
 
 JOIN, APPEND = "join", "append"
 COMPOSE_OPS: tuple[str, ...] = (JOIN, APPEND)
@@ -303,7 +302,7 @@ class Conversation:
                 if not result.ok:
                     self._undo(start, saved)
                     return f"{call.name} fails: {result.output[:160]}"
-                out = to_jsonable(result.value)
+                out = record_json(result.value)
                 if not result.writes and self._known(call, out):
                     continue  # the agent has this answer already
                 wrote |= result.writes
@@ -434,6 +433,21 @@ def _draft(
         return None
 
 
+_SEVERAL: dict[int, frozenset[str]] = {}
+
+
+def _multi_turn_skills(domain: Domain) -> frozenset[str]:
+    """Skills whose every seed task has more than one turn (they never draft a request that
+    a turn can join)."""
+    found = _SEVERAL.get(id(domain))
+    if found is None:
+        turns: dict[str, set[int]] = {}
+        for task in domain.seed_tasks():
+            turns.setdefault(task.skill, set()).add(len(task.turns))
+        found = _SEVERAL[id(domain)] = frozenset(k for k, v in turns.items() if min(v) > 1)
+    return found
+
+
 def random_shape(skill: Skill, rng: random.Random) -> dict[str, int]:
     """A shape for a new request: the skill's default, or (half of the time) one drawn
     within its limits, as the seed sets are drawn."""
@@ -479,6 +493,9 @@ def extend(
         rng.shuffle(fresh)
         rng.shuffle(again)
         order = fresh + again
+    if join:  # a joined request has one turn: skills that always draft several cannot join
+        several = _multi_turn_skills(domain)
+        order = [s for s in order if s.name not in several]
     why: list[str] = []
     for skill in order:
         draft = _draft(skill, conv, rng, random_shape(skill, rng))

@@ -171,6 +171,7 @@ class Synthesizer:
         self._domains: dict[str, Domain] = dict(domains or {})
         self.seen: set[str] = set(known)
         self._alternatives: dict[str, dict[str, set[str]]] = {}
+        self._sorted: dict[str, dict[str, list[str]]] = {}  # _alternatives, sorted
         self._rounds: dict[str, int] = {}
         self._calls: set[str] = set()  # calls keys of known tasks: duplicates before replay
 
@@ -202,7 +203,10 @@ class Synthesizer:
         bank = self._alternatives.setdefault(task.domain, {})
         for label, value in task.user.facts.items():
             if value:
-                bank.setdefault(label, set()).add(value)
+                known = bank.setdefault(label, set())
+                if value not in known:
+                    known.add(value)
+                    self._sorted.pop(task.domain, None)
 
     def _rng(self, tag: str, stage: str) -> random.Random:
         return random.Random(f"rods-synth:{tag}:{stage}")
@@ -302,7 +306,13 @@ class Synthesizer:
         yield Accepted(aug.task, aug.gold, key)
 
     def _guesses(self, domain: str) -> dict[str, list[str]]:
-        return {label: sorted(vals) for label, vals in self._alternatives.get(domain, {}).items()}
+        # sorted once per change of the bank, not per augmentation (it holds every fact
+        # value of every task the synthesizer has seen)
+        found = self._sorted.get(domain)
+        if found is None:
+            bank = self._alternatives.get(domain, {})
+            found = self._sorted[domain] = {label: sorted(vals) for label, vals in bank.items()}
+        return found
 
     # -- entry points ----------------------------------------------------------------------
     def next_round(self, parent: Task) -> int:

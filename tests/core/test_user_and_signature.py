@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -137,3 +138,28 @@ _JSON = st.recursive(
 @given(_JSON)
 def test_value_leaves_match_a_plain_walk_of_the_value(value):
     assert value_leaves(value) == _walk_leaves(value)
+
+
+@pytest.mark.parametrize("name", ["retail", "airline"])
+def test_gold_outputs_and_their_leaves_are_those_of_the_returned_values(name):
+    """Gold replays dump each returned record once per process and remember its leaves;
+    both must be exactly what a fresh dump gives, for every gold call of the seed tasks."""
+    import rods_env
+    from rods_env.leaves import _leaves_of, record_json
+    from rods_env.tools import to_jsonable
+
+    domain = rods_env.load_domain(name)
+    checked = 0
+    for task in domain.seed_tasks()[::4]:
+        tools = domain.tools(domain.database(task.db_seed, task.db_size))
+        tools.on_reset()
+        for call in task.gold_calls:
+            result = tools.call(call.name, call.arguments, render=False)
+            assert result.ok
+            for _ in range(2):  # the second time from what is remembered
+                out = record_json(result.value)
+                assert out == to_jsonable(result.value)
+                fresh = frozenset(_leaves_of(out)) if isinstance(out, (dict, list)) else None
+                assert fresh is None or value_leaves(out) == fresh
+            checked += 1
+    assert checked > 100
