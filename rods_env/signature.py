@@ -29,6 +29,15 @@ def compute_signature(task: Task, gold: Gold, write_tools: Collection[str]) -> S
     """
     calls = task.gold_calls
     facts = [Said(v) for v in task.user.facts.values()]  # each fact analysed once
+    # one text for a plain value: a whole token or number is said by some fact exactly when
+    # the facts, one a line, say it (a line break bounds tokens and numbers)
+    all_facts = Said("\n".join(task.user.facts.values()))
+
+    def stated(leaf: str) -> bool:
+        if leaf[:1] == "!" or "|" in leaf:  # read as a forbidden phrase or alternatives
+            return any(fact.has(leaf) for fact in facts)
+        return all_facts.has(leaf)
+
     produced = [value_leaves(out) for out in gold.call_outputs]
     parts = task.requests() if task.composed else []
     # the first call of the request each call belongs to
@@ -40,7 +49,7 @@ def compute_signature(task: Task, gold: Gold, write_tools: Collection[str]) -> S
     edges: set[tuple[int, int]] = set()
     for j, call in enumerate(calls):
         for leaf in value_leaves(call.arguments):
-            if any(fact.has(leaf) for fact in facts):
+            if stated(leaf):
                 continue
             # within a request, a value comes from the latest call that returned it; a value
             # from an earlier request of a composed task, from the call that first returned

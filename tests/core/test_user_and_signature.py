@@ -3,7 +3,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rods_env import ScriptedUser, TurnView
@@ -163,3 +163,19 @@ def test_gold_outputs_and_their_leaves_are_those_of_the_returned_values(name):
                 assert fresh is None or value_leaves(out) == fresh
             checked += 1
     assert checked > 100
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.lists(st.text(alphabet="ab01 -.:#$,\n", max_size=15), max_size=4),
+    st.text(alphabet="ab01-.:#$,", min_size=1, max_size=6),
+)
+def test_a_value_is_stated_by_the_facts_one_a_line_when_one_fact_states_it(facts, leaf):
+    """compute_signature checks a leaf against all facts joined by line breaks: the same
+    verdict as checking each fact (values with | or a leading ! are checked fact by fact)."""
+    from rods_env.rewards import Said
+
+    facts = [f.replace("\n", " ") for f in facts]
+    if leaf.startswith("!") or "|" in leaf:
+        return
+    assert Said("\n".join(facts)).has(leaf) == any(Said(f).has(leaf) for f in facts)
