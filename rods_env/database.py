@@ -82,6 +82,15 @@ def record_digest(record: Record | Any) -> str:
     return text
 
 
+def changes_fingerprint(changes: Mapping[tuple[str, str], Any]) -> str:
+    """Hex sha256 of changes (``(table, key) -> record or DELETED``), in canonical order:
+    the fingerprint of a state with these changes (:meth:`Database.fingerprint`)."""
+    h = hashlib.sha256()
+    for (table, key), value in sorted(changes.items()):
+        h.update(f"{table}\x1f{key}\x1f{record_digest(value)}\x1e".encode())
+    return h.hexdigest()
+
+
 class Database:
     """The state of one domain instance: a shared immutable base plus a per-episode overlay.
 
@@ -275,10 +284,7 @@ class Database:
 
     def fingerprint(self) -> str:
         """Canonical hash of the state relative to its base (hex sha256 of the changes)."""
-        h = hashlib.sha256()
-        for (table, key), value in sorted(self.changes().items()):
-            h.update(f"{table}\x1f{key}\x1f{record_digest(value)}\x1e".encode())
-        return h.hexdigest()
+        return changes_fingerprint(self.changes())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Database):

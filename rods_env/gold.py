@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
-from rods_env.database import DELETED
+from rods_env.database import DELETED, changes_fingerprint
 from rods_env.errors import RodsError
 from rods_env.leaves import record_json
 from rods_env.task import Task
@@ -48,14 +49,18 @@ class Gold:
     Attributes:
         turns: Per-turn effects.
         final: Changes of the final gold state relative to the base.
-        fingerprint: Fingerprint of the final gold state.
         call_outputs: JSON value each gold call returned, in call order.
     """
 
     turns: tuple[TurnGold, ...]
     final: dict[tuple[str, str], Any]
-    fingerprint: str
     call_outputs: tuple[Any, ...]
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Fingerprint of the final gold state (computed when first asked: hashing the
+        changed records is most of a replay's cost, and synthesis never asks)."""
+        return changes_fingerprint(self.final)
 
     @property
     def writes_anything(self) -> bool:
@@ -108,7 +113,6 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
     return Gold(
         turns=tuple(turns),
         final=db.changes(),
-        fingerprint=db.fingerprint(),
         call_outputs=tuple(outputs),
     )
 
