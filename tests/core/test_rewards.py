@@ -259,9 +259,7 @@ class _DB:
 
 
 def test_success_needs_every_turn_passed_and_the_gold_final_state():
-    gold = Gold(
-        turns=(TurnGold({}, ()), TurnGold({}, ())), final={}, call_outputs=()
-    )
+    gold = Gold(turns=(TurnGold({}, ()), TurnGold({}, ())), final={}, call_outputs=())
     passed = TurnResult(0, True, True, (), ())
     failed = TurnResult(1, False, True, (), ())
     assert success(gold, _DB({}), [passed, passed])  # type: ignore[arg-type]
