@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -184,6 +184,28 @@ def encode_requests(requests: list[Request]) -> tuple[str, dict[str, int]]:
     return SKILL_SEPARATOR.join(r.skill for r in requests), shape
 
 
+def decode_requests(skill: str, shape: Mapping[str, int]) -> list[Request]:
+    """The requests a task's ``(skill, shape)`` records (the inverse of
+    :func:`encode_requests`)."""
+    if SKILL_SEPARATOR not in skill:
+        return [Request(skill=skill, shape=dict(shape))]
+    names = skill.split(SKILL_SEPARATOR)
+    shapes: list[dict[str, int]] = [{} for _ in names]
+    places = [{"turn": 0, "call": 0} for _ in names]
+    for key, value in shape.items():
+        index, _, axis = key.partition(".")
+        if not index.isdigit() or int(index) >= len(names) or not axis:
+            continue
+        if axis in ("turn", "call"):
+            places[int(index)][axis] = value
+        else:
+            shapes[int(index)][axis] = value
+    return [
+        Request(skill=name, shape=shape, **place)
+        for name, shape, place in zip(names, shapes, places, strict=True)
+    ]
+
+
 class Provenance(Frozen):
     """Where a task came from.
 
@@ -251,23 +273,7 @@ class Task(Frozen):
 
     def requests(self) -> list[Request]:
         """The task's requests: one for a task of one skill, several for a composed one."""
-        if not self.composed:
-            return [Request(skill=self.skill, shape=dict(self.shape))]
-        names = self.skill.split(SKILL_SEPARATOR)
-        shapes: list[dict[str, int]] = [{} for _ in names]
-        places = [{"turn": 0, "call": 0} for _ in names]
-        for key, value in self.shape.items():
-            index, _, axis = key.partition(".")
-            if not index.isdigit() or int(index) >= len(names) or not axis:
-                continue
-            if axis in ("turn", "call"):
-                places[int(index)][axis] = value
-            else:
-                shapes[int(index)][axis] = value
-        return [
-            Request(skill=name, shape=shape, **place)
-            for name, shape, place in zip(names, shapes, places, strict=True)
-        ]
+        return decode_requests(self.skill, self.shape)
 
     @property
     def gold_calls(self) -> tuple[ToolCall, ...]:

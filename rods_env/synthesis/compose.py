@@ -29,9 +29,10 @@ customer.
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from threading import Lock
 from types import MappingProxyType
 from typing import Any
@@ -51,6 +52,7 @@ from rods_env.task import (
     ToolCall,
     Turn,
     UserProfile,
+    decode_requests,
     encode_requests,
 )
 
@@ -104,12 +106,10 @@ def composite_skill(domain: Domain, name: str) -> Skill:
     skills = [domain.skill(part) for part in names]
 
     def generate(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
-        probe = Task(id="recipe", domain=domain.name, skill=name, shape=dict(shape),
-                     user=UserProfile(name="-"), turns=(Turn(request="-"),))  # fmt: skip
-        recipe = probe.requests()
+        recipe = decode_requests(name, shape)
         tables = db.base
         owners = list(customer_index(domain, tables))
-        for customer in _take(scattered(owners, rng), CUSTOMERS_TRIED):
+        for customer in itertools.islice(scattered(owners, rng), CUSTOMERS_TRIED):
             conv = Conversation(domain, tables, customer)
             for skill, want in zip(skills, recipe, strict=True):
                 join = want.turn < len(conv.turns)
@@ -128,13 +128,6 @@ def composite_skill(domain: Domain, name: str) -> Skill:
         generate,
         writes=any(s.writes for s in skills),
     )
-
-
-def _take(items: Iterator[str], n: int) -> Iterator[str]:
-    for i, item in enumerate(items):
-        if i >= n:
-            return
-        yield item
 
 
 # -- customers -------------------------------------------------------------------------------
@@ -465,14 +458,24 @@ def extend(
     rng: random.Random,
     *,
     join: bool,
-    skills: Callable[[random.Random], Sequence[Skill]] | None = None,
+    unfit: set[str] | None = None,
 ) -> tuple[str, Draft]:
     """``parent`` with one more request of its customer: ``(skill name, draft)``.
 
     The skills the task does not compose yet are tried first, then the others, each in a
-    random order (``skills`` may give another order); the first whose draft adds something
-    (a write that changes a record, or an output the task does not ask for yet) on the
-    state after the parent's gold is taken.
+    random order; the first whose draft adds something (a write that changes a record, or
+    an output the task does not ask for yet) on the state after the parent's gold is taken.
+
+    Args:
+        domain: The domain.
+        parent: The task to extend.
+        gold: Its gold replay.
+        tables: The world skills draft from (the parent's split).
+        rng: The variant's generator.
+        join: Add the request to the last turn (False: in new turns).
+        unfit: Skills already seen to add nothing to this parent this way (skipped); the
+            skills that fail now are added to it. A synthesizer keeps one per parent and
+            layout, so later attempts do not draft them again.
 
     Raises:
         Reject: ``skill_unavailable`` when the parent is not of exactly one customer or
@@ -482,28 +485,30 @@ def extend(
     if customer is None:
         raise Reject("skill_unavailable", "the task is not of exactly one customer")
     conv = Conversation.resume(domain, tables, customer, parent, gold)
-    if skills is not None:
-        order = list(skills(rng))
-    else:
-        # skills the task does not compose yet first (the task grows more varied, rather
-        # than asking for the same thing again and again), each group in a random order
-        used = {r.skill for r in conv.requests}
-        fresh = [s for s in domain.skills if s.name not in used]
-        again = [s for s in domain.skills if s.name in used]
-        rng.shuffle(fresh)
-        rng.shuffle(again)
-        order = fresh + again
+    # skills the task does not compose yet first (the task grows more varied, rather than
+    # asking for the same thing again and again), each group in a random order
+    used = {r.skill for r in conv.requests}
+    fresh = [s for s in domain.skills if s.name not in used]
+    again = [s for s in domain.skills if s.name in used]
+    rng.shuffle(fresh)
+    rng.shuffle(again)
+    order = fresh + again
     if join:  # a joined request has one turn: skills that always draft several cannot join
         several = _multi_turn_skills(domain)
         order = [s for s in order if s.name not in several]
+    unfit = set() if unfit is None else unfit
     why: list[str] = []
     for skill in order:
+        if skill.name in unfit:
+            continue
         draft = _draft(skill, conv, rng, random_shape(skill, rng))
         if draft is None:
+            unfit.add(skill.name)
             continue
         problem = conv.add(skill, draft, rng, join=join)
         if problem is None:
             return conv.skill_name, conv.draft()
+        unfit.add(skill.name)
         why.append(f"{skill.name}: {problem}")
     raise Reject(
         "skill_unavailable",

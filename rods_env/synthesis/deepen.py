@@ -111,23 +111,22 @@ def deepen(domain: Domain, parent: Task, gold: Gold, rng: random.Random) -> Draf
     rng.shuffle(options)
     why: list[str] = []
     for label, value in options:
-        turns = list(parent.turns)
-        facts = {k: v for k, v in parent.user.facts.items() if v != value}
-        # the no-ask agent's test, on the variant that still knows the fact but holds it
-        # back: it must pin the value down from what the task leaves it
+        # the no-ask agent's test on a probe in which this fact alone is held back (any
+        # other it could ask for): it must pin the value down from what the task leaves it
         first = next(
             i for i, t in enumerate(parent.turns) for c in t.calls if value in _strings(c.arguments)
         )
-        probe_turns = [
+        probe_turns = tuple(
             t.model_copy(update={"hidden_facts": (label,) if i == first else ()})
-            for i, t in enumerate(turns)
-        ]
-        probe = parent.model_copy(update={"turns": tuple(probe_turns)})
+            for i, t in enumerate(parent.turns)
+        )
+        probe = parent.model_copy(update={"turns": probe_turns})
         if no_ask_value(domain, probe, gold, exhaustive=True) is None:
             why.append(f"{label}: the agent could not tell it from the other candidates")
             continue
+        facts = {k: v for k, v in parent.user.facts.items() if v != value}
         user = parent.user.model_copy(update={"facts": facts})
-        return Draft(user=user, turns=tuple(turns), shape=dict(parent.shape))
+        return Draft(user=user, turns=parent.turns, shape=dict(parent.shape))
     raise Reject(
         "skill_unavailable",
         "no stated value can be left for the agent to find"
