@@ -343,8 +343,7 @@ class ToolEnv(gym.Env[str, str]):
         if len(self._results) == self._turn:
             self._close_turn()
         for i in range(len(self._results), len(self._task.turns)):
-            tg = self._gold.turns[i]
-            self._record(TurnResult(i, False, False, (), tuple(tg.outputs)))
+            self._record(TurnResult.not_reached(i, self._gold.turns[i]))
         self._success = success(self._gold, self._db, self._results)
         self._termination = reason
         self._over = True
