@@ -100,7 +100,19 @@ def test_a_turn_the_conversation_never_reached_says_so(setup):
     out = run_episode(short, TalkOnlyAgent(), task=task)
     assert out["termination"] == "max_steps"
     first, second = out["turn_results"]
+    assert first["message"] == 1 and second["message"] is None  # 0 is the policy
     assert [f["rule"] for f in first["failures"]] == ["effect_missing"]
     assert second["failures"] == [
         {"rule": "not_reached", "values": [], "text": "the conversation ended before this turn"}
     ]
+
+
+def test_each_turn_result_points_at_the_message_that_opened_it(setup):
+    env, task, writes = setup
+    out = run_episode(env, OracleAgent(task, writes), task=task)
+    messages = env.unwrapped._messages
+    starts = [r["message"] for r in out["turn_results"]]
+    assert starts[0] == 1 and starts[0] < starts[1] < len(messages)
+    for start, turn in zip(starts, task.turns, strict=True):
+        assert messages[start]["role"] == "user"
+        assert turn.request.lower() in messages[start]["content"].lower()
