@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "train": ("rods_agent.commands.train", "GRPO training with the RODS data engine in the loop"),
     "report": ("rods_agent.commands.report", "plots and a summary of training runs, side by side"),
+    "view": (
+        "rods_agent.commands.view",
+        "one HTML page of evaluations and training runs: episodes, why turns failed, the pool",
+    ),
     "eval": ("rods_agent.commands.eval", "evaluate a model on a task pool (pass^k, progress)"),
     "synth": ("rods_agent.commands.synth", "grow a validated task pool offline from seed tasks"),
     "sft": ("rods_agent.commands.sft", "warm-start a model on oracle transcripts of a task pool"),
