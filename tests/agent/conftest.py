@@ -57,3 +57,19 @@ def retail_tasks(retail):
             seen.add(t.skill)
             picked.append(t)
     return picked[:6]
+
+
+@pytest.fixture(scope="module")
+def evals(tmp_path_factory, retail_tasks):
+    """An oracle and a random evaluation of six retail tasks (two trials of random): the
+    folders ``rods eval`` writes, for ``rods view``."""
+    from rods_agent.engines import oracle_engine, random_engine
+    from rods_agent.evaluate import evaluate
+
+    root = tmp_path_factory.mktemp("evals")
+    meta = {"env": "rods/Retail-v0", "pool": "seeds", "split": "test"}
+    evaluate(oracle_engine(retail_tasks), retail_tasks, out=root / "oracle",
+             meta={**meta, "model": "oracle", "engine": "oracle"})  # fmt: skip
+    evaluate(random_engine(0), retail_tasks, k=2, out=root / "random",
+             meta={**meta, "model": "random", "engine": "random"})  # fmt: skip
+    return root / "oracle", root / "random"
