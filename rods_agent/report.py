@@ -1,9 +1,9 @@
 """``rods report``: plots and a summary of one or more training runs, side by side.
 
-Reads each run directory's ``metrics.jsonl`` and ``config.yaml`` and draws, with
-matplotlib, one function per plot (:data:`PANELS`). A curve is drawn twice: each step's
-value (thin) and its trailing mean over ``--window`` steps (thick), both in the legend; every
-y axis says what it counts.
+Reads each run directory's ``metrics.jsonl`` and ``config.yaml`` (see
+:mod:`rods_agent.training.loop`) and draws, with matplotlib, one function per plot
+(:data:`PANELS`). A curve is drawn twice: each step's value (thin) and its trailing mean
+over ``--window`` steps (thick), both in the legend; every y axis says what it counts.
 
 - ``reward.png``: reward and progress per step (and test-split progress when evaluated);
 - ``effective_group_ratio.png``: the share of groups with a reward variance, one line per
