@@ -9,6 +9,7 @@ the pool's story). Nothing here draws or writes; :mod:`rods_agent.view.page` doe
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,10 @@ ROLLOUT_TASKS = "tasks.jsonl"
 
 POOL_EVENTS = "pool_events.jsonl"
 """A training run's pool events per step: tasks synthesized, admitted, retired, parked."""
+
+_PLACEHOLDER = re.compile(r"\(the (\S+) policy: rollouts/policies\.json\)")
+"""What a training transcript's system message says instead of the policy
+(:data:`rods_agent.training.transcripts.POLICY_PLACEHOLDER`)."""
 
 
 @dataclass
@@ -170,6 +175,13 @@ def _training_run(path: Path) -> Source:
     source.summary = {"config": config}
     if (folder / ROLLOUT_TASKS).exists():
         source.tasks = _tasks_from(folder / ROLLOUT_TASKS, source.notes)
+    policies = _json_object(folder / "policies.json", source.notes)
+    for record in source.episodes:  # the policy, written once, back in its place
+        first = record["messages"][0] if record["messages"] else None
+        if isinstance(first, dict) and first.get("role") == "system":
+            found = _PLACEHOLDER.fullmatch(str(first.get("content")))
+            if found and isinstance(policies.get(found.group(1)), str):
+                record["messages"][0] = {**first, "content": policies[found.group(1)]}
     _note_missing_tasks(source)
     return source
 
