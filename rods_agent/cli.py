@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -89,8 +90,10 @@ class _StderrHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
+            from rods_agent.progress import write_line
+
             level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
-            print(f"rods {self.command}: {level}{record.getMessage()}", file=sys.stderr)
+            write_line(f"rods {self.command}: {level}{record.getMessage()}", sys.stderr)
         except Exception:  # logging must never break the command (a closed stderr ...)
             self.handleError(record)
 
@@ -120,6 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rods: {args._missing}", file=sys.stderr)
         return 2
     _setup_logging(args.command)
+    from rods_agent.progress import is_terminal
+
+    if not is_terminal(sys.stderr):
+        # transformers' and the Hub's bars (loading weights, writing shards) are hidden
+        # off a terminal anyway, and would leave their carriage returns in a log file
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         return int(_load(args._module).run(args) or 0)
     except RodsError as exc:

@@ -525,7 +525,15 @@ class _Bar:
     def __init__(self, total: int) -> None:
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=total, desc="trials", unit="trial", file=sys.stderr, disable=None)
+        from rods_agent.progress import is_terminal
+
+        self.bar = tqdm(
+            total=total,
+            desc="trials",
+            unit="trial",
+            file=sys.stderr,
+            disable=not is_terminal(sys.stderr),
+        )
 
     def __call__(self, p: EvalProgress) -> None:
         bar = self.bar

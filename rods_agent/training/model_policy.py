@@ -294,7 +294,9 @@ class ModelPolicy:
         )
         timings["total"] = time.perf_counter() - t0
         self.update_seconds = timings
-        log.info("update %d: %s", step, {k: round(v, 2) for k, v in timings.items()})
+        log.info(
+            "step %d update: %s", step, ", ".join(f"{k} {v:.2f} s" for k, v in timings.items())
+        )
         return metrics
 
     def _score(self, model: Any, seqs: Sequence[TrainSequence]) -> list[Any]:

@@ -242,3 +242,27 @@ def test_an_exhausted_pool_stops_the_run_early(tmp_path, capsys):
     from rods_agent.report import load_run, report_markdown
 
     assert f"stopped at step {len(rows)} of 60" in report_markdown([load_run(out)])
+
+
+def test_the_last_words_say_what_the_run_did(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["train", "--config", str(SIMULATED), *small(out, "steps=4")]
+    assert cli.main(args) == 0
+    assert capsys.readouterr().out.startswith("rods train: trained 4 steps, mode rods")
+    assert cli.main([*args, "--resume"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(f"rods train: nothing to do: {out} has done its 4 of 4 steps already")
+    assert "trained" not in said
+    assert cli.main(["train", "--resume", f"out={out}", "steps=6"]) == 0
+    assert capsys.readouterr().out.startswith(
+        "rods train: trained steps 4-5 (2 steps, resumed at 4), mode rods"
+    )
+    dry = tmp_path / "dry"
+    mastered = ["steps=60", "simulated.initial_logit=12", "simulated.skill_spread=0",
+                "data.mastered_k=1", "data.expand_mastered=false"]  # fmt: skip
+    assert cli.main(["train", "--config", str(SIMULATED), *small(dry, *mastered)]) == 0
+    done = len(read_jsonl(dry / "metrics.jsonl"))
+    assert capsys.readouterr().out.startswith(
+        f"rods train: trained {done} steps, then stopped early at step {done} of 60: "
+        "the pool was exhausted"
+    )
