@@ -103,3 +103,53 @@ def test_an_eval_page_shows_the_episodes_a_filter_narrows_them_and_a_turn_says_w
     assert driver.find_elements(By.CSS_SELECTOR, "section.turn.passed")
     assert not driver.find_elements(By.CSS_SELECTOR, "section.turn li.rule")
     assert driver.get_log("browser") == []  # no script error
+
+
+def test_a_training_run_shows_its_report_its_pool_story_and_its_transcripts(tmp_path, driver):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from rods_agent.config import load_config
+    from rods_agent.report import PANELS
+    from rods_agent.training.loop import train
+    from tests.agent.test_train import SIMULATED, small
+
+    run = tmp_path / "run"
+    train(load_config(SIMULATED, small(run, "steps=8")))
+    metrics = read_jsonl(run / "metrics.jsonl")
+    made = sum(len(e["synthesized"]) for e in read_jsonl(run / "pool_events.jsonl"))
+    page = view([run], tmp_path / "view.html").path
+    browser.open_page(driver, page)
+    assert _count(driver) == f"{8 * 4 * 3} episodes"  # 8 steps, 4 groups, 3 kept of each
+    _select(driver, "pick", "best")
+    assert _count(driver) == f"32 of {8 * 4 * 3} episodes"
+    driver.find_element(By.ID, "f-step_min").send_keys("7")
+    assert _count(driver) == f"4 of {8 * 4 * 3} episodes"
+    _rows(driver)[0].click()
+    article = WebDriverWait(driver, 30).until(
+        lambda d: d.find_element(By.CSS_SELECTOR, "article.episode")
+    )
+    zones = {z for z, n in metrics[7]["zones"].items() if n}
+    facts = article.find_element(By.CSS_SELECTOR, ".facts").text
+    assert any(f"zone at this step {z}" in facts for z in zones)
+    assert "group rewards" in facts
+
+    driver.find_element(By.CSS_SELECTOR, "#tabs button[data-tab='runs']").click()
+    runs = driver.find_element(By.ID, "runs-tab")
+    plots = runs.find_elements(By.CSS_SELECTOR, ".plots img")
+    assert len(plots) == len(PANELS)
+    assert all(p.get_property("naturalWidth") > 0 for p in plots)  # the PNGs decode
+    assert (
+        "Training report (simulated learner" in runs.find_element(By.CSS_SELECTOR, ".report").text
+    )
+    story = runs.find_element(By.CSS_SELECTOR, ".pool")
+    assert (
+        len(
+            story.find_elements(By.CSS_SELECTOR, ".scroll")[0].find_elements(
+                By.CSS_SELECTOR, "tbody tr"
+            )
+        )
+        == 8
+    )
+    assert f"synthesized tasks ({made})" in story.text and made > 0
+    assert driver.get_log("browser") == []

@@ -189,7 +189,7 @@
   }
 
   function fact(label, value) {
-    return el("div", {}, el("span", { text: label }), value instanceof Node ? value : String(value ?? "-"));
+    return el("div", {}, el("span", { text: label }), " ", value instanceof Node ? value : String(value ?? "-"));
   }
 
   function stepInfo(rw, k) {
