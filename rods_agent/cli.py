@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -123,12 +122,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rods: {args._missing}", file=sys.stderr)
         return 2
     _setup_logging(args.command)
-    from rods_agent.progress import is_terminal
-
-    if not is_terminal(sys.stderr):
-        # transformers' and the Hub's bars (loading weights, writing shards) are hidden
-        # off a terminal anyway, and would leave their carriage returns in a log file
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         return int(_load(args._module).run(args) or 0)
     except RodsError as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,8 +271,10 @@ def build_engine(
                 "run `bash scripts/setup_vllm.sh` and use .venv-vllm/bin/rods"
             )
     check_model_folder(model)
-    if not progress:
-        _quiet_transformers()
+    from rods_agent.progress import is_terminal
+
+    if not progress or not is_terminal(sys.stderr):
+        quiet_transformers()  # off a terminal their bars would only litter a log file
     load_errors: tuple[type[BaseException], ...] = (OSError, ValueError, KeyError, RuntimeError)
     try:
         from safetensors import SafetensorError  # a corrupt weights file
@@ -298,8 +301,8 @@ def build_engine(
         raise EngineError(f"cannot load model '{model}': {_one_line(exc)}") from None
 
 
-def _quiet_transformers() -> None:
-    """No loading bars from transformers and huggingface_hub."""
+def quiet_transformers() -> None:
+    """No loading bars from transformers and huggingface_hub (for this process)."""
     import transformers
 
     transformers.utils.logging.disable_progress_bar()
