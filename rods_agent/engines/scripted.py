@@ -11,7 +11,7 @@ the model family's own format: the agent's text is read as the environment reads
 model would sample it (:meth:`ChatTemplate.write`): Qwen's ``<tool_call>`` blocks, Llama 3.1's
 JSON, gpt-oss's harmony channels, a thinking Qwen3's ``<think>`` block. So an oracle's
 transcripts teach a model its own format, and tests drive each template with tool calls the
-way its model makes them. Text that does not parse is kept as written.
+way its model makes them. Text that does not parse is written as the message's content.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class ScriptedEngine:
         assert self.chat is not None
         parsed = parse_action(text)
         if parsed.error is not None or any(c.error is not None for c in parsed.calls):
-            return text
+            return self.chat.write({"role": "assistant", "content": text})  # as written
         message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
         if parsed.calls:
             message["tool_calls"] = [
