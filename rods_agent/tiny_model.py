@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import sys
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any

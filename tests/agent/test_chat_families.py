@@ -27,7 +27,6 @@ the first, which Gemma 3 refuses and gpt-oss's template silently drops) as a use
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,7 +194,7 @@ def test_oracle_episodes_reach_full_progress_on_the_templates_own_tokens(
             assert record.token_ids == chat.encode(reference), record.task_id
         # only sampled tokens carry loss, each with its stop token
         assert sum(record.assistant_mask) == sum(b - a for a, b in record.step_spans)
-        for a, b in record.step_spans:
+        for _a, b in record.step_spans:
             assert record.token_ids[b - 1] in chat.end_of_turn_ids
     if stumble:
         for record in records:
