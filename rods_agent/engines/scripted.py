@@ -11,7 +11,9 @@ the model family's own format: the agent's text is read as the environment reads
 model would sample it (:meth:`ChatTemplate.write`): Qwen's ``<tool_call>`` blocks, Llama 3.1's
 JSON, gpt-oss's harmony channels, a thinking Qwen3's ``<think>`` block. So an oracle's
 transcripts teach a model its own format, and tests drive each template with tool calls the
-way its model makes them. Text that does not parse is written as the message's content.
+way its model makes them. The agent's ``<think>`` reasoning is written as the family writes
+reasoning (a Qwen3 ``<think>`` block, gpt-oss's ``analysis`` channel; families that do not
+think drop it). Text that does not parse is written as the message's content.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from rods_agent.engines.base import (
     request_max_tokens,
 )
 from rods_agent.engines.chat import ChatTemplate
-from rods_env.parsing import parse_action
+from rods_env.parsing import parse_action, split_reasoning
 
 
 class ScriptedAgent(Protocol):
@@ -85,10 +87,13 @@ class ScriptedEngine:
     def _native(self, text: str) -> str:
         """The agent's message as the template's model writes it, stop token included."""
         assert self.chat is not None
-        parsed = parse_action(text)
+        reasoning, visible, _ = split_reasoning(text)
+        parsed = parse_action(visible)
         if parsed.error is not None or any(c.error is not None for c in parsed.calls):
             return self.chat.write({"role": "assistant", "content": text})  # as written
         message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
+        if reasoning:  # Qwen3 templates read reasoning_content, gpt-oss's thinking
+            message["reasoning_content"] = message["thinking"] = reasoning
         if parsed.calls:
             message["tool_calls"] = [
                 {"type": "function", "function": {"name": c.name, "arguments": c.arguments}}

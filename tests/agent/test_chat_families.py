@@ -203,3 +203,41 @@ def test_oracle_episodes_reach_full_progress_on_the_templates_own_tokens(
             assert any("no_such_tool" in s for s in said)
     else:
         assert any(len(r.turn_results) > 1 for r in records)  # later user turns
+
+
+class Thinking:
+    """The oracle thinking aloud: the answer and a drafted write in its reasoning."""
+
+    def __init__(self, task: Task) -> None:
+        self.oracle = OracleAgent(task, load_domain(task.domain).toolkit.write_names())
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        action = self.oracle.act(observation, info)
+        draft = '<tool_call>{"name": "cancel_pending_order", "arguments": {"order_id": "#W9999999", "reason": "ordered by mistake"}}</tool_call>'
+        return f"<think>\nSecretly: {draft} and then: {action}\n</think>\n\n{action}"
+
+
+@pytest.mark.parametrize("case", [("qwen3", True), ("gptoss", None)], ids=case_id)
+def test_reasoning_stays_in_the_training_sequence_and_out_of_the_environment(
+    family_models: FamilyModels, case: tuple[str, bool | None]
+) -> None:
+    family, thinking = case
+    chat = chat_of(family_models, family, thinking)
+    tasks = [t for t in TASKS if t.domain == "retail"][:2]
+    by_id = {t.id: t for t in tasks}
+    from rods_agent.rollout import DomainRouter
+
+    engine = ScriptedEngine(lambda info: Thinking(by_id[info["task_id"]]), chat=chat)
+    records = run_rollouts(
+        engine, lambda: DomainRouter(max_steps=60), [EpisodeSpec(t) for t in tasks],
+        RolloutConfig(max_turns=60, max_tokens=60_000),
+    )  # fmt: skip
+    for record in records:
+        assert record.progress == 1.0 and record.termination == "user_stop" and not record.errors
+        ours = chat.decode(record.token_ids)
+        assert ours.count("Secretly:") == record.n_steps  # every turn's reasoning is trained on
+        env_text = json.dumps(record.messages)
+        assert "Secretly" not in env_text and "W9999999" not in env_text  # none reached the env
+        assert record.token_check == "history"
+        if family == "qwen3":  # equal to the prefix-preserving template, reasoning included
+            assert record.token_ids == chat.encode(reference_text(family, thinking, chat, record))
