@@ -188,6 +188,12 @@ class ChatTemplate:
                 "chat template has none; leave thinking unset"
             )
         self.thinking = thinking
+        switch = "enable_thinking" in self.template
+        self.thinks = self.harmony or (
+            thinking is not False if switch else "<think>" in self.template
+        )
+        """The model reasons before it answers (Qwen3 with thinking on, gpt-oss, a template
+        that opens ``<think>``): its turns need a budget for the reasoning."""
         self._special = sorted(
             {
                 t.content
