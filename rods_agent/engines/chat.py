@@ -235,8 +235,8 @@ class ChatTemplate:
         text = self._try([*_DUMMY, asked, result], tool)
         self.tool_role = text is not None and _PROBE in text
         """The template renders ``tool`` messages (else they become user messages)."""
-        text = self._try([*_DUMMY, asked], tool)
-        self.renders_tool_calls = text is not None and "probe_tool_xyz" in text.split("U", 1)[-1]
+        text = self._try([*_DUMMY, asked])  # no tool list: the name can only come from the call
+        self.renders_tool_calls = text is not None and "probe_tool_xyz" in text
         """The template renders an assistant message's ``tool_calls``."""
         said = {"role": "assistant", "content": "A"}
         text = self._try([*_DUMMY, said, {"role": "system", "content": _PROBE}])
