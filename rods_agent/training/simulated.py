@@ -103,6 +103,14 @@ def group_advantages(rewards: Sequence[float]) -> list[float]:
     return [(r - mean) / (std + ADVANTAGE_EPS) for r in rewards]
 
 
+SIMULATED_FAILURE = {
+    "rule": "simulated",
+    "values": [],
+    "text": "the simulated learner's draw failed this turn (no reward rule ran: no model, no env)",
+}
+"""Why a simulated turn failed, in the shape of :class:`rods_env.rewards.Failure`."""
+
+
 class SimulatedPolicy:
     """A stand-in learner implementing :class:`rods_agent.training.policy.Policy` (a simulation).
 
@@ -194,7 +202,10 @@ class SimulatedPolicy:
             progress=progress,
             success=all(passed),
             termination="simulated",
-            turn_results=[{"turn": i, "passed": ok} for i, ok in enumerate(passed)],
+            turn_results=[
+                {"turn": i, "passed": ok, "failures": [] if ok else [SIMULATED_FAILURE]}
+                for i, ok in enumerate(passed)
+            ],
         )
         return record, attempts
 

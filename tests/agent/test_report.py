@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from rods_agent import cli
-from rods_agent.report import Run, compare, make_report, report_markdown, rolling, summarize
+from rods_agent.report import (
+    PANELS,
+    Run,
+    compare,
+    make_report,
+    report_markdown,
+    rolling,
+    summarize,
+)
 from rods_env.fileio import write_jsonl
 
 
@@ -83,44 +91,80 @@ def test_several_runs_side_by_side(tmp_path, capsys):
     assert "not a training run (no metrics.jsonl)" in capsys.readouterr().err
 
 
-def test_the_modes_side_by_side_and_the_pools_difficulty(tmp_path):
-    """modes.png puts static, filter and rods in that order, whatever order they are given
-    in; difficulty.png draws the pool's knobs of the runs that report them."""
+def _legend(ax) -> list[str]:
+    legend = ax.get_legend()
+    return [t.get_text() for t in legend.get_texts()] if legend else []
+
+
+def test_every_curve_is_drawn_raw_and_smoothed_and_says_which_is_which():
     import matplotlib
 
     matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
+    import matplotlib.pyplot as plt
 
-    from rods_agent.report import load_run, plot_difficulty, plot_modes
+    run = run_of("rods", [0.0, 0.5, 1.0, 0.0, 0.25, 0.75])
+    run.rows[4]["reward"] = 0.0  # the step's own value must be drawn, not only a mean
+    for name, panel in PANELS.items():
+        fig = panel([run], 3, "")
+        for ax in fig.axes:
+            assert ax.get_ylabel(), f"{name}: an unlabelled y axis"
+        plt.close(fig)
+    fig = PANELS["reward.png"]([run], 3, "")
+    reward = fig.axes[0]
+    assert _legend(reward) == ["rods (rods): each step", "rods (rods): 3-step trailing mean"]
+    raw, smooth = reward.get_lines()[:2]
+    assert list(raw.get_ydata())[4] == 0.0 and list(smooth.get_ydata())[4] == pytest.approx(1 / 3)
+    plt.close(fig)
+    fig = PANELS["effective_group_ratio.png"]([run], 3, "")
+    legend = _legend(fig.axes[0])
+    assert "0.8: rods should hold this" in legend and "0.3: static runs dry" in legend
+    plt.close(fig)
+    fig = PANELS["pool.png"]([run], 3, "")
+    assert "parked at that step (running count)" in _legend(fig.axes[0])
+    plt.close(fig)
+
+
+def test_first_and_last_means_of_a_short_run_do_not_average_the_same_steps():
+    run = run_of("rods", [1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    s = summarize(run, window=25)
+    assert s["means_over"] == 3 and s["ratio_first"] == 1.0 and s["ratio_last"] == 0.0
+    assert summarize(run_of("rods", [0.5] * 100), window=25)["means_over"] == 25
+    assert summarize(run_of("rods", [0.5]), window=25)["means_over"] == 1
+    text = report_markdown([run])
+    assert "| rods | rods | 6 | 3 | 1.000 | 0.000 |" in text
+
+
+def test_the_modes_side_by_side_and_the_pools_difficulty():
+    """modes.png puts static, filter and rods in that order, whatever order they come in;
+    difficulty.png draws the pool's knobs, raw and smoothed, for the runs that report them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
 
     runs = []
     for mode in ("rods", "static", "filter"):
-        rows = run_of(mode, [0.9, 0.5, 0.2]).rows
-        for i, row in enumerate(rows):
-            row["pool"] = {**row.get("pool", {}), "difficulty": {"depth": 2 + i, "width": 1,
-                           "turns": 1 + i, "skills": 1}}  # fmt: skip
-        folder = tmp_path / mode
-        write_jsonl(folder / "metrics.jsonl", rows)
-        (folder / "config.yaml").write_text(f"mode: {mode}\npolicy: simulated\n")
-        runs.append(load_run(folder))
-    drawn: list[list[str]] = []
-    real_savefig = plt.Figure.savefig
-
-    def spy(fig, path, **kw):
-        drawn.append([ax.get_title() for ax in fig.axes])
-        return real_savefig(fig, path, **kw)
-
-    plt.Figure.savefig = spy  # type: ignore[method-assign]
-    try:
-        modes = plot_modes(runs, tmp_path)
-        difficulty = plot_difficulty(runs, tmp_path)
-    finally:
-        plt.Figure.savefig = real_savefig  # type: ignore[method-assign]
-    assert modes.exists() and difficulty.exists()
-    assert drawn[0] == ["static (static)", "filter (filter)", "rods (rods)"]
-    assert drawn[1] == [
-        "dependency depth (calls)",
-        "requests in one turn",
-        "turns",
-        "skills composed",
+        run = run_of(mode, [0.9, 0.5, 0.2, 0.4])
+        for i, row in enumerate(run.rows):
+            row["pool"] = {**row.get("pool", {}),
+                           "difficulty": {"depth": 2 + i, "width": 1, "turns": 1 + i, "skills": 1}}  # fmt: skip
+        runs.append(run)
+    fig = PANELS["modes.png"](runs, 2, "")
+    assert [ax.get_title() for ax in fig.axes] == [
+        "static (static)",
+        "filter (filter)",
+        "rods (rods)",
     ]
+    plt.close(fig)
+    fig = PANELS["difficulty.png"](runs, 2, "")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].startswith("dependency depth") and titles[3] == "skills composed"
+    depth = fig.axes[0]
+    raw = depth.get_lines()[0]
+    assert list(raw.get_ydata()) == [2, 3, 4, 5]
+    assert "rods (rods): 2-step trailing mean" in _legend(depth)
+    plt.close(fig)
+    bare = run_of("static", [0.5, 0.5])
+    fig = PANELS["difficulty.png"]([bare], 2, "")  # no difficulty in its metrics: no curve
+    assert all(not ax.get_lines() for ax in fig.axes)
+    plt.close(fig)
