@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -43,8 +44,19 @@ class ToolCall(Frozen):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
     def key(self) -> str:
-        """Canonical text of the call (sorted JSON arguments)."""
-        return f"{self.name}({json.dumps(self.arguments, sort_keys=True)})"
+        """Canonical text of the call (sorted JSON arguments); kept for recent calls (a
+        task's calls are keyed again and again by synthesis and its dedupe)."""
+        hit = _CALL_KEYS.get(id(self))
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        key = f"{self.name}({json.dumps(self.arguments, sort_keys=True)})"
+        _CALL_KEYS[id(self)] = (self, key)
+        while len(_CALL_KEYS) > 16384:
+            _CALL_KEYS.popitem(last=False)
+        return key
+
+
+_CALL_KEYS: OrderedDict[int, tuple[ToolCall, str]] = OrderedDict()
 
 
 class Turn(Frozen):

@@ -285,7 +285,12 @@ class Conversation:
         if join and (len(draft.turns) != 1 or not self.turns):
             return "a joined request has one turn"
         start = self.state.checkpoint()
-        saved = ({k: list(v) for k, v in self._outputs.items()}, set(self._values))
+        saved = (
+            {k: list(v) for k, v in self._outputs.items()},
+            set(self._values),
+            # per-episode tool state (who is verified), restored with the database
+            {k: v for k, v in vars(self.tools).items() if k != "db"},
+        )
         kept: list[list[ToolCall]] = []
         wrote = False
         for turn in draft.turns:
@@ -328,12 +333,17 @@ class Conversation:
             return problem
         self._sync_view({key: self.state.get(*key, DELETED) for key in changed})
         self._merge(skill, draft, rng, kept, outputs, join)
+        # records the last turn changed (for an appended request of several turns, those of
+        # all of them: more than needed, so a later join is refused, never wrongly allowed)
         self._turn_changes = (self._turn_changes if join else set()) | changed
         return None
 
-    def _undo(self, start: Any, saved: tuple[dict[str, list[Any]], set[str]]) -> None:
+    def _undo(
+        self, start: Any, saved: tuple[dict[str, list[Any]], set[str], dict[str, Any]]
+    ) -> None:
         self.state.rollback(start)
-        self._outputs, self._values = saved
+        self._outputs, self._values, tool_state = saved
+        vars(self.tools).update(tool_state)
 
     def _merge(
         self,

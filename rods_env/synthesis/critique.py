@@ -315,6 +315,24 @@ def _policy_numbers(policy: str) -> frozenset[float]:
     return frozenset(_numbers_in(policy))
 
 
+_TEXTS: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+
+
+def _output_text(value: Any) -> str:
+    """A gold output's compact JSON text, kept for recent outputs by identity (gold outputs
+    are shared and never changed: a record returned again is the same object)."""
+    if not isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    hit = _TEXTS.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    _TEXTS[id(value)] = (value, text)
+    while len(_TEXTS) > 8192:
+        _TEXTS.popitem(last=False)
+    return text
+
+
 class _Known:
     """What the agent can know at some point: the text it has seen and the numbers in it.
 
@@ -334,7 +352,7 @@ class _Known:
         self.pending.append(text)
 
     def add_output(self, value: Any) -> None:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        text = _output_text(value)
         self.text = f"{self.text}\x00{text}"
         self.pending.append(text)
 
