@@ -96,8 +96,10 @@ class RolloutSection(Section):
     temperature: float = Field(1.0, ge=0.0, description="Sampling temperature.")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
     tool_format: str = Field("auto", description="Tool-call format (rods_agent.engines.formats).")
-    user: Literal["scripted", "llm"] = Field(
-        "scripted", description="Simulated user: deterministic script or the model itself."
+    user: Literal["scripted", "llm", "solo"] = Field(
+        "scripted",
+        description="Simulated user: deterministic script, the model itself, or none (solo: "
+        "a benchmark domain's solo mode, e.g. tau2-telecom).",
     )
     reward: Literal["progress", "success"] = Field(
         "progress", description="Episode reward for advantages: dense progress or strict success."
@@ -151,7 +153,14 @@ class DataConfig(Section):
 
     pool: str = Field(default="seeds", description="Starting pool: 'seeds' or a JSONL task pool.")
     split: Literal["train", "test", "all"] = Field(
-        default="train", description="Split of the starting pool trained on."
+        default="train",
+        description="Split of the starting pool trained on (a benchmark domain allows train "
+        "only: its test split is never trained on).",
+    )
+    keep_trivial: bool = Field(
+        default=False,
+        description="Keep a benchmark domain's tasks that an agent doing nothing passes "
+        "(tau2-airline: 19, tau2-retail: 7 of τ²-bench's tasks); they reward doing nothing.",
     )
     capacity: int = Field(
         default=800,

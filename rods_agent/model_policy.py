@@ -86,13 +86,19 @@ def resolve_dtype(dtype: str, device: str) -> str:
 def tokenizer_texts(domains: Sequence[str]) -> list[str]:
     """Text the tiny model's tokenizer is trained on besides its generic corpus: each
     domain's policy and tool schemas (weighted, so they take few tokens)."""
-    from rods_env.registry import load_domain
+    from rods_env.benchmark import BenchmarkDomain
+    from rods_env.registry import load_any_domain
 
     texts: list[str] = []
     for name in domains:
-        domain = load_domain(name)
+        domain = load_any_domain(name)
         texts.append(domain.policy)
-        texts.extend(json.dumps(schema) for schema in domain.toolkit.schemas())
+        schemas = (
+            domain.tool_schemas()
+            if isinstance(domain, BenchmarkDomain)
+            else domain.toolkit.schemas()
+        )
+        texts.extend(json.dumps(schema) for schema in schemas)
     return texts * 5
 
 
@@ -123,9 +129,9 @@ def ensure_model(config: TrainConfig, out_dir: Path) -> Path:
 
 
 def _domain_name(env: str) -> str:
-    from rods_env.registry import load_domain
+    from rods_env.registry import load_any_domain
 
-    return load_domain(env).name
+    return load_any_domain(env).name
 
 
 def _torch_bytes(obj: Any) -> bytes:
@@ -318,7 +324,11 @@ class ModelPolicy:
         users = self.users
         make_user = (lambda: LLMUser(self.engine, batcher=users)) if users is not None else None
         # The env's own step limit sits above the rollout's turn cap, which ends episodes.
-        return DomainRouter(max_steps=self.config.rollout.max_turns + 1, make_user=make_user)
+        return DomainRouter(
+            max_steps=self.config.rollout.max_turns + 1,
+            make_user=make_user,
+            solo=self.config.rollout.user == "solo",
+        )
 
     def _bar(self, total: int, desc: str, unit: str) -> Any:
         """A tqdm bar on stderr (None when ``log.progress`` is off; hidden off a terminal)."""
@@ -495,7 +505,7 @@ class ModelPolicy:
         from rods_agent.evaluate import evaluate
 
         k = self.config.log.eval_k
-        user: Any = "scripted"
+        user: Any = "solo" if self.config.rollout.user == "solo" else "scripted"
         if self.config.rollout.user == "llm":
             from rods_agent.user import LLMUser
 

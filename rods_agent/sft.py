@@ -54,18 +54,10 @@ def oracle_transcripts(
         max_turns: Most oracle steps per episode.
         batch_size: Episodes run at once.
     """
+    from rods_agent.engines import oracle_agents
     from rods_agent.engines.scripted import ScriptedEngine
-    from rods_env.oracle import OracleAgent
-    from rods_env.registry import load_domain
 
-    by_id = {t.id: t for t in tasks}
-    writes = {name: load_domain(name).toolkit.write_names() for name in {t.domain for t in tasks}}
-
-    def make_agent(info: Any) -> Any:
-        task = by_id[info["task_id"]]
-        return OracleAgent(task, writes[task.domain])
-
-    engine = ScriptedEngine(make_agent, chat=chat)
+    engine = ScriptedEngine(oracle_agents(tasks), chat=chat)
     config = RolloutConfig(
         sampling=SamplingParams(max_tokens=max_tokens),
         max_turns=max_turns,
