@@ -22,16 +22,31 @@ needs only what this class declares:
   split never; tasks that reward doing nothing not by default);
 * :meth:`~BenchmarkDomain.oracle_agent`: an agent that solves a task (the ``oracle``
   engine, warm starts);
-* :attr:`~BenchmarkDomain.synthesis`: whether rods' synthesis can grow its tasks, and why not.
+* :attr:`~BenchmarkDomain.synthesis`: whether rods' synthesis can grow its tasks, and why not;
+* :meth:`~BenchmarkDomain.missing`: a one-line reason when the benchmark's own package is
+  not installed (with the command that installs it); the registry raises
+  :class:`~rods_env.errors.BenchmarkUnavailableError` with it when an environment is made;
+* :meth:`~BenchmarkDomain.scores`: the benchmark's own headline numbers (what its
+  leaderboard reports), printed by ``rods eval`` beside pass^k and progress;
+* :attr:`~BenchmarkDomain.max_steps`: the most agent steps one episode may take under the
+  benchmark's own rules.
+
+One entry point is one Gymnasium id. A benchmark with several subsets (BFCL's categories)
+declares one entry point per subset, each naming its own instance. The entry-point name is
+the id's title with its case (``BFCL-MultiTurn-Base`` gives ``rods/BFCL-MultiTurn-Base-v0``;
+an all-lower-case name is title-cased, ``tau2-airline`` gives ``rods/Tau2-Airline-v0``) and
+its lower-case form is the domain's :attr:`~BenchmarkDomain.name`. The module an entry point
+names is imported only when its environment or tasks are needed, so it may import the
+benchmark's package at the top; :meth:`~BenchmarkDomain.missing` must not need it.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rods_env.errors import ConfigError
+from rods_env.errors import BenchmarkUnavailableError, ConfigError
 from rods_env.task import Task
 
 
@@ -54,6 +69,27 @@ class BenchmarkDomain(ABC):
     version: int = 0
     user_modes: tuple[str, ...] = ("scripted", "llm")
     synthesis: str | None = "rods' synthesis has no skills for this benchmark's tasks"
+    max_steps: int = 200
+    description: str = ""
+
+    def missing(self) -> str | None:
+        """None when the benchmark's own package is usable; otherwise one line saying what is
+        missing and the command that installs it (e.g. ``"bfcl-eval is not installed: bash
+        scripts/setup_bfcl.sh"``). Must not import the package at module level."""
+        return None
+
+    def require(self) -> None:
+        """Raise :class:`~rods_env.errors.BenchmarkUnavailableError` (one line, with the
+        install command) when the benchmark's package is not usable."""
+        reason = self.missing()
+        if reason is not None:
+            raise BenchmarkUnavailableError(f"benchmark '{self.name}': {reason}")
+
+    def scores(self, successes: Mapping[str, Sequence[bool]]) -> Mapping[str, float | None]:
+        """The benchmark's own headline numbers, in display order (e.g. accuracy per
+        category and overall), from each task id's trial successes; empty when it reports
+        nothing beyond pass^k."""
+        return {}
 
     @property
     def env_id(self) -> str:

@@ -32,6 +32,11 @@ def _entry_points(group: str = ENTRY_POINT_GROUP) -> dict[str, EntryPoint]:
     return {ep.name: ep for ep in entry_points(group=group)}
 
 
+def _by_name(group: str) -> dict[str, EntryPoint]:
+    """Entry points by lower-case name (an entry-point name may carry an id's capitals)."""
+    return {name.lower(): ep for name, ep in _entry_points(group).items()}
+
+
 def domain_names() -> list[str]:
     """Names of the installed rods domains (generated worlds, rods' rewards), sorted."""
     return sorted(_entry_points())
@@ -40,12 +45,15 @@ def domain_names() -> list[str]:
 def benchmark_names() -> list[str]:
     """Names of the installed benchmark domains (another benchmark's environment and
     scorer, e.g. ``tau2-airline``), sorted."""
-    return sorted(_entry_points(BENCHMARK_GROUP))
+    return sorted(_by_name(BENCHMARK_GROUP))
 
 
 def env_id_for(name: str, version: int = 0) -> str:
-    """The Gymnasium id of domain ``name`` (``retail`` -> ``rods/Retail-v0``)."""
-    return f"rods/{name.title()}-v{version}"
+    """The Gymnasium id of domain ``name``: an all-lower-case name is title-cased
+    (``retail`` -> ``rods/Retail-v0``), a name with capitals keeps them
+    (``BFCL-MultiTurn`` -> ``rods/BFCL-MultiTurn-v0``)."""
+    title = name.title() if name == name.lower() else name
+    return f"rods/{title}-v{version}"
 
 
 @cache
@@ -57,7 +65,7 @@ def load_any_domain(name: str) -> AnyDomain:
         UnknownDomainError: with the installed names and a "did you mean".
     """
     name = domain_from_env_id(name) if "/" in name else name.lower()
-    eps = {**_entry_points(BENCHMARK_GROUP), **_entry_points()}
+    eps = {**_by_name(BENCHMARK_GROUP), **_by_name(ENTRY_POINT_GROUP)}
     if name not in eps:
         close = difflib.get_close_matches(name, list(eps), n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""
@@ -110,6 +118,7 @@ def make_env(domain: str, **kwargs: Any) -> Any:
     for a rods domain, the benchmark's own for a benchmark domain)."""
     spec = load_any_domain(domain)
     if isinstance(spec, BenchmarkDomain):
+        spec.require()
         return spec.make_env(**kwargs)
     from rods_env.env import ToolEnv
 
@@ -124,7 +133,7 @@ def register_envs(*, benchmarks: bool = False) -> list[str]:
             rods domains.
     """
     ids = []
-    for name in benchmark_names() if benchmarks else domain_names():
+    for name in _entry_points(BENCHMARK_GROUP if benchmarks else ENTRY_POINT_GROUP):
         env_id = env_id_for(name)
         if env_id not in gym.registry:
             gym.register(

@@ -10,7 +10,7 @@ from rods_agent.data import DataEngine
 from rods_agent.engines import oracle_engine
 from rods_agent.evaluate import evaluate, load_pool
 from rods_agent.rollout import DomainRouter, EpisodeSpec, RolloutConfig, run_rollouts
-from rods_agent.train import load_pools
+from rods_agent.training.pools import load_pools
 from rods_env.errors import ConfigError
 from rods_env.task import dump_tasks
 from tests.core.toy_benchmark import TOY_BENCH, install, uninstall
@@ -78,7 +78,7 @@ def test_mode_rods_says_why_a_benchmark_cannot_be_synthesized(toy):
 
 
 def test_rods_train_runs_static_and_filter_on_a_benchmark(toy, tmp_path):
-    from rods_agent.train import train
+    from rods_agent.training.loop import train
 
     for mode in ("static", "filter"):
         config = load_config(

@@ -10,7 +10,7 @@ import pytest
 
 from rods_env import registry
 from rods_env.benchmark import BenchmarkDomain
-from rods_env.errors import ConfigError, UnknownDomainError
+from rods_env.errors import BenchmarkUnavailableError, ConfigError, UnknownDomainError
 from rods_env.oracle import run_episode
 from tests.core.toy_benchmark import TOY_BENCH, ToyBenchEnv, install, uninstall
 
@@ -82,3 +82,47 @@ def test_the_abstract_class_names_what_a_benchmark_must_give():
         "policy",
         "tool_schemas",
     } == missing
+
+
+class _Unavailable(type(TOY_BENCH)):  # type: ignore[misc]
+    """The toy benchmark as if its package were missing."""
+
+    name = "toy-bench-sub"
+    title = "Toy-Bench-Sub"
+
+    def missing(self) -> str | None:
+        return "toy-bench-pkg is not installed: bash scripts/setup_toy.sh"
+
+
+UNAVAILABLE = _Unavailable()
+
+
+def test_an_entry_point_name_with_capitals_is_the_id_and_a_missing_package_is_one_line(
+    monkeypatch,
+):
+    real = registry._entry_points
+
+    def entry_points(group: str = registry.ENTRY_POINT_GROUP) -> dict[str, EntryPoint]:
+        found = dict(real(group))
+        if group == registry.BENCHMARK_GROUP:  # one entry point per subset, id's case kept
+            found["Toy-Bench-Sub"] = EntryPoint(
+                "Toy-Bench-Sub", "tests.core.test_benchmark:UNAVAILABLE", group
+            )
+        return found
+
+    monkeypatch.setattr(registry, "_entry_points", entry_points)
+    registry.load_any_domain.cache_clear()
+    try:
+        assert "rods/Toy-Bench-Sub-v0" in registry.register_envs(benchmarks=True)
+        assert registry.env_id_for("tau2-airline") == "rods/Tau2-Airline-v0"
+        assert registry.load_any_domain("rods/Toy-Bench-Sub-v0") is UNAVAILABLE
+        assert "toy-bench-sub" in registry.benchmark_names()
+        with pytest.raises(BenchmarkUnavailableError) as err:
+            gym.make("rods/Toy-Bench-Sub-v0")
+        assert str(err.value) == (
+            "benchmark 'toy-bench-sub': toy-bench-pkg is not installed: bash scripts/setup_toy.sh"
+        )
+        assert TOY_BENCH.scores({"toy-bench:1": [True]}) == {}  # nothing beyond pass^k
+    finally:
+        registry.load_any_domain.cache_clear()
+        gym.registry.pop("rods/Toy-Bench-Sub-v0", None)
