@@ -35,7 +35,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from math import comb
 from pathlib import Path
 from typing import Any, Literal
@@ -266,6 +266,8 @@ class EvalSummary:
         gen_seconds: Generation time summed over trials.
         env_seconds: Environment and user-simulator time summed over trials.
         meta: What the caller said about the run (model, environment, pool ...).
+        scores: Per benchmark domain, its own headline numbers
+            (:meth:`rods_env.benchmark.BenchmarkDomain.scores`); empty for rods domains.
     """
 
     results: tuple[TaskResult, ...]
@@ -283,6 +285,7 @@ class EvalSummary:
     gen_seconds: float
     env_seconds: float
     meta: Mapping[str, Any] = field(default_factory=dict)
+    scores: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> int:
@@ -340,6 +343,7 @@ class EvalSummary:
             "completion_tokens": self.completion_tokens,
             "gen_seconds": self.gen_seconds,
             "env_seconds": self.env_seconds,
+            **({"scores": {d: dict(v) for d, v in self.scores.items()}} if self.scores else {}),
         }
 
     def line(self) -> str:
@@ -361,6 +365,11 @@ class EvalSummary:
         lines += ["", "| k | pass^k |", "|---|---|"]
         lines += [f"| {k} | {v:.3f} |" for k, v in self.pass_k.items()]
         lines += ["", f"Mean progress: {self.mean_progress:.3f}", ""]
+        for domain, values in self.scores.items():
+            shown = ", ".join(
+                f"{k} {'n/a' if v is None else f'{v:.3f}'}" for k, v in values.items()
+            )
+            lines += [f"{domain}'s own scores: {shown}.", ""]
         for groups, title in (
             (self.by_domain, "domain"),
             (self.by_skill, "skill"),
@@ -912,9 +921,26 @@ def evaluate(
     elif folder is not None:
         folder.write_config(config)
     summary = EvalSummary.from_results([results[t.id] for t in tasks], k, meta)
+    scores = benchmark_scores(domains, summary.results)
+    if scores:
+        summary = replace(summary, scores=scores)
     if folder is not None:
         folder.write_summary(summary)
     return summary
+
+
+def benchmark_scores(
+    domains: Mapping[str, AnyDomain], results: Sequence[TaskResult]
+) -> dict[str, dict[str, float | None]]:
+    """Each benchmark domain's own headline numbers from its tasks' trial successes."""
+    out: dict[str, dict[str, float | None]] = {}
+    for name, domain in domains.items():
+        if not isinstance(domain, BenchmarkDomain):
+            continue
+        values = domain.scores({r.task_id: list(r.success) for r in results if r.domain == name})
+        if values:
+            out[name] = dict(values)
+    return out
 
 
 def _check_user_mode(domains: Mapping[str, AnyDomain], user: str) -> None:

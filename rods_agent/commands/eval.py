@@ -67,8 +67,8 @@ class RunOptions:
     max_turns: int | None = field(
         default=None,
         metadata=option(
-            "most agent steps per episode (default: 30; 100 on benchmark domains: τ²-bench's "
-            "own limit of 200 messages binds first)"
+            "most agent steps per episode (default: 30; a benchmark domain's own limit, e.g. "
+            "100 on τ²-bench's)"
         ),
     )
     tool_format: str = field(
@@ -136,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit must be at least 1, got {pool.limit}")
     domain = load_any_domain(pool.env)
     benchmark = isinstance(domain, BenchmarkDomain)
-    max_turns = opts.max_turns if opts.max_turns is not None else (100 if benchmark else 30)
+    default_turns = domain.max_steps if isinstance(domain, BenchmarkDomain) else 30
+    max_turns = opts.max_turns if opts.max_turns is not None else default_turns
     max_episode_tokens = opts.max_episode_tokens or (32_768 if benchmark else 8192)
     # a model plays a benchmark's user, unless the run is the oracle's check of the pool
     default_user: Literal["scripted", "llm"] = (
@@ -213,6 +214,9 @@ def run(args: argparse.Namespace) -> int:
         user_model=user_model,
     )
     print(f"rods eval: {summary.line()}; wrote {pool.out}")
+    for name, values in summary.scores.items():
+        shown = ", ".join(f"{k}={'n/a' if v is None else f'{v:.3f}'}" for k, v in values.items())
+        print(f"rods eval: {name}'s own scores: {shown}")
     if user == "llm":
         print(
             f"rods eval: the user was played by {user_model}; scores compare only across runs with the same user model"

@@ -133,12 +133,14 @@ def test_rods_eval_on_tau2_with_the_oracle(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "4 tasks: pass^1=1.000" in proc.stdout
+    assert "tau2-airline's own scores: avg_reward=1.000" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["env"] == "rods/Tau2-Airline-v0" and summary["user"] == "scripted"
+    assert summary["scores"] == {"tau2-airline": {"avg_reward": 1.0}}
 
 
 def test_training_pools_of_tau2_exclude_silent_pass_tasks_and_test_tasks():
-    from rods_agent.train import load_pools
+    from rods_agent.training.pools import load_pools
 
     train, test = load_pools(load_config(None, ["env=[tau2-airline]", "mode=static"]))
     from environments.tau2 import AIRLINE
