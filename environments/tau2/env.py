@@ -19,9 +19,9 @@ The conversation runs as τ²-bench's orchestrator runs it, one agent action per
 
 The reward is τ²-bench's (:mod:`.scoring`), given at the last step: the step rewards sum to
 it, and ``info["progress"]`` is it (0 or 1), ``info["success"]`` whether it is 1, and
-``info["reward_info"]`` the checks of the task's reward basis. ``info["tau2_messages"]``
-is the τ²-bench trajectory (:mod:`.trajectory`): what τ²-bench's evaluator would score,
-verdict for verdict the same.
+``info["reward_info"]`` the checks of the task's reward basis. The final ``info`` holds
+``tau2_messages``, the τ²-bench trajectory (:mod:`.trajectory`): what τ²-bench's evaluator
+would score, verdict for verdict the same (``env.trajectory`` gives it at any step).
 
 An action that cannot be parsed, or is empty, is an error observation for the agent, as in
 rods' environments; it is not part of the τ²-bench trajectory (it reached neither the
@@ -457,7 +457,7 @@ class Tau2Env(gym.Env[str, str]):
                 )
             if calls:
                 ids = [self._new_call_id() for _ in calls]
-                specs = [
+                specs: list[dict[str, Any]] = [
                     {"id": cid, "name": c.name, "arguments": c.arguments or {}, "requestor": "user"}
                     for cid, c in zip(ids, calls, strict=True)
                 ]
@@ -587,6 +587,7 @@ class Tau2Env(gym.Env[str, str]):
             "tau2_steps": self._tau2_steps,
             "tool_errors": self._errors,
             "user": "solo" if self.solo else getattr(self.user, "name", type(self.user).__name__),
+            **({"tau2_messages": self.trajectory} if self._over else {}),
         }
 
 

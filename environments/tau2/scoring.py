@@ -22,6 +22,7 @@ A trajectory is a list of τ²-bench messages as plain dicts (see :mod:`.traject
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -243,7 +244,7 @@ def score(
         state.run(state.env.sync_tools, None)  # set_state's last step (τ²-bench replays)
         db_match = state.fingerprint() == gold_fingerprint(backend, task)
         assertions = tuple(
-            bool(state.run(lambda a=a: state.env.run_env_assertion(a, False), None))
+            bool(state.run(functools.partial(state.env.run_env_assertion, a, False), None))
             for a in criteria.env_assertions or []
         )
         env_reward = 1.0

@@ -61,11 +61,12 @@ def safe_calculate(self: Any, expression: str) -> str:
     """
     if not all(char in CALCULATOR_CHARS for char in expression):
         raise ValueError("Invalid characters in expression")
-    return str(round(float(evaluate_python_arithmetic(expression)), 2))  # type: ignore[arg-type]
+    value: Any = evaluate_python_arithmetic(expression)
+    return str(round(float(value), 2))
 
 
 @functools.cache
-def _safe_toolkit_class(toolkit_class: type) -> type:
+def _safe_toolkit_class(toolkit_class: Any) -> Any:
     """``toolkit_class`` with its ``calculate`` tool (if any) run by :func:`safe_calculate`.
 
     The subclass keeps the original's name, docstring and signature, so the tool schema an
@@ -119,11 +120,11 @@ def _seed_tool_ids(domain: str) -> None:
         except ConfigError:
             continue
         if getattr(module, "uuid", None) is uuid:
-            module.uuid = _EpisodeUuid()
+            setattr(module, "uuid", _EpisodeUuid())  # noqa: B010 - a module's global
 
 
 # -- copy on access ----------------------------------------------------------------------------
-class CowTable(dict):  # type: ignore[type-arg]
+class CowTable(dict[str, Any]):
     """One table of a shared τ²-bench database, as one episode sees it.
 
     A ``dict`` (pydantic serializes it and τ²-bench's code uses it as one) whose storage
@@ -236,7 +237,7 @@ class CowTable(dict):  # type: ignore[type-arg]
         for key in list(dict.keys(self)):
             del self[key]
 
-    def __ior__(self, other: Any) -> CowTable:
+    def __ior__(self, other: Any) -> CowTable:  # type: ignore[misc,override]
         self.update(other)
         return self
 
@@ -317,14 +318,14 @@ class CowDatabase:
         return frozenset(out)
 
 
-def _value_adapters(db_class: type) -> dict[str, Callable[[Any], Any]]:
+def _value_adapters(db_class: Any) -> dict[str, Callable[[Any], Any]]:
     """Per table, how one record is dumped exactly as the whole database's ``model_dump``
     dumps it (the serializer of the table's declared value type)."""
     return _value_adapters_cached(db_class)
 
 
 @functools.cache
-def _value_adapters_cached(db_class: type) -> dict[str, Callable[[Any], Any]]:
+def _value_adapters_cached(db_class: Any) -> dict[str, Callable[[Any], Any]]:
     from pydantic import TypeAdapter
 
     out: dict[str, Callable[[Any], Any]] = {}
@@ -376,7 +377,7 @@ class CopiedDatabase:
 
     def __init__(self, base: Any) -> None:
         self.base = base
-        self._bytes = pickle.dumps(base)
+        self._bytes = _pickled(base)
         self.db: Any = None
 
     def reset(self) -> Any:
@@ -391,6 +392,17 @@ class CopiedDatabase:
         """The whole database's hash, as τ²-bench computes it."""
         utils = tau2_module("tau2.utils.utils")
         return str(utils.get_dict_hash(self.db.model_dump()))
+
+
+_PICKLED: dict[int, tuple[Any, bytes]] = {}
+
+
+def _pickled(base: Any) -> bytes:
+    """The pickle of a shared database, made once per process (the base never changes)."""
+    found = _PICKLED.get(id(base))
+    if found is None or found[0] is not base:
+        found = _PICKLED[id(base)] = (base, pickle.dumps(base))
+    return found[1]
 
 
 def make_database(base: Any) -> CowDatabase | CopiedDatabase:
@@ -502,9 +514,10 @@ class EpisodeState:
         )
         self._agent_db: CowDatabase | CopiedDatabase = self._shared_agent_db
         self._user_db: CowDatabase | CopiedDatabase | None = self._shared_user_db
-        self._tools_class = _safe_toolkit_class(type(proto.tools))
+        kits: list[Any] = [type(proto.tools), type(proto.user_tools)]
+        self._tools_class = _safe_toolkit_class(kits[0])
         self._user_tools_class = (
-            _safe_toolkit_class(type(proto.user_tools)) if proto.user_tools is not None else None
+            _safe_toolkit_class(kits[1]) if proto.user_tools is not None else None
         )
         self.env: Any = None
         self._ids = random.Random()
@@ -537,7 +550,7 @@ class EpisodeState:
         if data is not None:
             self._initialize_data(task, data)
         for action in actions or ():
-            self.run(lambda action=action: env.run_env_function_call(action), None)
+            self.run(functools.partial(env.run_env_function_call, action), None)
         self.run(env.sync_tools, None)
         return env
 

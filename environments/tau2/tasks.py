@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from environments.tau2.package import domain_dir, tau2_module
 from rods_env.errors import ConfigError
@@ -103,7 +103,11 @@ def _request(task: Any) -> str:
 
 
 def rods_task(
-    rods_domain: str, domain: str, task: Any, split: str | None, write_tools: frozenset[str]
+    rods_domain: str,
+    domain: str,
+    task: Any,
+    split: Literal["train", "test"] | None,
+    write_tools: frozenset[str],
 ) -> Task:
     """The rods view of τ²-bench task ``task`` (see the module docstring)."""
     criteria = task.evaluation_criteria
@@ -117,17 +121,18 @@ def rods_task(
         id=rods_id(rods_domain, str(task.id)),
         domain=rods_domain,
         skill=skill_of(domain, task, write_tools),
-        split=split,  # type: ignore[arg-type]
+        split=split,
         user=UserProfile(name=f"τ²-bench {domain} customer", persona=persona or ""),
         turns=(Turn(request=_request(task), calls=calls, outputs=outputs),),
     )
 
 
-def split_of(domain: str, tau2_task_id: str) -> str | None:
+def split_of(domain: str, tau2_task_id: str) -> Literal["train", "test"] | None:
     """``train`` or ``test`` (None when in neither)."""
-    for split in SPLITS:
-        if tau2_task_id in split_ids(domain, split):
-            return split
+    if tau2_task_id in split_ids(domain, "train"):
+        return "train"
+    if tau2_task_id in split_ids(domain, "test"):
+        return "test"
     return None
 
 
