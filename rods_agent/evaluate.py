@@ -978,11 +978,15 @@ def _run(
     metered = _MeteredEngine(engine, tracker)
     batcher = None
     if user == "llm":
-        from rods_agent.user import LLMUser, UserBatcher
+        from rods_agent.user import SCENARIO_MAX_TOKENS, LLMUser, UserBatcher
 
-        # the users' replies are batched across episodes; their tokens are not the agent's
-        defaults = LLMUser(engine).sampling
-        batcher = UserBatcher(user_engine or engine, user_sampling or defaults)
+        # the users' replies are batched across episodes; their tokens are not the agent's.
+        # rods' users cap their own replies; a benchmark's scenario users need more room
+        users_sampling = user_sampling or LLMUser(engine).sampling
+        batch_sampling = replace(
+            users_sampling, max_tokens=max(users_sampling.max_tokens, SCENARIO_MAX_TOKENS)
+        )
+        batcher = UserBatcher(user_engine or engine, batch_sampling)
 
     def on_record(record: EpisodeRecord) -> None:
         if folder is not None:
@@ -1006,7 +1010,7 @@ def _run(
             from rods_agent.user import LLMUser
 
             assert batcher is not None
-            return LLMUser(batcher.engine, sampling=batcher.sampling, batcher=batcher)
+            return LLMUser(batcher.engine, sampling=users_sampling, batcher=batcher)
         assert callable(user)
         return user()
 

@@ -47,6 +47,11 @@ from rods_env.user import TurnView, UserReply
 
 STOP_MARK = "###STOP###"
 
+SCENARIO_MAX_TOKENS = 512
+"""Most tokens of one message of a user playing a benchmark's scenario (longer messages and
+tool calls than rods' users write). A :class:`UserBatcher` that serves such users needs a
+cap at least this high: a request's own cap can only lower the batch's."""
+
 _SYSTEM = """You are playing a customer talking to a customer-service agent. Stay in character.
 Your name is {name}. {persona}
 Facts you know (say one only when the agent asks for it{hidden}):
@@ -185,7 +190,7 @@ class LLMUser:
     )
     patience: int = 4
     batcher: UserBatcher | None = None
-    scenario_max_tokens: int = 512
+    scenario_max_tokens: int = SCENARIO_MAX_TOKENS
     _seed: int | None = field(default=None, init=False, repr=False)
     _calls: int = field(default=0, init=False, repr=False)
     _task: Task | None = field(default=None, init=False, repr=False)
@@ -315,7 +320,10 @@ class LLMUser:
             messages.append({"role": "user", "content": "(continue)"})
         seed = None if self._seed is None else derive_seed(self._seed, "user", self._calls)
         self._calls += 1
-        request = GenerationRequest(messages=messages, seed=seed)
+        # its own cap: a batcher shared with scenario users has a higher one
+        request = GenerationRequest(
+            messages=messages, seed=seed, max_tokens=self.sampling.max_tokens
+        )
         if self.batcher is not None:
             completion = self.batcher.ask(request)
         else:

@@ -47,7 +47,7 @@ from rods_env.errors import ConfigError, RodsError
 from rods_env.parsing import ParsedAction, parse_action
 from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
 from rods_env.task import Task, load_tasks
-from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text
+from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text, freeze
 from rods_env.user import ScenarioUser
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class Tau2Env(gym.Env[str, str]):
         schemas = list(self.backend.tool_schemas)
         if self.solo:
             schemas += [*self.backend.user_tool_schemas, prompts.done_tool_schema()]
-        self._schemas = FrozenList(FrozenDict(s) for s in schemas)
+        self._schemas = freeze(schemas)  # read-only all the way down: shared by every env
         self._agent_tool_names = frozenset(s["function"]["name"] for s in schemas)
         self._user_schemas = list(self.backend.user_tool_schemas) or None
         policy = (self.backend.solo_proto if self.solo else self.backend.proto).policy

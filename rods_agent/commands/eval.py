@@ -146,6 +146,11 @@ def run(args: argparse.Namespace) -> int:
     user: Literal["scripted", "llm", "solo"] = users.user or default_user
     if users.user_model is not None and user != "llm":
         raise ConfigError(f"--user-model plays the user of --user llm, not of --user {user}")
+    if user == "llm" and engine.engine == "oracle" and users.user_model is None:
+        raise ConfigError(
+            "--engine oracle replays gold calls and cannot play the user: use --user scripted, "
+            "or name a model with --user-model"
+        )
     if engine.max_model_len is None:
         engine = replace(engine, max_model_len=max_episode_tokens)
     tasks = load_pool(pool.env, pool.pool, pool.split)[: pool.limit]

@@ -113,9 +113,13 @@ class ModelPolicy:
         )
         self.users: Any = None
         if rc.user == "llm":
-            from rods_agent.user import UserBatcher
+            from rods_agent.user import SCENARIO_MAX_TOKENS, UserBatcher
 
-            self.users = UserBatcher(self.engine, SamplingParams(max_tokens=96, temperature=0.7))
+            # rods' users cap their replies at 96 tokens themselves; a benchmark's scenario
+            # users write up to SCENARIO_MAX_TOKENS
+            self.users = UserBatcher(
+                self.engine, SamplingParams(max_tokens=SCENARIO_MAX_TOKENS, temperature=0.7)
+            )
 
     # -- weights -------------------------------------------------------------------------------
     def generator_state(self) -> dict[str, Any]:

@@ -39,11 +39,13 @@ class ScenarioModel:
 
     def __init__(self, *, tool_call: bool = False) -> None:
         self.batches: list[int] = []
+        self.caps: list[int] = []
         self.requests: list = []
         self.tool_call = tool_call
 
     def generate(self, requests, params):
         self.batches.append(len(requests))
+        self.caps.append(params.max_tokens)
         out = []
         for req in requests:
             self.requests.append(req)
@@ -83,6 +85,8 @@ def test_llm_user_plays_tau2s_scenario_batched_and_is_named_in_the_summary(tmp_p
     system = users.requests[0].messages[0]["content"]
     assert system.startswith("# User Simulation Guidelines") and "<scenario>" in system
     assert "Reason for call:" in system and users.requests[0].tools is None
+    # a scenario user's message may run to 512 tokens (rods' own users cap theirs at 96)
+    assert {r.max_tokens for r in users.requests} == {512} and min(users.caps) >= 512
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["user"] == "llm" and config["user_model"] == "stand-in-user-1"
     md = (tmp_path / "run" / "summary.md").read_text()

@@ -62,6 +62,8 @@ def test_reset_options_pick_task_or_split(airline):
     assert info["messages"][1]["content"] == "Hi! How can I help you today?"
     assert "<policy>" in info["policy"] and info["messages"][0]["content"] == info["policy"]
     assert {t["function"]["name"] for t in info["tools"]} >= {"book_reservation", "calculate"}
+    with pytest.raises(TypeError):  # the schemas every environment shares are read-only
+        info["tools"][0]["function"]["name"] = "changed"
     for seed in range(5):
         _, info = airline.reset(seed=seed, options={"split": "test"})
         assert airline.task.split == "test"
