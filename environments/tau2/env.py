@@ -568,6 +568,8 @@ class Tau2Env(gym.Env[str, str]):
                     "passed": verdict.success,
                     "reward": verdict.reward,
                     "checks": verdict.breakdown(),
+                    "failures": verdict.failures(self._tau2_task),
+                    "message": 1 if self.solo else 2,  # the message that opened the turn
                 }
             )
         return {

@@ -90,6 +90,51 @@ class Verdict:
         }
         return {b: parts[b] for b in self.reward_basis if b in parts}
 
+    def failures(self, task: Any) -> list[dict[str, Any]]:
+        """Why the reward is 0, as ``{"rule", "values", "text"}`` dicts (rods' turn-result
+        form, which ``rods view`` shows): each failed check of the reward basis."""
+        if self.success:
+            return []
+        if self.note is not None and self.db_match is None and not self.actions:
+            return [{"rule": "tau2_unscored", "values": [], "text": self.note}]
+        criteria = task.evaluation_criteria
+        out: list[dict[str, Any]] = []
+        basis = set(self.reward_basis)
+        if "DB" in basis and self.db_match is False:
+            text = "the database differs from the gold one (the gold actions replayed)"
+            out.append({"rule": "tau2_db", "values": [], "text": text})
+        if "ENV_ASSERTION" in basis:
+            for assertion, met in zip(
+                criteria.env_assertions or [], self.env_assertions, strict=True
+            ):
+                if not met:
+                    call = f"{assertion.func_name}({json.dumps(assertion.arguments)})"
+                    out.append(
+                        {
+                            "rule": "tau2_env_assertion",
+                            "values": [call],
+                            "text": f"an assertion does not hold: {call}",
+                        }
+                    )
+        if "ACTION" in basis:
+            for action, met in zip(criteria.actions or [], self.actions, strict=True):
+                if not met:
+                    call = f"{action.name}({json.dumps(action.arguments)})"
+                    out.append(
+                        {
+                            "rule": "tau2_action",
+                            "values": [call],
+                            "text": f"a gold action was not called: {call}",
+                        }
+                    )
+        if "COMMUNICATE" in basis:
+            for info, met in zip(criteria.communicate_info or [], self.communicate, strict=True):
+                if not met:
+                    out.append(
+                        {"rule": "tau2_communicate", "values": [info], "text": f"not said: {info}"}
+                    )
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict (``info["reward_info"]``)."""
         data = asdict(self)

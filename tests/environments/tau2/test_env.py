@@ -86,7 +86,14 @@ def test_the_reward_comes_once_at_the_end_and_sums_to_progress(airline):
     assert rewards[-1] == 1.0 and sum(rewards) == info["progress"] == 1.0 and info["success"]
     assert info["reward_info"]["reward_basis"] == ["DB", "COMMUNICATE"]
     assert info["turn_results"] == [
-        {"turn": 0, "passed": True, "reward": 1.0, "checks": {"DB": 1.0, "COMMUNICATE": 1.0}}
+        {
+            "turn": 0,
+            "passed": True,
+            "reward": 1.0,
+            "checks": {"DB": 1.0, "COMMUNICATE": 1.0},
+            "failures": [],
+            "message": 2,
+        }
     ]
     with pytest.raises(RodsError, match="episode is over"):
         airline.step("more")
@@ -122,6 +129,8 @@ def test_tool_errors_are_tau2s_and_ten_of_them_end_the_episode_with_reward_0(air
         obs, reward, term, trunc, info = airline.step(_call("get_user_details", user_id=f"x{i}"))
     assert term and not trunc and info["termination"] == "too_many_errors"
     assert info["progress"] == 0.0 and reward == 0.0 and info["tool_errors"] == 10
+    (failure,) = info["turn_results"][0]["failures"]
+    assert failure["rule"] == "tau2_unscored" and "too_many_errors" in failure["text"]
 
 
 def test_max_steps_truncates_and_truncate_scores_zero(airline):
@@ -258,3 +267,12 @@ def test_render_prints_the_conversation():
     env.step(_call("list_all_product_types"))
     text = env.render()
     assert "[assistant -> list_all_product_types]" in text and "[user]" in text
+
+
+def test_a_failed_episode_says_which_checks_failed(airline):
+    task = airline.domain.task("tau2-airline:3")  # DB and COMMUNICATE ("4")
+    airline.reset(options={"task": task})
+    *_, info = airline.step("I am not sure.")  # the stand-in user ends it: nothing done
+    rules = [f["rule"] for f in info["turn_results"][0]["failures"]]
+    assert info["progress"] == 0.0 and rules == ["tau2_communicate"]
+    assert info["turn_results"][0]["failures"][0]["text"] == "not said: 4"
