@@ -70,6 +70,7 @@ PASS_K_PNG = "pass_k.png"
 
 IDENTITY_KEYS: tuple[str, ...] = (
     "env", "pool", "split", "engine", "model", "trials", "max_turns", "user", "user_model",
+    "user_temperature",
 )  # fmt: skip
 """Settings that make two runs different: a rerun into the same folder must match them."""
 

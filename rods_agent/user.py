@@ -47,6 +47,9 @@ from rods_env.user import TurnView, UserReply
 
 STOP_MARK = "###STOP###"
 
+USER_TEMPERATURE = 0.7
+"""The default sampling temperature of a model-played user."""
+
 SCENARIO_MAX_TOKENS = 512
 """Most tokens of one message of a user playing a benchmark's scenario (longer messages and
 tool calls than rods' users write). A :class:`UserBatcher` that serves such users needs a
@@ -186,7 +189,7 @@ class LLMUser:
 
     engine: Engine
     sampling: SamplingParams = field(
-        default_factory=lambda: SamplingParams(max_tokens=96, temperature=0.7)
+        default_factory=lambda: SamplingParams(max_tokens=96, temperature=USER_TEMPERATURE)
     )
     patience: int = 4
     batcher: UserBatcher | None = None

@@ -185,6 +185,11 @@ def run(args: argparse.Namespace) -> int:
         "user": user,
         "user_model": user_model,
     }
+    if user == "llm":
+        from rods_agent.user import USER_TEMPERATURE
+
+        given = users.user_temperature
+        meta["user_temperature"] = given if given is not None else USER_TEMPERATURE
     user_engine = None
     if users.user_model is not None:
         user_options = EngineOptions(
