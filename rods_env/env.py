@@ -217,7 +217,7 @@ class ToolEnv(gym.Env[str, str]):
         call_log: list[dict[str, Any]] = []
         if parsed.error:
             obs = clip_text(f"Error: {parsed.error}", MAX_ERROR_CHARS, "error")
-            self._messages.append(FrozenDict(role="assistant", content=_clip(action)))
+            self._messages.append(FrozenDict(role="assistant", content=clip_action(action)))
             self._messages.append(FrozenDict(role="system", content=obs))
         elif parsed.calls:
             obs = self._run_calls(parsed, call_log)
@@ -437,8 +437,13 @@ class ToolEnv(gym.Env[str, str]):
         }
 
 
-def _clip(action: Any, limit: int = 2000) -> str:
-    """A printable, bounded text of an action that could not be used (for the history)."""
+def clip_action(action: Any, limit: int = 2000) -> str:
+    """A printable, bounded text of an action that could not be used (for the history).
+
+    Args:
+        action: The action as the agent gave it (text, a dict, anything).
+        limit: Most characters kept before a note of how many were omitted.
+    """
     if isinstance(action, str):
         text = action[: limit + 1]
     else:
