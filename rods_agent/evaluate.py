@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from math import comb
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from rods_agent.engines.base import (
     Completion,
@@ -48,12 +48,13 @@ from rods_agent.engines.base import (
     derive_seed,
 )
 from rods_agent.rollout import EpisodeRecord, EpisodeSpec, RolloutConfig, run_rollouts
+from rods_env.benchmark import Benchmark, BenchmarkTask
 from rods_env.domain import Domain
 from rods_env.env import ToolEnv
 from rods_env.errors import ConfigError
 from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl
 from rods_env.gold import GOLD_CACHE, GoldError
-from rods_env.registry import load_domain
+from rods_env.registry import resolve
 from rods_env.task import Task, load_tasks
 from rods_env.user import UserSimulator
 
@@ -76,6 +77,12 @@ UserFactory = Callable[[], UserSimulator]
 
 EngineFactory = Callable[[], Engine]
 """Builds an engine; :func:`evaluate` calls it only when some trial is left to run."""
+
+AnyTask = Task | BenchmarkTask
+"""A rods task, or a benchmark's (:mod:`rods_env.benchmark`)."""
+
+Family = Domain | Benchmark
+"""Where a task's environment comes from: its domain, or its benchmark."""
 
 
 # -- pass^k ------------------------------------------------------------------------------
@@ -150,7 +157,7 @@ class TaskResult:
         return sum(self.progress) / self.n if self.n else 0.0
 
     @classmethod
-    def from_records(cls, task: Task, records: Sequence[EpisodeRecord]) -> TaskResult:
+    def from_records(cls, task: AnyTask, records: Sequence[EpisodeRecord]) -> TaskResult:
         """The result of ``task`` from its trials' records (any order)."""
         records = sorted(records, key=lambda r: r.trial)
         sig = task.signature
@@ -267,6 +274,9 @@ class EvalSummary:
         gen_seconds: Generation time summed over trials.
         env_seconds: Environment and user-simulator time summed over trials.
         meta: What the caller said about the run (model, environment, pool ...).
+        headline: Per benchmark evaluated, the numbers its own leaderboard reports
+            (:attr:`rods_env.benchmark.Benchmark.scores`; e.g. BFCL's accuracy per category
+            and overall), label to value; None where the benchmark would print N/A.
     """
 
     results: tuple[TaskResult, ...]
@@ -284,6 +294,7 @@ class EvalSummary:
     gen_seconds: float
     env_seconds: float
     meta: Mapping[str, Any] = field(default_factory=dict)
+    headline: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> int:
@@ -297,9 +308,20 @@ class EvalSummary:
 
     @classmethod
     def from_results(
-        cls, results: Sequence[TaskResult], k: int, meta: Mapping[str, Any] | None = None
+        cls,
+        results: Sequence[TaskResult],
+        k: int,
+        meta: Mapping[str, Any] | None = None,
+        headline: Mapping[str, Mapping[str, float | None]] | None = None,
     ) -> EvalSummary:
-        """Summarize per-task results (pass^1..k, means, breakdowns, counts)."""
+        """Summarize per-task results (pass^1..k, means, breakdowns, counts).
+
+        Args:
+            results: One result per task.
+            k: Report pass^1..k.
+            meta: What describes the run.
+            headline: The benchmarks' own numbers (see :func:`headline_scores`).
+        """
         results = tuple(results)
         terminations: Counter[str] = Counter()
         for r in results:
@@ -321,6 +343,7 @@ class EvalSummary:
             gen_seconds=sum(r.gen_seconds for r in results),
             env_seconds=sum(r.env_seconds for r in results),
             meta=dict(meta or {}),
+            headline={name: dict(v) for name, v in (headline or {}).items()},
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -341,12 +364,17 @@ class EvalSummary:
             "completion_tokens": self.completion_tokens,
             "gen_seconds": self.gen_seconds,
             "env_seconds": self.env_seconds,
+            "headline": {n: dict(v) for n, v in self.headline.items()},
         }
 
     def line(self) -> str:
-        """One line: tasks, pass^1..k and mean progress."""
+        """One line: tasks, pass^1..k and mean progress, then any benchmark's own numbers."""
         pk = ", ".join(f"pass^{k}={v:.3f}" for k, v in self.pass_k.items())
-        return f"{self.tasks} tasks: {pk}, mean progress {self.mean_progress:.3f}"
+        text = f"{self.tasks} tasks: {pk}, mean progress {self.mean_progress:.3f}"
+        for name, scores in self.headline.items():
+            shown = ", ".join(f"{label} {_percent(v)}" for label, v in scores.items())
+            text += f"; {name} accuracy (%): {shown}"
+        return text
 
     def markdown(self) -> str:
         """The summary as Markdown tables (``summary.md``)."""
@@ -359,6 +387,18 @@ class EvalSummary:
         lines += ["", "| k | pass^k |", "|---|---|"]
         lines += [f"| {k} | {v:.3f} |" for k, v in self.pass_k.items()]
         lines += ["", f"Mean progress: {self.mean_progress:.3f}", ""]
+        for name, scores in self.headline.items():
+            lines += [
+                f"## {name}: the benchmark's own numbers",
+                "",
+                "Accuracy in percent, as its leaderboard reports it (N/A: not every task of "
+                "every category was evaluated).",
+                "",
+                "| " + " | ".join(scores) + " |",
+                "|" + "---|" * len(scores),
+                "| " + " | ".join(_percent(v) for v in scores.values()) + " |",
+                "",
+            ]
         for groups, title in (
             (self.by_domain, "domain"),
             (self.by_skill, "skill"),
@@ -385,6 +425,29 @@ class EvalSummary:
             "",
         ]
         return "\n".join(lines)
+
+
+def _percent(value: float | None) -> str:
+    return "N/A" if value is None else f"{100 * value:.2f}"
+
+
+def headline_scores(
+    results: Iterable[TaskResult], families: Mapping[str, Family]
+) -> dict[str, dict[str, float | None]]:
+    """The numbers each benchmark's own leaderboard reports, from per-task successes.
+
+    Args:
+        results: Per-task results.
+        families: Family name to its domain or benchmark (domains report nothing here).
+    """
+    rows = list(results)
+    out: dict[str, dict[str, float | None]] = {}
+    for name, family in families.items():
+        if isinstance(family, Benchmark) and family.scores is not None:
+            mine = {r.task_id: r.success for r in rows if r.domain == name}
+            if mine:
+                out[family.title] = dict(family.scores(mine))
+    return out
 
 
 def plot_pass_k(summary: EvalSummary, path: str | Path) -> Path:
@@ -583,7 +646,7 @@ class RunFolder:
         """Write ``config.json`` (creating the folder)."""
         write_json(self.path / CONFIG, dict(config))
 
-    def resume(self, tasks: Sequence[Task], trials: int) -> _Resumed:
+    def resume(self, tasks: Sequence[AnyTask], trials: int) -> _Resumed:
         """The trials already done, with the files tidied to match.
 
         Episode lines cut off by a kill and trials that ended in an error are dropped (they
@@ -643,13 +706,15 @@ class RunFolder:
 
 
 # -- pools -------------------------------------------------------------------------------
-def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list[Task]:
-    """The tasks of one domain to evaluate.
+def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list[AnyTask]:
+    """The tasks of one domain or benchmark to evaluate.
 
     Args:
-        env: Environment id or domain name (``rods/Retail-v0`` or ``retail``).
-        pool: ``"seeds"`` (the domain's frozen seed tasks) or a JSONL task file; tasks of
-            other domains in the file are skipped, tasks without a split kept for any split.
+        env: Environment id, domain or benchmark name (``rods/Retail-v0``, ``retail``,
+            ``bfcl``, ``rods/BFCL-MultiTurn-Base-v0``). A benchmark's id selects its subset.
+        pool: ``"seeds"`` (the domain's frozen seed tasks, or the benchmark's own tasks) or,
+            for a domain, a JSONL task file; tasks of other domains in the file are skipped,
+            tasks without a split kept for any split.
         split: ``"train"``, ``"test"`` or ``"all"``.
 
     Raises:
@@ -657,13 +722,26 @@ def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list
     """
     if split not in ("train", "test", "all"):
         raise ConfigError(f"unknown split '{split}'; splits: train, test, all")
-    domain = load_domain(env)
     want = None if split == "all" else split
+    family = resolve(env)
+    if isinstance(family, Benchmark):
+        if str(pool) != "seeds":
+            raise ConfigError(
+                f"--pool {pool}: {family.title}'s tasks come from its own package; "
+                "use --pool seeds (the default)"
+            )
+        family.require()
+        subset = family.subset_of(env) if "/" in env else None
+        found = list(family.tasks(subset, want))
+        if not found:
+            raise ConfigError(f"{family.title} has no tasks in split '{split}'")
+        return found
+    domain = family
     if str(pool) == "seeds":
-        tasks = domain.seed_tasks(want)
-        if not tasks:
+        seeds = domain.seed_tasks(want)
+        if not seeds:
             raise ConfigError(f"domain {domain.name} has no seed tasks in split '{split}'")
-        return tasks
+        return list[AnyTask](seeds)
     path = Path(pool)
     if not path.is_file():
         raise ConfigError(f"--pool: no file '{pool}'; use 'seeds' or a JSONL file of tasks")
@@ -676,24 +754,28 @@ def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list
         log.warning("skipping %d tasks of other domains in %s", other, pool)
     if not tasks:
         raise ConfigError(f"--pool {pool}: no tasks of domain {domain.name} in split '{split}'")
-    return tasks
+    return list[AnyTask](tasks)
 
 
-def check_gold(tasks: Sequence[Task]) -> dict[str, Domain]:
-    """Replay every task's gold calls (cached for the episodes); returns the domains used.
+def check_gold(tasks: Sequence[AnyTask]) -> dict[str, Family]:
+    """Replay every rods task's gold calls (cached for the episodes); returns the domains and
+    benchmarks the tasks come from. A benchmark's tasks are its own (its tests check its
+    gold), and are not replayed here.
 
     Raises:
         ConfigError: when some tasks' gold calls fail: no agent could pass those tasks, so
             their scores would mean nothing. The message names them.
     """
-    domains: dict[str, Domain] = {}
+    families: dict[str, Family] = {}
     broken: list[str] = []
     for task in tasks:
-        domain = domains.get(task.domain)
-        if domain is None:
-            domain = domains[task.domain] = load_domain(task.domain)
+        family = families.get(task.domain)
+        if family is None:
+            family = families[task.domain] = resolve(task.domain)
+        if isinstance(family, Benchmark):
+            continue
         try:
-            GOLD_CACHE.get(domain, task)
+            GOLD_CACHE.get(family, cast(Task, task))
         except GoldError as exc:
             broken.append(str(exc))
     if broken:
@@ -701,7 +783,7 @@ def check_gold(tasks: Sequence[Task]) -> dict[str, Domain]:
             f"the gold calls of {len(broken)} of {len(tasks)} tasks fail, so no agent can "
             f"pass them; fix or drop them from the pool (first: {broken[0]})"
         )
-    return domains
+    return families
 
 
 # -- evaluate ----------------------------------------------------------------------------
@@ -724,7 +806,7 @@ def _settings(k: int, trials: int, rollout: RolloutConfig, user: str) -> dict[st
 
 def evaluate(
     engine: Engine | EngineFactory,
-    tasks: Sequence[Task],
+    tasks: Sequence[AnyTask],
     *,
     k: int = 1,
     trials: int | None = None,
@@ -742,7 +824,7 @@ def evaluate(
             some trial is left to run (a rerun that finds every task done loads no model),
             and the engine it builds is closed at the end; an engine given as such is
             left open (it belongs to the caller).
-        tasks: The tasks (any installed domains; ids must be unique).
+        tasks: The tasks (of any installed domains and benchmarks; ids must be unique).
         k: pass^1..k is reported.
         trials: Trials per task, at least ``k`` (default ``k``).
         rollout: Sampling and limits (default :class:`RolloutConfig`). Its ``batch_size``
@@ -762,11 +844,13 @@ def evaluate(
             exactly on resume); None leaves sampling to the engine.
 
     Returns:
-        The summary; ``summary.results`` has one :class:`TaskResult` per task.
+        The summary; ``summary.results`` has one :class:`TaskResult` per task, and
+        ``summary.headline`` each benchmark's own numbers.
 
     Raises:
-        ConfigError: for bad arguments, tasks whose gold calls fail, or an ``out`` folder
-            holding another run.
+        ConfigError: for bad arguments, tasks whose gold calls fail, a user simulator for a
+            benchmark whose user turns are scripted, or an ``out`` folder holding another
+            run.
     """
     tasks = list(tasks)
     if not tasks:
@@ -782,7 +866,14 @@ def evaluate(
     user_name = user if isinstance(user, str) else "custom"
     if user_name not in ("scripted", "llm", "custom"):
         raise ConfigError(f"unknown user simulator '{user}'; use 'scripted' or 'llm'")
-    domains = check_gold(tasks)
+    families = check_gold(tasks)
+    if user_name != "scripted":
+        for family in families.values():
+            if isinstance(family, Benchmark) and not family.simulated_user:
+                raise ConfigError(
+                    f"{family.title}'s user turns are scripted by the benchmark: "
+                    f"a user simulator ({user_name}) does not apply; use the scripted user"
+                )
     meta = dict(meta or {})
     config = {**meta, **_settings(k, trials, rollout, user_name)}
     folder = RunFolder(out) if out is not None else None
@@ -822,7 +913,7 @@ def evaluate(
                 report = bar
             tracker = _Tracker(report, len(tasks), len(resumed.done), len(specs))
             results.update(
-                _run(model, domains, todo, specs, resumed, trials, rollout, user, folder, tracker)
+                _run(model, families, todo, specs, resumed, trials, rollout, user, folder, tracker)
             )
         finally:
             if bar is not None:
@@ -831,7 +922,8 @@ def evaluate(
                 model.close()
     elif folder is not None:
         folder.write_config(config)
-    summary = EvalSummary.from_results([results[t.id] for t in tasks], k, meta)
+    ordered = [results[t.id] for t in tasks]
+    summary = EvalSummary.from_results(ordered, k, meta, headline_scores(ordered, families))
     if folder is not None:
         folder.write_summary(summary)
     return summary
@@ -839,8 +931,8 @@ def evaluate(
 
 def _run(
     engine: Engine,
-    domains: Mapping[str, Domain],
-    todo: Sequence[Task],
+    families: Mapping[str, Family],
+    todo: Sequence[AnyTask],
     specs: Sequence[EpisodeSpec],
     resumed: _Resumed,
     trials: int,
@@ -849,7 +941,8 @@ def _run(
     folder: RunFolder | None,
     tracker: _Tracker,
 ) -> dict[str, TaskResult]:
-    """Run ``specs`` domain by domain; write each trial and each finished task at once."""
+    """Run ``specs`` domain by domain (benchmark by benchmark); write each trial and each
+    finished task at once."""
     by_id = {t.id: t for t in todo}
     groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for tid, recs in resumed.trials.items():
@@ -882,14 +975,18 @@ def _run(
         return user()
 
     t_start = time.perf_counter()
-    for name, domain in domains.items():
+    for name, family in families.items():
         mine = [s for s in specs if s.task.domain == name]
         if not mine:
             continue
 
-        def make_env(domain: Domain = domain) -> ToolEnv:
+        def make_env(family: Family = family) -> Any:
+            if isinstance(family, Benchmark):
+                family.require()
+                users = {} if user == "scripted" else {"user": user_for_env()}
+                return family.make_env(subset=None, max_steps=rollout.max_turns, **users)
             return ToolEnv(
-                domain, tasks=(), split=None, max_steps=rollout.max_turns, user=user_for_env()
+                family, tasks=(), split=None, max_steps=rollout.max_turns, user=user_for_env()
             )
 
         run_rollouts(metered, make_env, mine, rollout, on_record=on_record)

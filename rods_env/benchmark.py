@@ -97,6 +97,8 @@ class Benchmark:
             order; None when it reports nothing beyond pass^k.
         max_steps: The most agent steps one episode can take under the benchmark's own
             rules (``rods eval``'s default ``--max-turns`` for it).
+        simulated_user: Whether its environments take a user simulator (``make_env(...,
+            user=...)``); False when the benchmark scripts every user turn itself.
         description: One line for listings.
     """
 
@@ -109,6 +111,7 @@ class Benchmark:
     missing: Callable[[], str | None] = field(default=lambda: None)
     scores: Callable[[Mapping[str, Sequence[bool]]], Mapping[str, float | None]] | None = None
     max_steps: int = 200
+    simulated_user: bool = False
     description: str = ""
 
     def require(self) -> None:
