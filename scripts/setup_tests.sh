@@ -16,3 +16,4 @@ python3 -m venv .venv
 .venv/bin/pip install -q -c constraints/cpu.txt -e ".[dev]"
 bash scripts/setup_vllm.sh
 bash scripts/setup_bfcl.sh
+RODS_VENV="${RODS_VLLM_VENV:-$ROOT/.venv-vllm}" bash scripts/setup_bfcl.sh  # the vLLM tests play BFCL too

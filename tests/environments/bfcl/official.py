@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import ast
 import decimal
+import importlib.util
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from environments.bfcl.apis import call_text, functions
@@ -94,3 +96,41 @@ def official_verdict(
     safe_call_strings(decoded)
     with isolated(model_name):
         return multi_turn_checker(decoded, ground_truth, task.entry(), task.category, model_name)  # type: ignore[no-any-return]
+
+
+def bfcl_source(module: str, names: set[str], namespace: dict[str, Any]) -> dict[str, Any]:
+    """BFCL's own functions ``names``, compiled from the installed source of ``module`` (a
+    path under ``bfcl_eval/``) into ``namespace`` and returned by name. Used where BFCL's
+    module imports packages that ``--no-deps`` leaves out (its decoders, its schema
+    conversion)."""
+    spec = importlib.util.find_spec("bfcl_eval")
+    assert spec is not None and spec.submodule_search_locations
+    root = Path(next(iter(spec.submodule_search_locations)))
+    tree = ast.parse((root / module).read_text(encoding="utf-8"))
+    body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+    assert {n.name for n in body} == names, f"{module} lacks {names - {n.name for n in body}}"
+    exec(compile(ast.Module(body=body, type_ignores=[]), module, "exec"), namespace)
+    return {name: namespace[name] for name in names}
+
+
+def decode_like_bfcl_fc(result: Sequence[Sequence[Any]]) -> list[list[list[str]]]:
+    """A result file's ``result`` decoded as BFCL's function-calling handlers decode it
+    (``convert_to_function_call`` on each step; a step that fails to decode, or decodes to
+    nothing, is dropped, as ``_evaluate_single_multi_turn_entry`` drops it)."""
+    import json
+
+    convert = bfcl_source("model_handler/utils.py", {"convert_to_function_call"}, {"json": json})[
+        "convert_to_function_call"
+    ]
+    decoded = []
+    for turn in result:
+        steps = []
+        for step in turn:
+            try:
+                calls = convert(step)
+            except Exception:
+                continue
+            if calls:
+                steps.append(calls)
+        decoded.append(steps)
+    return decoded

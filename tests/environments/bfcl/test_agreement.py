@@ -11,6 +11,7 @@ tasks or be one the checker must reject everywhere, so agreement is not agreemen
 from __future__ import annotations
 
 import collections
+import json
 import time
 
 import pytest
@@ -119,3 +120,51 @@ def test_bfcls_checker_keeps_every_instance_it_makes(tasks):
         for key in [k for k in space if k.startswith("leak_") and k.endswith("_instance")]:
             del space[key]
     assert count() == before
+
+
+def test_exported_results_get_the_same_verdicts_from_bfcls_decoder_and_checker(tasks, tmp_path):
+    """`rods eval` → environments.bfcl.export → BFCL's function-calling decoder → BFCL's
+    checker: the verdicts of a user's `bfcl evaluate` on the same outputs."""
+    from environments.bfcl.agents import PlanAgent, silent_plan
+    from environments.bfcl.export import main as export_main
+    from rods_agent.engines.scripted import ScriptedEngine
+    from rods_agent.evaluate import evaluate
+    from tests.environments.bfcl.official import decode_like_bfcl_fc, isolated, safe_call_strings
+
+    sample = tasks[::20]  # 40 tasks, all categories
+    kinds = ["gold", "reversed", "repeated", "act_in_empty_turn", "first_turn_only", "silent"]
+    by_id = {t.id: t for t in sample}
+
+    def make_agent(info):
+        task = by_id[info["task_id"]]
+        kind = kinds[sample.index(task) % len(kinds)]
+        return PlanAgent(silent_plan(task)) if kind == "silent" else _agent(kind, task)
+
+    summary = evaluate(ScriptedEngine(make_agent), sample, out=tmp_path / "run")
+    assert export_main([str(tmp_path / "run"), str(tmp_path / "bfcl"), "--model", "m/FC"]) == 0
+    files = sorted((tmp_path / "bfcl" / "m_FC" / "multi_turn").iterdir())
+    assert [f.name for f in files] == [
+        f"BFCL_v4_multi_turn_{c}_result.json"
+        for c in ("base", "long_context", "miss_func", "miss_param")
+    ]
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+
+    ours = {r.task_id: r.success[0] for r in summary.results}
+    verdicts = {}
+    for path in files:
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            task = by_id[entry["id"]]
+            decoded = decode_like_bfcl_fc(entry["result"])
+            if len(decoded) != len(task.ground_truth):
+                verdicts[task.id] = False
+                continue
+            safe_call_strings(decoded)
+            with isolated(f"export_{task.id}"):
+                result = multi_turn_checker(
+                    decoded, [list(t) for t in task.ground_truth], task.entry(), task.category,
+                    f"export_{task.id}",
+                )  # fmt: skip
+            verdicts[task.id] = result["valid"]
+    assert verdicts == ours
+    assert 0 < sum(ours.values()) < len(ours)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import ast
 import copy
 import decimal
-import importlib
 import json
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -62,26 +59,26 @@ def test_the_eight_classes_document_128_distinct_functions():
 
 
 def _bfcl_schema_converter():
-    """BFCL's own doc pre-processing and OpenAI conversion, taken from its installed source
-    (its modules import packages that --no-deps leaves out)."""
+    """BFCL's own doc pre-processing and OpenAI conversion, from its installed source (its
+    modules import packages that --no-deps leaves out)."""
+    import re
+
     from bfcl_eval.constants.enums import ModelStyle
     from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
 
-    root = Path(importlib.util.find_spec("bfcl_eval").submodule_search_locations[0])
-    wanted = {
-        "model_handler/utils.py": {"_cast_to_openai_type", "convert_to_tool"},
-        "utils.py": {"_get_language_specific_hint", "_func_doc_language_specific_pre_processing"},
-    }
+    from tests.environments.bfcl.official import bfcl_source
+
     namespace = {
-        "copy": copy, "re": __import__("re"), "json": json, "ModelStyle": ModelStyle,
+        "copy": copy, "re": re, "json": json, "ModelStyle": ModelStyle,
         "GORILLA_TO_OPENAPI": GORILLA_TO_OPENAPI,
         "is_java": lambda c: False, "is_js": lambda c: False,
     }  # fmt: skip
-    for name, defs in wanted.items():
-        tree = ast.parse((root / name).read_text())
-        body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in defs]
-        assert {n.name for n in body} == defs
-        exec(compile(ast.Module(body=body, type_ignores=[]), name, "exec"), namespace)
+    bfcl_source("model_handler/utils.py", {"_cast_to_openai_type", "convert_to_tool"}, namespace)
+    bfcl_source(
+        "utils.py",
+        {"_get_language_specific_hint", "_func_doc_language_specific_pre_processing"},
+        namespace,
+    )
 
     def convert(doc):
         docs = namespace["_func_doc_language_specific_pre_processing"](
