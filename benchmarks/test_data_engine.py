@@ -30,7 +30,7 @@ import pytest
 from rods_agent.config import DataConfig, load_config
 from rods_agent.data import DataEngine, GroupResult
 from rods_agent.report import compare, load_run, make_report, report_markdown, summarize
-from rods_agent.train import train
+from rods_agent.training.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "simulated.yaml"

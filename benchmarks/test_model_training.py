@@ -38,9 +38,9 @@ def test_warm_start_progress(benchmark: Any, tmp_path: Path) -> None:
     from rods_agent.config import load_config
     from rods_agent.data import DataEngine
     from rods_agent.engines import SamplingParams
-    from rods_agent.model_policy import ModelPolicy
-    from rods_agent.sft import mean_progress
-    from rods_agent.train import load_pools
+    from rods_agent.training.model_policy import ModelPolicy
+    from rods_agent.training.pools import load_pools
+    from rods_agent.training.warm_start import mean_progress
 
     config = load_config(CPU, [f"out={tmp_path}", "log.progress=false"])
     train, test = load_pools(config)

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from math import comb
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from rods_agent.engines.base import (
     Completion,
@@ -48,13 +48,12 @@ from rods_agent.engines.base import (
     derive_seed,
 )
 from rods_agent.rollout import EpisodeRecord, EpisodeSpec, RolloutConfig, run_rollouts
-from rods_env.benchmark import Benchmark, BenchmarkTask
-from rods_env.domain import Domain
+from rods_env.benchmark import BenchmarkDomain
 from rods_env.env import ToolEnv
 from rods_env.errors import ConfigError
 from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl
 from rods_env.gold import GOLD_CACHE, GoldError
-from rods_env.registry import resolve
+from rods_env.registry import AnyDomain, load_any_domain
 from rods_env.task import Task, load_tasks
 from rods_env.user import UserSimulator
 
@@ -77,12 +76,6 @@ UserFactory = Callable[[], UserSimulator]
 
 EngineFactory = Callable[[], Engine]
 """Builds an engine; :func:`evaluate` calls it only when some trial is left to run."""
-
-AnyTask = Task | BenchmarkTask
-"""A rods task, or a benchmark's (:mod:`rods_env.benchmark`)."""
-
-Family = Domain | Benchmark
-"""Where a task's environment comes from: its domain, or its benchmark."""
 
 
 # -- pass^k ------------------------------------------------------------------------------
@@ -157,7 +150,7 @@ class TaskResult:
         return sum(self.progress) / self.n if self.n else 0.0
 
     @classmethod
-    def from_records(cls, task: AnyTask, records: Sequence[EpisodeRecord]) -> TaskResult:
+    def from_records(cls, task: Task, records: Sequence[EpisodeRecord]) -> TaskResult:
         """The result of ``task`` from its trials' records (any order)."""
         records = sorted(records, key=lambda r: r.trial)
         sig = task.signature
@@ -274,9 +267,9 @@ class EvalSummary:
         gen_seconds: Generation time summed over trials.
         env_seconds: Environment and user-simulator time summed over trials.
         meta: What the caller said about the run (model, environment, pool ...).
-        headline: Per benchmark evaluated, the numbers its own leaderboard reports
-            (:attr:`rods_env.benchmark.Benchmark.scores`; e.g. BFCL's accuracy per category
-            and overall), label to value; None where the benchmark would print N/A.
+        headline: Per benchmark evaluated (by its title), the numbers its own leaderboard
+            reports (:meth:`rods_env.benchmark.BenchmarkDomain.scores`; e.g. BFCL's accuracy
+            per category and overall), label to value; None where it would print N/A.
     """
 
     results: tuple[TaskResult, ...]
@@ -373,7 +366,7 @@ class EvalSummary:
         text = f"{self.tasks} tasks: {pk}, mean progress {self.mean_progress:.3f}"
         for name, scores in self.headline.items():
             shown = ", ".join(f"{label} {_percent(v)}" for label, v in scores.items())
-            text += f"; {name} accuracy (%): {shown}"
+            text += f"; {name} (its own numbers, %): {shown}"
         return text
 
     def markdown(self) -> str:
@@ -391,8 +384,8 @@ class EvalSummary:
             lines += [
                 f"## {name}: the benchmark's own numbers",
                 "",
-                "Accuracy in percent, as its leaderboard reports it (N/A: not every task of "
-                "every category was evaluated).",
+                "In percent, as its leaderboard reports them (N/A: not computed on a partial "
+                "run, as the benchmark does).",
                 "",
                 "| " + " | ".join(scores) + " |",
                 "|" + "---|" * len(scores),
@@ -432,21 +425,22 @@ def _percent(value: float | None) -> str:
 
 
 def headline_scores(
-    results: Iterable[TaskResult], families: Mapping[str, Family]
+    results: Iterable[TaskResult], families: Mapping[str, AnyDomain]
 ) -> dict[str, dict[str, float | None]]:
     """The numbers each benchmark's own leaderboard reports, from per-task successes.
 
     Args:
         results: Per-task results.
-        families: Family name to its domain or benchmark (domains report nothing here).
+        families: AnyDomain name to its domain or benchmark (domains report nothing here).
     """
     rows = list(results)
     out: dict[str, dict[str, float | None]] = {}
     for name, family in families.items():
-        if isinstance(family, Benchmark) and family.scores is not None:
+        if isinstance(family, BenchmarkDomain):
             mine = {r.task_id: r.success for r in rows if r.domain == name}
-            if mine:
-                out[family.title] = dict(family.scores(mine))
+            scores = family.scores(mine) if mine else {}
+            if scores:
+                out[family.title] = dict(scores)
     return out
 
 
@@ -646,7 +640,7 @@ class RunFolder:
         """Write ``config.json`` (creating the folder)."""
         write_json(self.path / CONFIG, dict(config))
 
-    def resume(self, tasks: Sequence[AnyTask], trials: int) -> _Resumed:
+    def resume(self, tasks: Sequence[Task], trials: int) -> _Resumed:
         """The trials already done, with the files tidied to match.
 
         Episode lines cut off by a kill and trials that ended in an error are dropped (they
@@ -706,7 +700,7 @@ class RunFolder:
 
 
 # -- pools -------------------------------------------------------------------------------
-def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list[AnyTask]:
+def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list[Task]:
     """The tasks of one domain or benchmark to evaluate.
 
     Args:
@@ -723,25 +717,24 @@ def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list
     if split not in ("train", "test", "all"):
         raise ConfigError(f"unknown split '{split}'; splits: train, test, all")
     want = None if split == "all" else split
-    family = resolve(env)
-    if isinstance(family, Benchmark):
+    family = load_any_domain(env)
+    if isinstance(family, BenchmarkDomain):
         if str(pool) != "seeds":
             raise ConfigError(
-                f"--pool {pool}: {family.title}'s tasks come from its own package; "
+                f"--pool {pool}: the tasks of {family.name} come from its own package; "
                 "use --pool seeds (the default)"
             )
         family.require()
-        subset = family.subset_of(env) if "/" in env else None
-        found = list(family.tasks(subset, want))
+        found = family.seed_tasks(want)
         if not found:
-            raise ConfigError(f"{family.title} has no tasks in split '{split}'")
+            raise ConfigError(f"{family.name} has no tasks in split '{split}'")
         return found
     domain = family
     if str(pool) == "seeds":
         seeds = domain.seed_tasks(want)
         if not seeds:
             raise ConfigError(f"domain {domain.name} has no seed tasks in split '{split}'")
-        return list[AnyTask](seeds)
+        return seeds
     path = Path(pool)
     if not path.is_file():
         raise ConfigError(f"--pool: no file '{pool}'; use 'seeds' or a JSONL file of tasks")
@@ -754,30 +747,32 @@ def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list
         log.warning("skipping %d tasks of other domains in %s", other, pool)
     if not tasks:
         raise ConfigError(f"--pool {pool}: no tasks of domain {domain.name} in split '{split}'")
-    return list[AnyTask](tasks)
+    return tasks
 
 
-def check_gold(tasks: Sequence[AnyTask]) -> dict[str, Family]:
-    """Replay every rods task's gold calls (cached for the episodes); returns the domains and
-    benchmarks the tasks come from. A benchmark's tasks are its own (its tests check its
-    gold), and are not replayed here.
+def check_gold(tasks: Sequence[Task]) -> dict[str, AnyDomain]:
+    """Replay every rods task's gold calls (cached for the episodes), and have each
+    benchmark domain check its own tasks; returns the domains the tasks come from.
 
     Raises:
         ConfigError: when some tasks' gold calls fail: no agent could pass those tasks, so
             their scores would mean nothing. The message names them.
     """
-    families: dict[str, Family] = {}
+    families: dict[str, AnyDomain] = {}
     broken: list[str] = []
     for task in tasks:
         family = families.get(task.domain)
         if family is None:
-            family = families[task.domain] = resolve(task.domain)
-        if isinstance(family, Benchmark):
+            family = families[task.domain] = load_any_domain(task.domain)
+        if isinstance(family, BenchmarkDomain):
             continue
         try:
-            GOLD_CACHE.get(family, cast(Task, task))
+            GOLD_CACHE.get(family, task)
         except GoldError as exc:
             broken.append(str(exc))
+    for name, family in families.items():
+        if isinstance(family, BenchmarkDomain):
+            broken += family.check_tasks([t for t in tasks if t.domain == name])
     if broken:
         raise ConfigError(
             f"the gold calls of {len(broken)} of {len(tasks)} tasks fail, so no agent can "
@@ -806,7 +801,7 @@ def _settings(k: int, trials: int, rollout: RolloutConfig, user: str) -> dict[st
 
 def evaluate(
     engine: Engine | EngineFactory,
-    tasks: Sequence[AnyTask],
+    tasks: Sequence[Task],
     *,
     k: int = 1,
     trials: int | None = None,
@@ -867,13 +862,17 @@ def evaluate(
     if user_name not in ("scripted", "llm", "custom"):
         raise ConfigError(f"unknown user simulator '{user}'; use 'scripted' or 'llm'")
     families = check_gold(tasks)
-    if user_name != "scripted":
-        for family in families.values():
-            if isinstance(family, Benchmark) and not family.simulated_user:
-                raise ConfigError(
-                    f"{family.title}'s user turns are scripted by the benchmark: "
-                    f"a user simulator ({user_name}) does not apply; use the scripted user"
+    mode = "llm" if user_name == "custom" else user_name
+    for family in families.values():
+        if isinstance(family, BenchmarkDomain) and mode not in family.user_modes:
+            raise ConfigError(
+                f"{family.name} takes the users {', '.join(family.user_modes)}, not '{mode}'"
+                + (
+                    " (the benchmark scripts every user turn)"
+                    if family.user_modes == ("scripted",)
+                    else ""
                 )
+            )
     meta = dict(meta or {})
     config = {**meta, **_settings(k, trials, rollout, user_name)}
     folder = RunFolder(out) if out is not None else None
@@ -931,8 +930,8 @@ def evaluate(
 
 def _run(
     engine: Engine,
-    families: Mapping[str, Family],
-    todo: Sequence[AnyTask],
+    families: Mapping[str, AnyDomain],
+    todo: Sequence[Task],
     specs: Sequence[EpisodeSpec],
     resumed: _Resumed,
     trials: int,
@@ -980,11 +979,12 @@ def _run(
         if not mine:
             continue
 
-        def make_env(family: Family = family) -> Any:
-            if isinstance(family, Benchmark):
+        def make_env(family: AnyDomain = family) -> Any:
+            if isinstance(family, BenchmarkDomain):
                 family.require()
-                users = {} if user == "scripted" else {"user": user_for_env()}
-                return family.make_env(subset=None, max_steps=rollout.max_turns, **users)
+                return family.make_env(
+                    tasks=(), split=None, max_steps=rollout.max_turns, user=user_for_env()
+                )
             return ToolEnv(
                 family, tasks=(), split=None, max_steps=rollout.max_turns, user=user_for_env()
             )

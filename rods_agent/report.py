@@ -1,7 +1,7 @@
 """``rods report``: plots and a summary of one or more training runs, side by side.
 
 Reads each run directory's ``metrics.jsonl`` and ``config.yaml`` (see
-:mod:`rods_agent.train`) and draws, with matplotlib:
+:mod:`rods_agent.training.loop`) and draws, with matplotlib:
 
 - ``reward.png``: reward and progress per step (and test-split progress when evaluated);
 - ``effective_group_ratio.png``: the share of groups with a reward variance, one line per

@@ -52,7 +52,6 @@ from rods_agent.engines.base import (
     derive_seed,
 )
 from rods_agent.engines.formats import get_tool_format
-from rods_env.benchmark import BenchmarkTask
 from rods_env.errors import ConfigError
 from rods_env.task import Task
 
@@ -108,14 +107,14 @@ class EpisodeSpec:
     """One episode to run.
 
     Attributes:
-        task: The task (a rods task, or a benchmark's: :mod:`rods_env.benchmark`).
+        task: The task.
         trial: The trial number (several per task for pass^k and GRPO groups).
         seed: The environment's reset seed.
         sampling_seed: Seed of the episode's completions (and of its simulated user's, when
             a model plays it); None leaves sampling to the engine's own stream.
     """
 
-    task: Task | BenchmarkTask
+    task: Task
     trial: int = 0
     seed: int | None = None
     sampling_seed: int | None = None

@@ -1,18 +1,18 @@
 """rods_env: stateful, executable mock-API environments for multi-turn tool-use agents.
 
-Importing this package registers ``rods/<Domain>-v0`` for every installed domain, and the
-environment ids of every installed benchmark (:mod:`rods_env.benchmark`)::
+Importing this package registers ``rods/<Domain>-v0`` for every installed domain, rods'
+own and the benchmarks brought in with their own environment and scorer::
 
     import gymnasium, rods_env
     env = gymnasium.make("rods/Retail-v0")
+    env = gymnasium.make("rods/Tau2-Airline-v0")  # τ²-bench (bash scripts/setup_tau2.sh)
 """
 
-from rods_env.benchmark import Benchmark, BenchmarkTask
+from rods_env.benchmark import BenchmarkDomain
 from rods_env.database import DELETED, Database, Record
 from rods_env.domain import Domain, Draft, Skill, SkillUnavailable
 from rods_env.env import ToolEnv, render_messages
 from rods_env.errors import (
-    BenchmarkUnavailableError,
     ConfigError,
     InvalidArgumentError,
     NotFoundError,
@@ -27,15 +27,11 @@ from rods_env.errors import (
 from rods_env.gold import Gold, GoldError, replay_gold
 from rods_env.oracle import OracleAgent, RandomToolAgent, TalkOnlyAgent, run_episode
 from rods_env.registry import (
-    BENCHMARK_ENV_IDS,
     benchmark_names,
-    domain_env_ids,
     domain_names,
-    load_benchmark,
+    load_any_domain,
     load_domain,
-    register_benchmark,
     register_envs,
-    resolve,
 )
 from rods_env.rewards import TurnResult, mentions
 from rods_env.signature import compute_signature
@@ -50,25 +46,22 @@ from rods_env.task import (
     load_tasks,
 )
 from rods_env.tools import Toolkit, ToolResult, tool
-from rods_env.user import ScriptedUser, TurnView, UserReply, UserSimulator
+from rods_env.user import ScenarioUser, ScriptedUser, TurnView, UserReply, UserSimulator
 
 __version__ = "0.1.0"
 
-register_envs()
+ENV_IDS: list[str] = register_envs()
+"""The ids of the rods domains' environments, registered at import."""
 
-ENV_IDS: list[str] = domain_env_ids()
-"""The environment ids of the installed domains (``rods/<Domain>-v0``), registered at import."""
-
-# BENCHMARK_ENV_IDS (from rods_env.registry): the environment ids of the installed
-# benchmarks (rods_env.benchmark), registered at import; the list is kept up to date.
+BENCHMARK_ENV_IDS: list[str] = register_envs(benchmarks=True)
+"""The ids of the benchmark domains' environments (e.g. ``rods/Tau2-Airline-v0``),
+registered at import."""
 
 __all__ = [
     "BENCHMARK_ENV_IDS",
     "DELETED",
     "ENV_IDS",
-    "Benchmark",
-    "BenchmarkTask",
-    "BenchmarkUnavailableError",
+    "BenchmarkDomain",
     "ConfigError",
     "Database",
     "Domain",
@@ -84,6 +77,7 @@ __all__ = [
     "Record",
     "RodsError",
     "RuleViolationError",
+    "ScenarioUser",
     "ScriptedUser",
     "Signature",
     "Skill",
@@ -108,15 +102,13 @@ __all__ = [
     "compute_signature",
     "domain_names",
     "dump_tasks",
-    "load_benchmark",
+    "load_any_domain",
     "load_domain",
     "load_tasks",
     "mentions",
-    "register_benchmark",
     "register_envs",
     "render_messages",
     "replay_gold",
-    "resolve",
     "run_episode",
     "tool",
 ]

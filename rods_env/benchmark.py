@@ -1,118 +1,82 @@
-"""Benchmarks: environment families whose state and reward are their own.
+"""Benchmark domains: another benchmark's environment, tasks and scorer, inside rods.
 
-A rods *domain* (:class:`rods_env.domain.Domain`) keeps its state in a record
-:class:`~rods_env.database.Database` and is scored by rods' turn rule. A benchmark brought in
-from its own package (BFCL's Python API classes, τ²-bench's databases) keeps its own state
-and is scored by its own rules, so it cannot be a Domain. It plugs in beside the domains
-through one :class:`Benchmark` spec, exposed by an entry point of the group
-``rods.benchmarks``::
+A rods domain (:class:`rods_env.domain.Domain`) generates its database, defines its tools
+with rods' toolkit, is scored by rods' turn rules in :class:`rods_env.env.ToolEnv` and can
+synthesize new tasks. A benchmark brought in as it is (τ²-bench, BFCL) keeps its own state,
+tools and scorer, because agreeing with its own checker verdict for verdict is the point.
+It enters rods as a :class:`BenchmarkDomain`, declared through the same ``rods.domains``
+entry points and registered as ``rods/<Title>-v0`` like any domain.
 
-    [project.entry-points."rods.benchmarks"]
-    bfcl = "environments.bfcl:BENCHMARK"
+Everything downstream (rollouts, ``rods eval``, ``rods train``, the data engine) then
+needs only what this class declares:
 
-What rods needs of a benchmark is small:
+* :meth:`~BenchmarkDomain.seed_tasks`: the benchmark's tasks as rods
+  :class:`~rods_env.task.Task` views (ids, splits, a skill label for breakdowns);
+* :meth:`~BenchmarkDomain.make_env`: an environment with :class:`~rods_env.env.ToolEnv`'s
+  contract: ``reset(options={"task": ..., "split": ...})``; ``step`` taking raw text or a
+  message dict; ``info`` with ``task_id``, ``messages``, ``tools``, ``policy``,
+  ``progress``, ``success``, ``turn_results`` and ``termination``; ``truncate(reason)``;
+* :meth:`~BenchmarkDomain.check_tasks`: whether the tasks' gold is sound (``rods eval``
+  refuses to score tasks nobody can pass);
+* :meth:`~BenchmarkDomain.training_tasks`: the pool training may use (a benchmark's test
+  split never; tasks that reward doing nothing not by default);
+* :meth:`~BenchmarkDomain.oracle_agent`: an agent that solves a task (the ``oracle``
+  engine, warm starts);
+* :attr:`~BenchmarkDomain.synthesis`: whether rods' synthesis can grow its tasks, and why not;
+* :meth:`~BenchmarkDomain.missing`: a one-line reason when the benchmark's own package is
+  not installed (with the command that installs it); the registry raises
+  :class:`~rods_env.errors.BenchmarkUnavailableError` with it when an environment is made;
+* :meth:`~BenchmarkDomain.scores`: the benchmark's own headline numbers (what its
+  leaderboard reports), printed by ``rods eval`` beside pass^k and progress;
+* :attr:`~BenchmarkDomain.max_steps`: the most agent steps one episode may take under the
+  benchmark's own rules.
 
-* **environments** with :class:`rods_env.env.ToolEnv`'s step/info contract (observations and
-  actions are text; ``reset(options={"task": task or id})``; ``info`` holds ``task_id``,
-  ``messages``, ``tools``, ``progress``, ``success``, ``turn_results``, ``termination``;
-  ``truncate(reason)`` ends an episode scored as the step limit would), one Gymnasium id
-  per subset (``env_ids``), registered when :mod:`rods_env` is imported;
-* **tasks** that carry what evaluation groups results by (:class:`BenchmarkTask`);
-* an **oracle** agent (the gold replay, a check that every task is solvable);
-* optionally its **headline scores** (what the benchmark's own leaderboard reports),
-  printed by ``rods eval`` beside pass^k and progress.
-
-The spec's module is imported when :mod:`rods_env` is (to register the ids), so it must
-import nothing heavy: the benchmark's package is imported only when an environment or the
-tasks are made, and a missing package is a one-line
-:class:`~rods_env.errors.BenchmarkUnavailableError` saying how to install it.
+One entry point is one Gymnasium id. A benchmark with several subsets (BFCL's categories)
+declares one entry point per subset, each naming its own instance. The entry-point name is
+the id's title with its case (``BFCL-MultiTurn-Base`` gives ``rods/BFCL-MultiTurn-Base-v0``;
+an all-lower-case name is title-cased, ``tau2-airline`` gives ``rods/Tau2-Airline-v0``) and
+its lower-case form is the domain's :attr:`~BenchmarkDomain.name`. The module an entry point
+names is imported only when its environment or tasks are needed, so it may import the
+benchmark's package at the top; :meth:`~BenchmarkDomain.missing` must not need it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rods_env.errors import BenchmarkUnavailableError, ConfigError
+from rods_env.task import Task
 
 
-@runtime_checkable
-class BenchmarkTask(Protocol):
-    """What rods reads of a benchmark's task (a rods :class:`~rods_env.task.Task` has it all).
-
-    Attributes:
-        id: Unique id (the benchmark's own, so results can be matched with its tools).
-        domain: The benchmark's name (results are grouped by it, as by a domain).
-        skill: The task's category within the benchmark.
-        variant: ``base`` or a rods variant name (``missing_parameter`` ...).
-        split: ``"train"``, ``"test"`` or None.
-        signature: Structural signature, or None.
-    """
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def domain(self) -> str: ...
-
-    @property
-    def skill(self) -> str: ...
-
-    @property
-    def variant(self) -> str: ...
-
-    @property
-    def split(self) -> str | None: ...
-
-    @property
-    def signature(self) -> Any: ...
-
-
-Agent = Any
-"""Anything with ``act(observation, info) -> action`` (see :func:`rods_env.oracle.run_episode`)."""
-
-
-@dataclass(frozen=True, eq=False)
-class Benchmark:
-    """One benchmark: its environments, tasks, oracle and headline scores.
+class BenchmarkDomain(ABC):
+    """A domain whose environment, tasks and scorer are another benchmark's.
 
     Attributes:
-        name: Lower-case name, also the entry-point name and ``rods eval --env`` value
-            (``"bfcl"``); every task's ``domain``.
-        title: Human name (``"BFCL multi-turn"``).
-        env_ids: Gymnasium id to the subset it serves (None: every task), e.g.
-            ``{"rods/BFCL-MultiTurn-v0": None, "rods/BFCL-MultiTurn-Base-v0": "base"}``.
-        make_env: ``(subset=None, **kwargs) -> gymnasium.Env`` with ToolEnv's contract.
-            Keyword arguments it must accept: ``max_steps`` (agent steps before the
-            episode is truncated; None for the benchmark's own bound) and ``render_mode``.
-        tasks: ``(subset, split) -> tasks``: the tasks of a subset (None: all) and split
-            (``"train"``, ``"test"``, or None for all); raises
-            :class:`~rods_env.errors.ConfigError` for a split the benchmark lacks.
-        oracle: ``task -> agent`` that replays the task's gold.
-        missing: ``() -> reason or None``: None when the benchmark's package is usable,
-            else one line saying what is missing and how to install it.
-        scores: ``{task id: successes of its trials} -> {label: value}``: the benchmark's
-            own headline numbers (e.g. accuracy per category and overall), in display
-            order; None when it reports nothing beyond pass^k.
-        max_steps: The most agent steps one episode can take under the benchmark's own
-            rules (``rods eval``'s default ``--max-turns`` for it).
-        simulated_user: Whether its environments take a user simulator (``make_env(...,
-            user=...)``); False when the benchmark scripts every user turn itself.
-        description: One line for listings.
+        name: Lower-case name, also the entry-point name (``"tau2-airline"``).
+        title: Name in environment ids (``"Tau2-Airline"`` gives ``rods/Tau2-Airline-v0``).
+        version: Environment version in the id.
+        user_modes: The users its environment takes: ``"scripted"`` (a deterministic
+            stand-in), ``"llm"`` (a model playing the benchmark's user), ``"solo"`` (no
+            user at all).
+        synthesis: None when rods' synthesis can grow its tasks; otherwise why it cannot
+            (``rods train mode=rods`` refuses it with this reason).
     """
 
     name: str
     title: str
-    env_ids: Mapping[str, str | None]
-    make_env: Callable[..., Any]
-    tasks: Callable[[str | None, str | None], Sequence[BenchmarkTask]]
-    oracle: Callable[[Any], Agent]
-    missing: Callable[[], str | None] = field(default=lambda: None)
-    scores: Callable[[Mapping[str, Sequence[bool]]], Mapping[str, float | None]] | None = None
+    version: int = 0
+    user_modes: tuple[str, ...] = ("scripted", "llm")
+    synthesis: str | None = "rods' synthesis has no skills for this benchmark's tasks"
     max_steps: int = 200
-    simulated_user: bool = False
     description: str = ""
+
+    def missing(self) -> str | None:
+        """None when the benchmark's own package is usable; otherwise one line saying what is
+        missing and the command that installs it (e.g. ``"bfcl-eval is not installed: bash
+        scripts/setup_bfcl.sh"``). Must not import the package at module level."""
+        return None
 
     def require(self) -> None:
         """Raise :class:`~rods_env.errors.BenchmarkUnavailableError` (one line, with the
@@ -121,26 +85,81 @@ class Benchmark:
         if reason is not None:
             raise BenchmarkUnavailableError(f"benchmark '{self.name}': {reason}")
 
-    def subset_of(self, env_id: str) -> str | None:
-        """The subset an environment id serves.
+    def scores(self, successes: Mapping[str, Sequence[bool]]) -> Mapping[str, float | None]:
+        """The benchmark's own headline numbers, in display order (e.g. accuracy per
+        category and overall), from each task id's trial successes; empty when it reports
+        nothing beyond pass^k."""
+        return {}
+
+    @property
+    def env_id(self) -> str:
+        """The Gymnasium id, e.g. ``rods/Tau2-Airline-v0``."""
+        return f"rods/{self.title}-v{self.version}"
+
+    @abstractmethod
+    def seed_tasks(self, split: str | None = None) -> list[Task]:
+        """The benchmark's tasks as rods views, optionally of one split (``train``/``test``)."""
+
+    @abstractmethod
+    def make_env(self, **kwargs: Any) -> Any:
+        """An environment with ToolEnv's contract. Takes ToolEnv's keyword arguments
+        (``tasks``, ``split``, ``max_steps``, ``user``, ``render_mode``) and its own."""
+
+    @abstractmethod
+    def check_tasks(self, tasks: Sequence[Task]) -> list[str]:
+        """What is wrong with ``tasks`` (one line each; empty when every task can be
+        run and passed)."""
+
+    @abstractmethod
+    def oracle_agent(self, task: Task, *, user_mode: str = "scripted") -> Any:
+        """An agent (``act(observation, info) -> action``) that solves ``task`` in an
+        environment with the given user mode."""
+
+    @property
+    @abstractmethod
+    def policy(self) -> str:
+        """What the agent is told before the conversation (its system prompt)."""
+
+    @abstractmethod
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The agent's tool schemas (OpenAI format)."""
+
+    def trivial_task_ids(self) -> frozenset[str]:
+        """Tasks an agent that does nothing passes (none unless the benchmark has some)."""
+        return frozenset()
+
+    def training_tasks(self, split: str = "train", *, keep_trivial: bool = False) -> list[Task]:
+        """The tasks training may start from: the train split, without the tasks that an
+        agent doing nothing passes unless ``keep_trivial``.
 
         Raises:
-            ConfigError: for an id that is not one of :attr:`env_ids`.
+            ConfigError: for any split but ``train`` (a benchmark's test split is never
+                trained on).
         """
-        spec_id = env_id.split(":", 1)[-1]
-        if spec_id not in self.env_ids:
+        if split != "train":
             raise ConfigError(
-                f"'{env_id}' is not an environment of benchmark '{self.name}'; its ids: "
-                + ", ".join(self.env_ids)
+                f"{self.name}: training uses the benchmark's train split only, not "
+                f"'{split}' (its test split is never trained on)"
             )
-        return self.env_ids[spec_id]
+        tasks = self.seed_tasks("train")
+        if keep_trivial:
+            return tasks
+        trivial = self.trivial_task_ids()
+        return [t for t in tasks if t.id not in trivial]
 
-    def env_id_of(self, subset: str | None) -> str:
-        """The Gymnasium id serving ``subset`` (None: the id of every task)."""
-        for env_id, sub in self.env_ids.items():
-            if sub == subset:
-                return env_id
-        raise ConfigError(f"benchmark '{self.name}' has no environment for subset {subset!r}")
+    def check_training_pool(self, tasks: Sequence[Task]) -> None:
+        """Refuse a training pool that holds a test task of the benchmark.
+
+        Raises:
+            ConfigError: naming the first test task found.
+        """
+        test = {t.id for t in self.seed_tasks("test")}
+        for task in tasks:
+            if task.domain == self.name and task.id in test:
+                raise ConfigError(
+                    f"the training pool holds {task.id}, a test task of {self.name}; "
+                    "the benchmark's test split is never trained on"
+                )
 
     def __repr__(self) -> str:
-        return f"Benchmark({self.name!r}, {len(self.env_ids)} environments)"
+        return f"{type(self).__name__}({self.name!r})"

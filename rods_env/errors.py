@@ -61,5 +61,5 @@ class ConfigError(RodsError):
     """A configuration value is invalid."""
 
 
-class BenchmarkUnavailableError(RodsError):
+class BenchmarkUnavailableError(ConfigError):
     """A benchmark's own package is not installed (the message says how to install it)."""

@@ -250,30 +250,31 @@ def test_a_lone_surrogate_in_a_write_leaves_no_trace(env_id):
     assert not obs.startswith("Error")
 
 
-# -- benchmarks (rods_env.benchmark): environments with their own state and reward ----------
+# -- benchmark domains (rods_env.benchmark): their own environment and scorer ---------------
 BENCHMARK_ENV_IDS = list(rods_env.BENCHMARK_ENV_IDS)
 
 
 def _benchmark(env_id):
     from tests.requires import require
 
-    spec = rods_env.load_benchmark(env_id)
-    reason = spec.missing()
-    require(reason is None, f"benchmark '{spec.name}': {reason}", "bash scripts/setup_tests.sh")
-    return spec
+    domain = rods_env.load_any_domain(env_id)
+    reason = domain.missing()
+    require(reason is None, f"benchmark '{domain.name}': {reason}", "bash scripts/setup_tests.sh")
+    return domain
 
 
 @pytest.mark.parametrize("env_id", BENCHMARK_ENV_IDS)
 def test_benchmark_envs_pass_check_env_and_their_oracle_solves_their_tasks(env_id):
-    spec = _benchmark(env_id)
+    domain = _benchmark(env_id)
     env = gym.make(env_id)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env.unwrapped)
-    tasks = spec.tasks(spec.subset_of(env_id), None)
-    assert tasks and all(t.domain == spec.name for t in tasks)
+    tasks = domain.seed_tasks()
+    assert tasks and all(t.domain == domain.name for t in tasks)
+    assert domain.check_tasks(tasks) == []
     for task in tasks[:: max(1, len(tasks) // 10)]:
-        out = run_episode(env.unwrapped, spec.oracle(task), task=task)
+        out = run_episode(env.unwrapped, domain.oracle_agent(task), task=task)
         assert out["success"] and out["progress"] == 1.0, (task.id, out["turn_results"])
 
 

@@ -1,4 +1,5 @@
-"""The dependency direction of DESIGN.md: rods_env <- environments <- rods_agent."""
+"""The dependency direction of DESIGN.md: rods_env <- environments <- rods_agent; and no
+import cycle among rods_agent's modules."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+AGENT = "rods_agent"
 FORBIDDEN = {
     "rods_env": {"environments", "rods_agent", "torch", "transformers", "vllm"},
     "environments": {"rods_agent", "torch", "transformers", "vllm"},
@@ -56,3 +58,126 @@ def test_the_check_itself_detects_a_violation(tmp_path):
     bad = tmp_path / "x.py"
     bad.write_text("from rods_agent.engines import base\nimport torch\n")
     assert _imports(bad) == {"rods_agent", "torch"}
+
+
+# -- import cycles among rods_agent's modules ---------------------------------------------------
+def _module_files(root: Path, package: str) -> dict[str, Path]:
+    files = {}
+    for path in (root / package).rglob("*.py"):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        files[".".join(parts)] = path
+    return files
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run: at module level, in functions and methods,
+    under ``try`` or ``if``; only ``if TYPE_CHECKING:`` blocks are left out (mypy reads
+    them, Python never runs them)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+            continue
+        children = list(ast.iter_child_nodes(node))
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            children = list(node.orelse)
+        stack.extend(children)
+    return found
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``package`` it imports (relative imports resolved; ``from a
+    import b`` names ``a.b`` when that is a module)."""
+    files = _module_files(root, package)
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        base = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in _runtime_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                origin = node.module or ""
+                if node.level:
+                    anchor = base
+                    for _ in range(node.level - 1):
+                        anchor = anchor.rpartition(".")[0]
+                    origin = f"{anchor}.{origin}" if origin else anchor
+                names = [origin, *(f"{origin}.{a.name}" for a in node.names)]
+            for name in names:
+                while name and name not in files:  # a name inside a module: the module
+                    name = name.rpartition(".")[0]
+                if name and name != module:
+                    targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_cycle_among_rods_agent_modules():
+    graph = import_graph(ROOT, AGENT)
+    assert "rods_agent.training.loop" in graph  # the walk found the package
+    assert not import_cycles(graph), f"import cycles: {import_cycles(graph)}"
+
+
+def test_the_cycle_check_sees_function_level_and_relative_imports(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    from pkg.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("from .c import g\n")
+    (pkg / "sub" / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import d\n"
+        "def g():\n    import pkg.a\n"
+    )
+    (pkg / "d.py").write_text("from pkg.sub.c import g\n")
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.a"] == {"pkg.sub", "pkg.sub.b"}
+    assert graph["pkg.sub.b"] == {"pkg.sub.c"}
+    assert graph["pkg.sub.c"] == {"pkg.a"}  # not pkg.d: a TYPE_CHECKING import
+    assert import_cycles(graph) == [["pkg.a", "pkg.sub.b", "pkg.sub.c"]]

@@ -70,11 +70,13 @@ from environments.bfcl.tasks import (
     BFCLTask,
     get_task,
     load_tasks,
+    task_index,
 )
 from rods_env.env import clip_action, render_messages
 from rods_env.errors import ConfigError, RodsError
 from rods_env.parsing import ParsedAction, parse_action
 from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
+from rods_env.task import Task
 from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text
 
 Holdout = Literal["bfcl", "strict"]
@@ -96,7 +98,10 @@ class BFCLEnv(gym.Env[str, str]):
     Args:
         category: Sample tasks of this category (``base``, ``miss_param``, ``miss_func``,
             ``long_context``); None samples from all 800.
-        tasks: The tasks to sample from instead (BFCL tasks; any subset).
+        tasks: The tasks to sample from instead (BFCL tasks or their rods views; tasks
+            that are not BFCL's are left out).
+        split: ``"test"``, ``"all"`` or None (every BFCL task is a test task; ``"train"``
+            is refused).
         max_steps: Agent steps before the episode is truncated; None allows every turn
             BFCL's full budget of steps.
         holdout: ``"bfcl"``: a held-out function runs when called before its reveal, as in
@@ -113,7 +118,8 @@ class BFCLEnv(gym.Env[str, str]):
         self,
         category: str | None = None,
         *,
-        tasks: Sequence[BFCLTask] | None = None,
+        tasks: Sequence[BFCLTask | Task] | None = None,
+        split: str | None = None,
         max_steps: int | None = None,
         holdout: Holdout = "bfcl",
         render_mode: str | None = None,
@@ -142,8 +148,12 @@ class BFCLEnv(gym.Env[str, str]):
         self.max_action_chars = int(max_action_chars)
         self.observation_space = UnicodeText(MAX_TEXT_CHARS)
         self.action_space = UnicodeText(max_action_chars)
-        self._pool = list(tasks) if tasks is not None else load_tasks(category)
-        if not self._pool:
+        pool = load_tasks(category, split)
+        if tasks is not None:
+            index = task_index()
+            pool = [index[t.id] for t in tasks if t.id in index]
+        self._pool = pool
+        if not self._pool and tasks is None:
             raise ConfigError("no BFCL tasks to sample from")
         self._by_id = {t.id: t for t in self._pool}
         self._gold_cache = gold_cache or GOLD_CACHE
@@ -194,8 +204,8 @@ class BFCLEnv(gym.Env[str, str]):
 
         Args:
             seed: Re-seeds the task sampler when given.
-            options: ``{"task": BFCLTask or task id}`` picks the task (any BFCL task, in
-                the pool or not).
+            options: ``{"task": a BFCL task, its rods view or its id}`` picks the task (any
+                BFCL task, in the pool or not).
 
         Returns:
             The first user turn and the info dict.
@@ -287,12 +297,16 @@ class BFCLEnv(gym.Env[str, str]):
     def _pick(self, choice: Any) -> BFCLTask:
         if isinstance(choice, BFCLTask):
             return choice
+        if isinstance(choice, Task):
+            choice = choice.id
         if isinstance(choice, str):
             return self._by_id.get(choice) or get_task(choice)
         if choice is not None:
             raise ConfigError(
                 f"options['task'] must be a BFCL task or a task id, got {type(choice).__name__}"
             )
+        if not self._pool:
+            raise ConfigError("no BFCL tasks to sample: pass options={'task': ...}")
         return self._pool[int(self.np_random.integers(len(self._pool)))]
 
     def _open_turn(self, index: int) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 
 from environments.bfcl.apis import Scenario, data_dir, parse_call
 from rods_env.errors import ConfigError
-from rods_env.task import ToolCall
+from rods_env.task import Task, ToolCall, Turn, UserProfile
 from rods_env.tools import FrozenDict
 
 CATEGORIES: tuple[str, ...] = ("base", "miss_param", "miss_func", "long_context")
@@ -56,7 +56,8 @@ one ends the conversation and the task fails."""
 
 @dataclass(frozen=True, eq=False)
 class BFCLTask:
-    """One BFCL multi-turn task (a :class:`rods_env.benchmark.BenchmarkTask`).
+    """One BFCL multi-turn task, as BFCL's data has it (:func:`task_view` gives its rods
+    :class:`~rods_env.task.Task` view).
 
     Attributes:
         id: BFCL's id (``multi_turn_base_0``), so results match BFCL's own files.
@@ -80,29 +81,9 @@ class BFCLTask:
     excluded: tuple[str, ...] = ()
 
     @property
-    def domain(self) -> str:
-        """Always ``"bfcl"`` (the benchmark's name)."""
-        return "bfcl"
-
-    @property
-    def skill(self) -> str:
-        """The category (results are broken down by it)."""
-        return self.category
-
-    @property
     def variant(self) -> str:
         """The rods variant name of the category."""
         return VARIANTS[self.category]
-
-    @property
-    def split(self) -> str:
-        """``"test"``: BFCL has no train split."""
-        return "test"
-
-    @property
-    def signature(self) -> None:
-        """None (BFCL tasks carry no rods signature)."""
-        return None
 
     @property
     def long_context(self) -> bool:
@@ -146,6 +127,34 @@ class BFCLTask:
 
     def __repr__(self) -> str:
         return f"BFCLTask({self.id!r}, {len(self.turns)} turns, {'+'.join(self.classes)})"
+
+
+def task_view(task: BFCLTask, domain: str) -> Task:
+    """The rods view of a BFCL task: the same id; skill = category; the variant of the
+    category; one turn per BFCL turn, its request the user's message (BFCL's reveal message
+    on a turn that only reveals functions), its calls the parsed ground truth, its
+    ``withheld_tools`` the functions not yet revealed.
+
+    Args:
+        task: The BFCL task.
+        domain: The name of the benchmark domain the view belongs to.
+    """
+    turns = []
+    for i, (messages, calls) in enumerate(zip(task.turns, task.gold, strict=True)):
+        request = "\n".join(str(m.get("content") or "") for m in messages)
+        if not messages and i in task.revealed:
+            request = REVEAL_MESSAGE
+        hidden = tuple(n for at, names in task.revealed.items() if at > i for n in names)
+        turns.append(Turn(request=request, calls=calls, withheld_tools=hidden))
+    return Task(
+        id=task.id,
+        domain=domain,
+        skill=task.category,
+        split="test",
+        user=UserProfile(name="BFCL user"),
+        turns=tuple(turns),
+        variant=task.variant,
+    )
 
 
 def _read_lines(path: Any) -> list[dict[str, Any]]:

@@ -94,9 +94,9 @@ def run(args: argparse.Namespace) -> int:
     from rods_agent.engines import SamplingParams, build_engine
     from rods_agent.evaluate import evaluate, load_pool
     from rods_agent.rollout import RolloutConfig
-    from rods_env.benchmark import Benchmark
+    from rods_env.benchmark import BenchmarkDomain
     from rods_env.errors import ConfigError
-    from rods_env.registry import resolve
+    from rods_env.registry import load_any_domain
 
     pool = options_from(PoolOptions, args)
     engine = options_from(EngineOptions, args)
@@ -106,13 +106,9 @@ def run(args: argparse.Namespace) -> int:
     if engine.max_model_len is None:
         engine = replace(engine, max_model_len=opts.max_episode_tokens)
     tasks = load_pool(pool.env, pool.pool, pool.split)[: pool.limit]
-    family = resolve(pool.env)
-    if isinstance(family, Benchmark):
-        env_id = family.env_id_of(family.subset_of(pool.env) if "/" in pool.env else None)
-        max_turns = opts.max_turns if opts.max_turns is not None else family.max_steps
-    else:
-        env_id = family.env_id
-        max_turns = opts.max_turns if opts.max_turns is not None else DEFAULT_MAX_TURNS
+    family = load_any_domain(pool.env)
+    default_turns = family.max_steps if isinstance(family, BenchmarkDomain) else DEFAULT_MAX_TURNS
+    max_turns = opts.max_turns if opts.max_turns is not None else default_turns
     rollout = RolloutConfig(
         sampling=SamplingParams(
             max_tokens=opts.max_tokens,
@@ -126,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         tool_format=opts.tool_format,
     )
     meta: dict[str, Any] = {
-        "env": env_id,
+        "env": family.env_id,
         "pool": pool.pool,
         "split": pool.split,
         "limit": pool.limit,

@@ -1,4 +1,4 @@
-"""``rods sft``: warm-start a model on oracle transcripts of a task pool (see :mod:`rods_agent.sft`).
+"""``rods sft``: warm-start a model on oracle transcripts of a task pool (see :mod:`rods_agent.training.sft`).
 
     rods sft --config configs/cpu.yaml warm_start.epochs=30 --out results/sft
 
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``rods sft``."""
     from rods_agent.config import load_config
-    from rods_agent.sft import run_sft
+    from rods_agent.training.sft import run_sft
 
     config = load_config(args.config, [*args.overrides, f"out={args.out}"])
     metrics = run_sft(config, args.out)

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(describe_config(values=config)))
         return 0
 
-    from rods_agent.train import train
+    from rods_agent.training.loop import train
 
     out = train(config, resume=args.resume)
     simulated = " (simulated learner: no model was trained)" if config.policy == "simulated" else ""

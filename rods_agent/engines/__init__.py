@@ -31,7 +31,6 @@ from rods_agent.options import option
 from rods_env.errors import ConfigError, RodsError
 
 if TYPE_CHECKING:
-    from rods_env.benchmark import BenchmarkTask
     from rods_env.task import Task
 
 ENGINES: tuple[str, ...] = ("openai", "transformers", "vllm")
@@ -191,31 +190,29 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def oracle_engine(tasks: Sequence[Task | BenchmarkTask]) -> Engine:
+def oracle_engine(tasks: Sequence[Task]) -> Engine:
     """An engine that replays each task's gold calls (a solvability check of a pool); a
-    benchmark's task is played by the benchmark's own oracle."""
+    benchmark domain's task is played by the benchmark's own oracle agent."""
     from rods_agent.engines.scripted import ScriptedAgent, ScriptedEngine
-    from rods_env.benchmark import Benchmark
+    from rods_env.benchmark import BenchmarkDomain
     from rods_env.oracle import OracleAgent
-    from rods_env.registry import resolve
-    from rods_env.task import Task
+    from rods_env.registry import load_any_domain
 
     by_id = {t.id: t for t in tasks}
-    families = {name: resolve(name) for name in {t.domain for t in tasks}}
+    families = {name: load_any_domain(name) for name in {t.domain for t in tasks}}
 
     def make_agent(info: Mapping[str, Any]) -> ScriptedAgent:
         task = by_id[str(info["task_id"])]
         family = families[task.domain]
-        if isinstance(family, Benchmark):
-            return family.oracle(task)
-        assert isinstance(task, Task)
+        if isinstance(family, BenchmarkDomain):
+            return family.oracle_agent(task)
         return OracleAgent(task, family.toolkit.write_names())
 
     return ScriptedEngine(make_agent)
 
 
 def build_engine(
-    options: EngineOptions, tasks: Sequence[Task | BenchmarkTask] = (), *, progress: bool = True
+    options: EngineOptions, tasks: Sequence[Task] = (), *, progress: bool = True
 ) -> Engine:
     """The engine ``options`` ask for, with one-line errors when it cannot be built.
 

@@ -13,8 +13,8 @@ import os
 import signal
 import sys
 
-from rods_agent import simulated
 from rods_agent.cli import main
+from rods_agent.training import simulated
 
 
 def _die() -> None:

@@ -14,8 +14,8 @@ import os
 import signal
 import sys
 
-from rods_agent import model_policy
 from rods_agent.cli import main
+from rods_agent.training import model_policy
 
 
 def arm(where: str, at: int) -> None:

@@ -29,11 +29,10 @@ def all_tasks(bfcl):
 def _mixed_engine(tasks, passing):
     """The oracle on the tasks in ``passing``, silence elsewhere."""
     from environments.bfcl.agents import OracleAgent, PlanAgent, silent_plan
-
-    by_id = {t.id: t for t in tasks}
+    from environments.bfcl.tasks import get_task
 
     def make_agent(info):
-        task = by_id[info["task_id"]]
+        task = get_task(info["task_id"])
         return OracleAgent(task) if task.id in passing else PlanAgent(silent_plan(task))
 
     return ScriptedEngine(make_agent)
@@ -44,10 +43,26 @@ def test_load_pool_takes_a_benchmark_its_ids_and_refuses_what_it_lacks(all_tasks
     assert {t.domain for t in all_tasks} == {"bfcl"}
     base = load_pool("rods/BFCL-MultiTurn-Base-v0", "seeds", "all")
     assert len(base) == 200 and {t.skill for t in base} == {"base"}
-    with pytest.raises(ConfigError, match="no 'train' split"):
+    assert {t.domain for t in base} == {"bfcl-multiturn-base"}
+    with pytest.raises(ConfigError, match="bfcl has no tasks in split 'train'"):
         load_pool("bfcl", "seeds", "train")
     with pytest.raises(ConfigError, match="come from its own package; use --pool seeds"):
         load_pool("bfcl", "pool.jsonl", "test")
+
+
+def test_bfcl_tasks_are_rods_task_views(all_tasks):
+    from environments.bfcl.tasks import REVEAL_MESSAGE, get_task
+
+    view = next(t for t in all_tasks if t.id == "multi_turn_miss_func_0")
+    task = get_task(view.id)
+    assert (view.skill, view.variant, view.split) == ("miss_func", "missing_function", "test")
+    assert [t.request for t in view.turns][3] == REVEAL_MESSAGE
+    assert [t.calls for t in view.turns] == list(task.gold)
+    assert [t.withheld_tools for t in view.turns] == [("sort",)] * 3 + [(), ()]
+    from environments.bfcl import BFCL
+
+    with pytest.raises(ConfigError, match="no train split"):
+        BFCL.training_tasks()
 
 
 def test_bfcls_leaderboard_numbers_on_all_800(all_tasks):
@@ -57,21 +72,21 @@ def test_bfcls_leaderboard_numbers_on_all_800(all_tasks):
     summary = evaluate(
         _mixed_engine(all_tasks, passing), all_tasks, rollout=RolloutConfig(batch_size=64)
     )
-    scores = summary.headline["BFCL multi-turn"]
+    scores = summary.headline["BFCL"]
     assert scores == {
         "overall": 0.5, "base": 0.5, "miss_func": 0.5, "miss_param": 0.5, "long_context": 0.5,
     }  # fmt: skip
     assert summary.pass_k[1] == 0.5
     assert summary.by_skill["miss_func"].pass_1 == 0.5
     assert summary.by_variant["missing_parameter"].tasks == 200
-    assert "BFCL multi-turn accuracy (%): overall 50.00, base 50.00" in summary.line()
+    assert "BFCL (its own numbers, %): overall 50.00, base 50.00" in summary.line()
     assert "| 50.00 | 50.00 | 50.00 | 50.00 | 50.00 |" in summary.markdown()
 
 
 def test_a_partial_run_has_no_overall_as_in_bfcl(all_tasks):
     tasks = all_tasks[:10]
     summary = evaluate(_mixed_engine(tasks, {tasks[0].id}), tasks)
-    scores = summary.headline["BFCL multi-turn"]
+    scores = summary.headline["BFCL"]
     assert scores["overall"] is None and scores["miss_param"] is None
     assert scores["base"] == pytest.approx(0.1)
     assert "overall N/A" in summary.line()
@@ -83,12 +98,15 @@ def test_rods_eval_oracle_on_one_category_writes_the_leaderboard(tmp_path, bfcl)
                 "--limit", "6", "--out", str(out), "--no-progress")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "pass^1=1.000" in proc.stdout
-    assert "BFCL multi-turn accuracy (%): overall N/A, base N/A, miss_func 100.00" in proc.stdout
+    assert (
+        "BFCL-MultiTurn-MissFunc (its own numbers, %): overall N/A, base N/A, miss_func 100.00"
+        in proc.stdout
+    )
     config = json.loads((out / "config.json").read_text())
     assert config["env"] == "rods/BFCL-MultiTurn-MissFunc-v0"
     assert config["max_turns"] == 168  # BFCL's own bound: 8 turns of 21 steps
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["headline"]["BFCL multi-turn"]["miss_func"] == 1.0
+    assert summary["headline"]["BFCL-MultiTurn-MissFunc"]["miss_func"] == 1.0
     rerun = rods("eval", "--env", "rods/BFCL-MultiTurn-MissFunc-v0", "--engine", "oracle",
                  "--limit", "6", "--out", str(out), "--no-progress")  # fmt: skip
     assert rerun.returncode == 0 and "miss_func 100.00" in rerun.stdout
@@ -98,7 +116,7 @@ def test_a_user_simulator_is_refused_before_any_model_loads(all_tasks):
     def never():
         raise AssertionError("the engine must not be built")
 
-    with pytest.raises(ConfigError, match="user turns are scripted by the benchmark"):
+    with pytest.raises(ConfigError, match="bfcl takes the users scripted, not 'llm'"):
         evaluate(never, all_tasks[:2], user="llm")
 
 
@@ -107,13 +125,13 @@ def test_the_transformers_engine_plays_bfcl_through_the_chat_template(all_tasks,
     conversation kept as one token sequence that matches a re-rendering."""
     from rods_agent.engines import SamplingParams
 
-    tasks = [t for t in all_tasks if t.category == "miss_func"][:1]
+    tasks = [t for t in all_tasks if t.skill == "miss_func"][:1]
     rollout = RolloutConfig(
         sampling=SamplingParams(max_tokens=8, seed=0), max_turns=2, max_tokens=16000
     )
     summary = evaluate(tiny_engine, tasks, rollout=rollout)
     assert summary.errored_trials == 0
-    assert summary.headline["BFCL multi-turn"]["miss_func"] == 0.0
+    assert summary.headline["BFCL"]["miss_func"] == 0.0
 
 
 def test_the_openai_engine_against_a_server_that_answers_with_the_gold(all_tasks):
@@ -121,11 +139,11 @@ def test_the_openai_engine_against_a_server_that_answers_with_the_gold(all_tasks
     schemas go out as they are, with no system message, and the calls come back as actions."""
     import httpx2
 
-    from environments.bfcl.tasks import load_tasks
+    from environments.bfcl.tasks import get_task
     from rods_agent.engines.openai_api import OpenAIEngine
 
-    tasks = load_tasks("base")[:4]
-    by_question = {t.turns[0][0]["content"]: t for t in tasks}
+    tasks = [t for t in all_tasks if t.skill == "base"][:4]
+    by_question = {t.turns[0].request: get_task(t.id) for t in tasks}
     assert len(by_question) == len(tasks)
     seen = []
 
@@ -156,7 +174,7 @@ def test_the_openai_engine_against_a_server_that_answers_with_the_gold(all_tasks
         summary = evaluate(engine, tasks, rollout=RolloutConfig(tool_format="openai"))
     finally:
         engine.close()
-    assert summary.pass_k[1] == 1.0 and summary.headline["BFCL multi-turn"]["base"] == 1.0
+    assert summary.pass_k[1] == 1.0 and summary.headline["BFCL"]["base"] == 1.0
     first = seen[0]
     assert first["messages"][0]["role"] == "user"
     assert not any(m["role"] == "system" for body in seen for m in body["messages"])

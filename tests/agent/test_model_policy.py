@@ -9,8 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rods_agent.config import load_config  # noqa: E402
-from rods_agent.model_policy import ModelPolicy  # noqa: E402
-from rods_agent.policy import Policy  # noqa: E402
+from rods_agent.training.model_policy import ModelPolicy  # noqa: E402
+from rods_agent.training.policy import Policy  # noqa: E402
 from rods_env.errors import ConfigError  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rods_agent.sft import oracle_transcripts, supervised_finetune  # noqa: E402
+from rods_agent.training.warm_start import oracle_transcripts, supervised_finetune  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from rods_agent.config import load_config
-from rods_agent.policy import Group, Policy
-from rods_agent.simulated import SimulatedPolicy, turn_actions
-from rods_agent.train import train
+from rods_agent.training.loop import train
+from rods_agent.training.policy import Group, Policy
+from rods_agent.training.simulated import SimulatedPolicy, turn_actions
 from rods_env.errors import ConfigError
 from rods_env.fileio import read_jsonl
 

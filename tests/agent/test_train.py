@@ -14,7 +14,9 @@ import pytest
 
 from rods_agent import cli
 from rods_agent.config import load_config
-from rods_agent.train import TIMING_FIELDS, checkpoint_dirs, train
+from rods_agent.training.loop import train
+from rods_agent.training.metrics import TIMING_FIELDS
+from rods_agent.training.run_dir import checkpoint_dirs
 from rods_env.errors import ConfigError
 from rods_env.fileio import read_jsonl
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rods_agent.train import TIMING_FIELDS, checkpoint_dirs
+from rods_agent.training.metrics import TIMING_FIELDS
+from rods_agent.training.run_dir import checkpoint_dirs
 from rods_env.fileio import read_jsonl
 
 pytest.importorskip("torch")

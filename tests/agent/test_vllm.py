@@ -339,12 +339,13 @@ def test_token_mode_rollouts_from_vllm_serve_are_trainable(served, retail_tasks)
 def test_bfcl_eval_against_vllm_serve(served):
     """BFCL's OpenAI tool schemas (with their ``response`` field and ``format: float``) are
     accepted by a real server, and its episodes are scored with BFCL's numbers."""
-    from environments.bfcl.tasks import get_task
+    from environments.bfcl import BASE
     from rods_agent.engines.openai_api import OpenAIEngine
     from rods_agent.evaluate import evaluate
     from rods_agent.rollout import RolloutConfig
 
-    tasks = [get_task("multi_turn_base_100")]  # one class (TradingBot): the shortest tools
+    # one class (TradingBot): the shortest tools
+    tasks = [t for t in BASE.seed_tasks() if t.id == "multi_turn_base_100"]
     engine = OpenAIEngine(served.url, served.name)
     config = RolloutConfig(
         sampling=SamplingParams(max_tokens=16), max_turns=1, max_tokens=served.context - 100
@@ -355,4 +356,4 @@ def test_bfcl_eval_against_vllm_serve(served):
         engine.close()
     assert summary.errored_trials == 0, [r.termination for r in summary.results]
     assert all(n >= 1 for r in summary.results for n in r.n_steps)
-    assert summary.headline["BFCL multi-turn"]["base"] is not None
+    assert summary.headline["BFCL-MultiTurn-Base"]["base"] is not None

@@ -43,7 +43,7 @@ class TestWeightSync:
 
         from rods_agent.config import load_config
         from rods_agent.engines import GenerationRequest, SamplingParams
-        from rods_agent.model_policy import ModelPolicy
+        from rods_agent.training.model_policy import ModelPolicy
 
         config = load_config(None, [
             f"model.path={tiny_model_dir}", "model.engine=vllm", f"out={tmp_path}",

@@ -1,154 +1,142 @@
-"""The benchmark extension point: a family of environments with its own state and reward."""
+"""Benchmark domains: registered like rods domains, made through the registry, kept apart
+from what needs a rods domain."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from dataclasses import dataclass
+from importlib.metadata import EntryPoint
 
 import gymnasium as gym
 import pytest
 
-import rods_env
-from rods_env import Benchmark, BenchmarkTask, resolve
+from rods_env import registry
+from rods_env.benchmark import BenchmarkDomain
 from rods_env.errors import BenchmarkUnavailableError, ConfigError, UnknownDomainError
-from rods_env.registry import (
-    benchmark_name,
-    load_domain,
-    make_benchmark_env,
-    register_benchmark,
-)
-from rods_env.spaces import UnicodeText
+from rods_env.oracle import run_episode
+from tests.core.toy_benchmark import TOY_BENCH, ToyBenchEnv
 
 
-@dataclass(frozen=True)
-class CoinTask:
-    id: str
-    skill: str = "flip"
-    variant: str = "base"
-    split: str | None = "test"
-    signature: None = None
-    domain: str = "coins"
+@pytest.fixture
+def toy_installed(monkeypatch):
+    """The toy benchmark installed under ``rods.benchmarks`` (as an entry point would)."""
+    real = registry._entry_points
+
+    def entry_points(group: str = registry.ENTRY_POINT_GROUP) -> dict[str, EntryPoint]:
+        found = dict(real(group))
+        if group == registry.BENCHMARK_GROUP:
+            found["toy-bench"] = EntryPoint(
+                "toy-bench", "tests.core.toy_benchmark:TOY_BENCH", registry.BENCHMARK_GROUP
+            )
+        return found
+
+    monkeypatch.setattr(registry, "_entry_points", entry_points)
+    registry.load_any_domain.cache_clear()
+    ids = registry.register_envs(benchmarks=True)
+    yield ids
+    registry.load_any_domain.cache_clear()
+    gym.registry.pop("rods/Toy-Bench-v0", None)
 
 
-class CoinEnv(gym.Env[str, str]):
-    """Say 'heads' to pass."""
-
-    def __init__(self, subset=None, max_steps=None, render_mode=None):
-        self.subset = subset
-        self.observation_space = UnicodeText(100)
-        self.action_space = UnicodeText(100)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        task = (options or {}).get("task") or CoinTask("c0")
-        self.task_id = task if isinstance(task, str) else task.id
-        return "flip", self._info(False, None)
-
-    def step(self, action):
-        win = action == "heads"
-        return "", float(win), True, False, self._info(win, "user_stop")
-
-    def _info(self, win, end):
-        return {"task_id": self.task_id, "progress": float(win), "success": win,
-                "messages": [], "tools": [], "turn_results": [], "termination": end}  # fmt: skip
+def test_a_benchmark_registers_as_rods_env_id_and_makes_its_own_environment(toy_installed):
+    assert "rods/Toy-Bench-v0" in toy_installed
+    assert "toy-bench" in registry.benchmark_names()
+    assert "toy-bench" not in registry.domain_names()  # rods domains stay rods domains
+    env = gym.make("rods/Toy-Bench-v0").unwrapped
+    assert isinstance(env, ToyBenchEnv)
+    assert registry.load_any_domain("rods/Toy-Bench-v0") is TOY_BENCH
+    task = TOY_BENCH.seed_tasks("train")[1]
+    out = run_episode(env, TOY_BENCH.oracle_agent(task), task=task)
+    assert out["success"] and out["termination"] == "user_stop"
 
 
-COINS = Benchmark(
-    name="coins",
-    title="Coins",
-    env_ids={"rods/Coins-v0": None, "rods/Coins-Heads-v0": "heads"},
-    make_env=CoinEnv,
-    tasks=lambda subset, split: [CoinTask(f"c{i}") for i in range(3)],
-    oracle=lambda task: type("Heads", (), {"act": lambda self, o, i: "heads"})(),
-)
-
-
-@pytest.fixture(autouse=True)
-def _forget_coins():
-    """Leave no toy benchmark behind for tests that iterate the registered ids."""
-    yield
-    from rods_env import registry
-
-    registry._BENCHMARKS.pop("coins", None)
-    for env_id in COINS.env_ids:
-        registry._BENCHMARK_IDS.pop(env_id, None)
-        gym.registry.pop(env_id, None)
-        if env_id in registry.BENCHMARK_ENV_IDS:
-            registry.BENCHMARK_ENV_IDS.remove(env_id)
-
-
-def test_registering_a_benchmark_makes_its_ids_and_resolves_its_names():
-    assert register_benchmark(COINS) == ["rods/Coins-v0", "rods/Coins-Heads-v0"]
-    assert register_benchmark(COINS) == ["rods/Coins-v0", "rods/Coins-Heads-v0"]  # idempotent
-    assert "rods/Coins-Heads-v0" in rods_env.BENCHMARK_ENV_IDS
-    assert rods_env.BENCHMARK_ENV_IDS.count("rods/Coins-v0") == 1
-    assert benchmark_name("rods/Coins-Heads-v0") == "coins"
-    assert benchmark_name("rods/Retail-v0") is None
-    env = gym.make("rods/Coins-Heads-v0").unwrapped
-    assert isinstance(env, CoinEnv) and env.subset == "heads"
-    assert COINS.subset_of("rods/Coins-Heads-v0") == "heads"
-    assert COINS.env_id_of(None) == "rods/Coins-v0"
-    with pytest.raises(ConfigError, match="not an environment of benchmark 'coins'"):
-        COINS.subset_of("rods/Retail-v0")
-    assert isinstance(CoinTask("x"), BenchmarkTask)
-    assert isinstance(rods_env.load_domain("retail").seed_tasks()[0], BenchmarkTask)
-
-
-def test_a_domain_resolves_as_before_and_a_benchmark_is_not_a_domain():
-    assert resolve("retail").name == "retail"
-    assert resolve("rods/Retail-v0").name == "retail"
-    register_benchmark(COINS)
+def test_what_needs_a_rods_domain_refuses_a_benchmark_in_one_line(toy_installed):
     with pytest.raises(
-        UnknownDomainError, match="'rods/Coins-v0' is a benchmark, not a rods domain"
+        ConfigError, match=r"toy-bench is a benchmark domain.*needs one of: airline"
     ):
-        load_domain("rods/Coins-v0")
-    with pytest.raises(
-        UnknownDomainError, match=r"no domain named 'retial'.*Did you mean 'retail'"
-    ):
-        resolve("retial")
+        registry.load_domain("toy-bench")
+    with pytest.raises(UnknownDomainError, match="Did you mean 'toy-bench'"):
+        registry.load_any_domain("toy-bnech")
 
 
-def test_a_missing_package_is_one_line_naming_the_install():
-    broken = Benchmark(
-        name="coins",
-        title="Coins",
-        env_ids={},
-        make_env=CoinEnv,
-        tasks=lambda subset, split: [],
-        oracle=lambda task: None,
-        missing=lambda: "coin-pkg not installed (pip install coin-pkg)",
-    )
-    with pytest.raises(
-        BenchmarkUnavailableError,
-        match=r"^benchmark 'coins': coin-pkg not installed \(pip install coin-pkg\)$",
-    ):
-        broken.require()
+def test_an_entry_point_of_the_wrong_kind_is_named(monkeypatch):
+    real = registry._entry_points
+
+    def entry_points(group: str = registry.ENTRY_POINT_GROUP) -> dict[str, EntryPoint]:
+        found = dict(real(group))
+        if group == registry.BENCHMARK_GROUP:  # a rods Domain declared as a benchmark
+            found["toy"] = EntryPoint("toy", "tests.core.toy_domain:TOY", group)
+        return found
+
+    monkeypatch.setattr(registry, "_entry_points", entry_points)
+    registry.load_any_domain.cache_clear()
+    try:
+        with pytest.raises(UnknownDomainError, match=r"is a Domain, not a rods_env\.benchmark"):
+            registry.load_any_domain("toy")
+    finally:
+        registry.load_any_domain.cache_clear()
 
 
-def test_an_unknown_benchmark_id_is_an_error():
-    with pytest.raises(UnknownDomainError, match="no benchmark named 'nope'"):
-        make_benchmark_env("nope")
+def test_training_takes_the_train_split_only_and_drops_trivial_tasks():
+    train = TOY_BENCH.training_tasks()
+    assert [t.id for t in train] == ["toy-bench:1", "toy-bench:2", "toy-bench:3"]
+    assert "toy-bench:0" in {t.id for t in TOY_BENCH.training_tasks(keep_trivial=True)}
+    with pytest.raises(ConfigError, match="train split only, not 'test'"):
+        TOY_BENCH.training_tasks("test")
+    with pytest.raises(ConfigError, match="toy-bench:4, a test task"):
+        TOY_BENCH.check_training_pool(TOY_BENCH.seed_tasks())
+    TOY_BENCH.check_training_pool(train)
 
 
-def test_installed_benchmarks_register_in_either_import_order():
-    """A benchmark's spec module imports rods_env; importing it first must still register."""
-    names = rods_env.benchmark_names()
-    if not names:
-        pytest.skip("no benchmark installed")
-    from importlib.metadata import entry_points
+def test_the_abstract_class_names_what_a_benchmark_must_give():
+    missing = BenchmarkDomain.__abstractmethods__
+    assert {
+        "seed_tasks",
+        "make_env",
+        "check_tasks",
+        "oracle_agent",
+        "policy",
+        "tool_schemas",
+    } == missing
 
-    module = next(iter(entry_points(group="rods.benchmarks"))).module
-    for first in (f"import {module}", "import rods_env"):
-        code = f"{first}; import rods_env; print(len(rods_env.BENCHMARK_ENV_IDS))"
-        out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+
+class _Unavailable(type(TOY_BENCH)):  # type: ignore[misc]
+    """The toy benchmark as if its package were missing."""
+
+    name = "toy-bench-sub"
+    title = "Toy-Bench-Sub"
+
+    def missing(self) -> str | None:
+        return "toy-bench-pkg is not installed: bash scripts/setup_toy.sh"
+
+
+UNAVAILABLE = _Unavailable()
+
+
+def test_an_entry_point_name_with_capitals_is_the_id_and_a_missing_package_is_one_line(
+    monkeypatch,
+):
+    real = registry._entry_points
+
+    def entry_points(group: str = registry.ENTRY_POINT_GROUP) -> dict[str, EntryPoint]:
+        found = dict(real(group))
+        if group == registry.BENCHMARK_GROUP:  # one entry point per subset, id's case kept
+            found["Toy-Bench-Sub"] = EntryPoint(
+                "Toy-Bench-Sub", "tests.core.test_benchmark:UNAVAILABLE", group
+            )
+        return found
+
+    monkeypatch.setattr(registry, "_entry_points", entry_points)
+    registry.load_any_domain.cache_clear()
+    try:
+        assert "rods/Toy-Bench-Sub-v0" in registry.register_envs(benchmarks=True)
+        assert registry.env_id_for("tau2-airline") == "rods/Tau2-Airline-v0"
+        assert registry.load_any_domain("rods/Toy-Bench-Sub-v0") is UNAVAILABLE
+        assert "toy-bench-sub" in registry.benchmark_names()
+        with pytest.raises(BenchmarkUnavailableError) as err:
+            gym.make("rods/Toy-Bench-Sub-v0")
+        assert str(err.value) == (
+            "benchmark 'toy-bench-sub': toy-bench-pkg is not installed: bash scripts/setup_toy.sh"
         )
-        assert out.returncode == 0, out.stderr
-        assert int(out.stdout) >= 1, (first, out.stdout, out.stderr)
-        assert "not registered" not in out.stderr
-
-
-def test_the_toy_benchmark_is_forgotten_between_tests():
-    assert "rods/Coins-v0" not in rods_env.BENCHMARK_ENV_IDS
-    assert "rods/Coins-v0" not in gym.registry
+        assert TOY_BENCH.scores({"toy-bench:1": [True]}) == {}  # nothing beyond pass^k
+    finally:
+        registry.load_any_domain.cache_clear()
+        gym.registry.pop("rods/Toy-Bench-Sub-v0", None)

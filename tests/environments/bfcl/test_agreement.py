@@ -140,7 +140,12 @@ def test_exported_results_get_the_same_verdicts_from_bfcls_decoder_and_checker(t
         kind = kinds[sample.index(task) % len(kinds)]
         return PlanAgent(silent_plan(task)) if kind == "silent" else _agent(kind, task)
 
-    summary = evaluate(ScriptedEngine(make_agent), sample, out=tmp_path / "run")
+    from environments.bfcl import BFCL
+
+    views = {t.id: t for t in BFCL.seed_tasks()}
+    summary = evaluate(
+        ScriptedEngine(make_agent), [views[t.id] for t in sample], out=tmp_path / "run"
+    )
     assert export_main([str(tmp_path / "run"), str(tmp_path / "bfcl"), "--model", "m/FC"]) == 0
     files = sorted((tmp_path / "bfcl" / "m_FC" / "multi_turn").iterdir())
     assert [f.name for f in files] == [

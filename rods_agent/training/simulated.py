@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from rods_agent.config import TrainConfig
-from rods_agent.policy import Group, RolloutBatch
 from rods_agent.rollout import EpisodeRecord
+from rods_agent.training.policy import Group, RolloutBatch
 from rods_env.errors import ConfigError, RodsError
 from rods_env.fileio import write_json
 from rods_env.task import Task, Turn
@@ -77,7 +77,7 @@ def structure_key(task: Task) -> str:
 
 
 class SimulatedPolicy:
-    """A stand-in learner implementing :class:`rods_agent.policy.Policy` (a simulation).
+    """A stand-in learner implementing :class:`rods_agent.training.policy.Policy` (a simulation).
 
     Args:
         config: The run's configuration (``simulated``, ``rollout``, ``log``, ``seed``).

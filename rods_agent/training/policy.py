@@ -1,6 +1,6 @@
 """What the training loop asks of a policy: rollouts in groups, an update, an evaluation.
 
-The loop in :mod:`rods_agent.train` is written against :class:`Policy` only, so the same
+The loop in :mod:`rods_agent.training.loop` is written against :class:`Policy` only, so the same
 loop trains a transformers model with GRPO (``policy: model``) and runs the simulated
 learner that shows the data engine at work without a GPU (``policy: simulated``). The data
 engine sees neither: it gets each group's rewards.

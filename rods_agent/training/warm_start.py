@@ -1,4 +1,4 @@
-"""Warm start: supervised fine-tuning on oracle transcripts (``rods sft``).
+"""Warm start: supervised fine-tuning on oracle transcripts (before GRPO, and ``rods sft``).
 
 The oracle (:class:`rods_env.oracle.OracleAgent`) solves every task from its gold calls, so
 perfect trajectories cost nothing but environment steps. They are collected with the same
@@ -16,15 +16,16 @@ reward variance and the data engine a boundary to find.
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rods_agent.config import TrainConfig
 from rods_agent.engines.base import SamplingParams, derive_seed
 from rods_agent.engines.chat import ChatTemplate
+from rods_agent.progress import Progress
 from rods_agent.rollout import (
     DomainRouter,
     EpisodeRecord,
@@ -32,6 +33,7 @@ from rods_agent.rollout import (
     RolloutConfig,
     run_rollouts,
 )
+from rods_agent.training.numerics import make_optimizer, make_scheduler
 from rods_env.errors import ConfigError
 from rods_env.task import Task
 
@@ -158,18 +160,9 @@ def supervised_finetune(
             "warm_start.max_tokens)"
         )
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    optimizer = make_optimizer(params, lr=lr, weight_decay=0.0)
     total_steps = max(1, epochs * -(-len(rows) // batch_size))
-
-    def factor(step: int) -> float:
-        done = min(1.0, step / total_steps)
-        if schedule == "linear":
-            return 1.0 - done
-        if schedule == "cosine":
-            return 0.5 * (1.0 + math.cos(math.pi * done))
-        return 1.0
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    scheduler = make_scheduler(optimizer, total=total_steps, schedule=schedule)
     rng = random.Random(seed)
     t0 = time.perf_counter()
     step, first = 0, float("nan")
@@ -240,33 +233,91 @@ def mean_progress(
     return sum(r.progress for r in records) / len(records) if records else 0.0
 
 
-# -- ``rods sft`` -----------------------------------------------------------------------------
-def run_sft(config: Any, out: Any) -> dict[str, Any]:
-    """``rods sft``: warm-start the configured model on oracle transcripts of the training
-    pool (``data.pool`` / ``data.split`` of ``env``; ``warm_start.tasks`` of it), and save it
-    as a model folder.
+def warm_start(
+    config: TrainConfig,
+    model: Any,
+    engine: Any,
+    tasks: Sequence[Task],
+    *,
+    device: str,
+    on_fitted: Callable[[], None],
+) -> dict[str, float]:
+    """Fine-tune ``model`` on the oracle's transcripts of ``tasks`` (``warm_start`` section:
+    its ``tasks`` of them, by ``select``), and measure the mean progress of ``engine`` on
+    the tasks trained on before and after (``warm_start.measure``; ``rollout.group_size``
+    seeded episodes each, with the rollout's sampling).
 
-    Writes ``<out>/model`` (weights and tokenizer: use it as ``model.path``),
-    ``<out>/sft.json`` (what the warm start measured) and ``<out>/config.yaml``.
+    Args:
+        config: The run's configuration.
+        model: The learner (trained in place, left in training mode).
+        engine: The generator (its chat template tokenizes the transcripts).
+        tasks: The pool to transcribe.
+        device: Where ``model`` is.
+        on_fitted: Called after the fit, before the second measurement (the generator
+            catches up with the new weights).
 
     Returns:
-        The warm start's metrics (see :meth:`ModelPolicy.warm_start`).
+        ``tasks``, ``pool_tasks``, ``progress_before``/``progress_after``, the fit
+        (``steps``, ``transcripts``, ``tokens``, ``loss_first``, ``loss_last``,
+        ``seconds``), ``oracle_progress`` and ``total_seconds``.
+
+    Raises:
+        ConfigError: no tasks, or no transcript with a token to train on.
     """
-    from pathlib import Path
+    ws = config.warm_start
+    pool = list(tasks)
+    if not pool:
+        raise ConfigError("warm_start: no tasks to transcribe")
+    t0 = time.perf_counter()
+    records = oracle_transcripts(pool, engine.chat, max_tokens=ws.max_tokens)
+    if ws.select == "shortest":
+        order = sorted(range(len(pool)), key=lambda i: (sum(records[i].assistant_mask), pool[i].id))
+    else:
+        order = list(range(len(pool)))
+    order = order[: ws.tasks] if ws.tasks else order
+    chosen = [pool[i] for i in order]
+    records = [records[i] for i in order]
+    rc = config.rollout
+    measure_sampling = SamplingParams(
+        max_tokens=rc.max_new_tokens, temperature=rc.temperature, top_p=rc.top_p
+    )
 
-    from rods_agent.config import config_yaml
-    from rods_agent.model_policy import ModelPolicy
-    from rods_agent.train import load_pools
-    from rods_env.fileio import atomic_write, write_json
+    def progress() -> float:
+        return mean_progress(
+            engine, chosen, measure_sampling, max_turns=rc.max_turns,
+            max_tokens=rc.max_tokens, seed=config.seed, trials=rc.group_size,
+        )  # fmt: skip
 
-    out = Path(out)
-    train_tasks, _ = load_pools(config)
-    policy = ModelPolicy(config, out)  # a model that fails to load leaves no output behind
-    try:
-        atomic_write(out / "config.yaml", config_yaml(config))
-        metrics = policy.warm_start(train_tasks)
-        policy.save_model(out / "model")
-    finally:
-        policy.close()
-    write_json(out / "sft.json", metrics)
-    return metrics
+    out: dict[str, float] = {"tasks": float(len(chosen)), "pool_tasks": float(len(pool))}
+    if ws.measure:
+        out["progress_before"] = progress()
+    n_steps = ws.epochs * -(-len(records) // ws.batch_size)
+    bar = Progress(n_steps, "warm start", "step", leave=False) if config.log.progress else None
+
+    def on_step(step: int, loss: float) -> None:
+        if bar is not None:
+            bar.update(loss=f"{loss:.3f}")
+
+    result = supervised_finetune(
+        model,
+        records,
+        on_step=on_step,
+        epochs=ws.epochs,
+        lr=ws.lr,
+        schedule=ws.scheduler,
+        batch_size=ws.batch_size,
+        micro_batch_size=ws.micro_batch_size,
+        seed=config.seed,
+        device=device,
+        share_heads=config.model.share_heads,
+    )
+    if bar is not None:
+        bar.close()
+    model.train()
+    on_fitted()
+    out.update(result.metrics())
+    out["oracle_progress"] = sum(r.progress for r in records) / len(records)
+    if ws.measure:
+        out["progress_after"] = progress()
+    out["total_seconds"] = time.perf_counter() - t0
+    return out

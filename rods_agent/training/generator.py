@@ -1,0 +1,83 @@
+"""The generator: the engine that samples rollouts, and how it follows the learner's weights.
+
+``model.engine: transformers`` samples with the learner itself (shared weights, nothing to
+sync but its cached keys and values); ``model.engine: vllm`` runs vLLM in-process and loads
+the learner's weights after every update (``VLLMEngine.load_weights``; with LoRA the
+adapters are merged into the synced weights), sleeping during the update on GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rods_agent.config import TrainConfig
+from rods_agent.training.learner import Learner
+
+
+def make_engine(config: TrainConfig, learner: Learner) -> Any:
+    """The generator of ``config.model.engine`` for ``learner`` (with LoRA, vLLM starts
+    with the merged weights)."""
+    mc = config.model
+    if mc.engine == "transformers":
+        from rods_agent.engines.hf import TransformersEngine
+
+        engine: Any = TransformersEngine(
+            learner.model, learner.tokenizer, device=learner.device, reuse_kv=mc.reuse_kv
+        )
+        learner.model.train()  # the engine switched it to eval; it switches per call
+        return engine
+    from rods_agent.engines.vllm_engine import VLLMEngine
+
+    options: dict[str, Any] = {}
+    if not learner.device.startswith("cpu"):
+        options = {
+            "gpu_memory_utilization": mc.vllm_gpu_memory_utilization,
+            "enable_sleep_mode": mc.vllm_sleep,
+        }
+    engine = VLLMEngine(
+        learner.path,
+        dtype=learner.dtype,
+        max_model_len=config.rollout.max_tokens,
+        seed=config.seed,
+        **options,
+    )
+    if learner.lora:
+        sync_generator(engine, learner.model, lora=True, version=0)
+    return engine
+
+
+def generator_state(model: Any, *, lora: bool) -> dict[str, Any]:
+    """The learner's weights under the plain model's names (LoRA merged in), for vLLM."""
+    import torch
+
+    if not lora:
+        return {k: v.detach() for k, v in model.state_dict().items()}
+    base = model.get_base_model()
+    state: dict[str, Any] = {}
+    with torch.no_grad():
+        for name, module in base.named_modules():
+            if hasattr(module, "base_layer") and hasattr(module, "get_delta_weight"):
+                weight = module.base_layer.weight.detach().clone()
+                for adapter in module.active_adapters:
+                    weight += module.get_delta_weight(adapter).to(weight.dtype)
+                state[f"{name}.weight"] = weight
+        for key, value in base.state_dict().items():
+            if "lora_" in key:
+                continue
+            clean = key.replace(".base_layer", "")
+            state.setdefault(clean, value.detach())
+    return state
+
+
+def sync_generator(engine: Any, model: Any, *, lora: bool, version: int) -> None:
+    """Bring ``engine`` to the learner's current weights, as ``version``: drop cached keys
+    and values (they belong to the old weights) and load the weights into an engine that
+    holds its own copy."""
+    engine.weights_version = version
+    reset_kv = getattr(engine, "reset_kv", None)
+    if callable(reset_kv):
+        reset_kv()
+    load = getattr(engine, "load_weights", None)
+    if callable(load):
+        load(generator_state(model, lora=lora))
+        engine.weights_version = version

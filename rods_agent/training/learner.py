@@ -1,0 +1,154 @@
+"""The learner: the model that GRPO trains, loaded as the configuration says.
+
+A Hugging Face causal LM, float32 on CPU and bfloat16 on GPU (``model.dtype: auto``),
+optionally with gradient checkpointing and LoRA adapters (peft). With ``model.path: null``
+a tiny random chat model is built under ``<out>/tiny-model`` (CPU smoke runs and tests),
+its tokenizer trained with the domains' policies and tool schemas. The KL reference is a
+frozen copy of the loaded model (with LoRA, the base model with the adapters off).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rods_agent.config import TrainConfig
+from rods_env.errors import ConfigError
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` is ``cuda`` when a GPU is visible, else ``cpu``."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """``auto`` is float32 on CPU, bfloat16 on GPU."""
+    if dtype != "auto":
+        return dtype
+    return "float32" if device.startswith("cpu") else "bfloat16"
+
+
+def tokenizer_texts(domains: Sequence[str]) -> list[str]:
+    """Text the tiny model's tokenizer is trained on besides its generic corpus: each
+    domain's policy and tool schemas (weighted, so they take few tokens)."""
+    from rods_env.registry import load_domain
+
+    texts: list[str] = []
+    for name in domains:
+        domain = load_domain(name)
+        texts.append(domain.policy)
+        texts.extend(json.dumps(schema) for schema in domain.toolkit.schemas())
+    return texts * 5
+
+
+def ensure_model(config: TrainConfig, out_dir: Path) -> Path:
+    """The model folder of ``config``: ``model.path``, or the tiny model under
+    ``<out>/tiny-model`` (built once; a resumed run finds it)."""
+    if config.model.path is not None:
+        path = Path(config.model.path)
+        if not path.is_dir():
+            raise ConfigError(f"model.path: no model folder '{path}'")
+        return path
+    path = Path(out_dir) / "tiny-model"
+    if not (path / "config.json").exists():
+        from rods_agent.tiny_model import build_tiny_model
+
+        mc = config.model
+        build_tiny_model(
+            path,
+            hidden_size=mc.tiny_hidden_size,
+            layers=mc.tiny_layers,
+            heads=max(2, mc.tiny_hidden_size // 64),
+            kv_heads=1,
+            intermediate_size=2 * mc.tiny_hidden_size,
+            seed=config.seed,
+            extra_texts=tokenizer_texts([_domain_name(e) for e in config.env]),
+        )
+    return path
+
+
+def _domain_name(env: str) -> str:
+    from rods_env.registry import load_domain
+
+    return load_domain(env).name
+
+
+@dataclass
+class Learner:
+    """A loaded learner.
+
+    Attributes:
+        model: The causal LM (a peft model with LoRA), on ``device``, in training mode.
+        tokenizer: Its tokenizer.
+        path: The model folder it was loaded from.
+        device: Where it runs (``cpu``, ``cuda``, ...).
+        dtype: Its parameters' dtype name (``float32``, ``bfloat16``).
+        lora: Whether only LoRA adapters train.
+    """
+
+    model: Any
+    tokenizer: Any
+    path: Path
+    device: str
+    dtype: str
+    lora: bool
+
+
+def load_learner(config: TrainConfig, out_dir: Path) -> Learner:
+    """Load (or build) the model of ``config`` as the learner.
+
+    Raises:
+        ConfigError: a missing model folder, or one transformers cannot load.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    mc = config.model
+    device = resolve_device(mc.device)
+    dtype = resolve_dtype(mc.dtype, device)
+    if device.startswith("cpu"):
+        torch.set_num_threads(mc.threads)
+    path = ensure_model(config, Path(out_dir))
+    kwargs: dict[str, Any] = {"gguf_file": mc.gguf_file} if mc.gguf_file else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
+        model: Any = AutoModelForCausalLM.from_pretrained(
+            str(path), dtype=getattr(torch, dtype), **kwargs
+        )
+    except OSError as exc:
+        raise ConfigError(f"cannot load model '{path}': {exc}") from None
+    model = model.to(device)
+    if mc.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.config.use_cache = True  # generation still uses the cache (eval mode)
+    lora = mc.lora_rank > 0
+    if lora:
+        from peft import LoraConfig, get_peft_model
+
+        model = get_peft_model(
+            model,
+            LoraConfig(
+                r=mc.lora_rank,
+                lora_alpha=mc.lora_alpha,
+                lora_dropout=mc.lora_dropout,
+                target_modules=list(mc.lora_target_modules),
+                task_type="CAUSAL_LM",
+            ),
+        )
+    return Learner(model, tokenizer, path, device, dtype, lora)
+
+
+def frozen_copy(model: Any) -> Any:
+    """A copy of ``model`` in eval mode that no gradient reaches (the KL reference)."""
+    reference = copy.deepcopy(model).eval()
+    for p in reference.parameters():
+        p.requires_grad_(False)
+    return reference

@@ -1,0 +1,387 @@
+"""The model policy of ``rods train``: a transformers learner trained with GRPO, and its generator.
+
+:class:`ModelPolicy` implements :class:`rods_agent.training.policy.Policy` for ``policy:
+model``. It composes the parts of this package:
+
+* **Learner** (:mod:`~rods_agent.training.learner`): the Hugging Face model as configured
+  (dtype, gradient checkpointing, LoRA; a tiny random model with ``model.path: null``), the
+  KL reference, the optimizer and its schedule (:mod:`~rods_agent.training.numerics`).
+* **Generator** (:mod:`~rods_agent.training.generator`): the learner itself
+  (``model.engine: transformers``) or in-process vLLM, synced after every update.
+* **Rollouts**: ``rollout.group_size`` episodes per task, every random choice derived from
+  (run seed, step, task, trial), so a resumed run repeats an unbroken one. Each record
+  carries the weights version that produced it.
+* **Update**: the learner re-scores every sampled token before the update (the PPO
+  denominator); the gap to the engine's log-probabilities is logged and corrected by the
+  truncated importance weight; then :func:`rods_agent.grpo.grpo_step` (``grpo.epochs``
+  times), a scheduler step, and the weights version goes up.
+* **Warm start** (:mod:`~rods_agent.training.warm_start`): supervised fine-tuning on the
+  oracle's transcripts before GRPO.
+* **Checkpoints** (:mod:`~rods_agent.training.model_checkpoint`): :meth:`save` /
+  :meth:`load` write the trainable weights, the optimizer, the scheduler, the random states
+  and the weights version, atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rods_agent.config import TrainConfig
+from rods_agent.engines.base import SamplingParams, derive_seed
+from rods_agent.grpo import (
+    LossConfig,
+    Sampling,
+    TrainSequence,
+    group_advantages,
+    grpo_step,
+    mismatch_metrics,
+    score_sequences,
+)
+from rods_agent.rollout import (
+    DomainRouter,
+    EpisodeRecord,
+    EpisodeSpec,
+    RolloutConfig,
+    RolloutStats,
+    run_rollouts,
+)
+from rods_agent.training.generator import generator_state, make_engine, sync_generator
+from rods_agent.training.learner import frozen_copy, load_learner
+from rods_agent.training.model_checkpoint import (
+    load_training_state,
+    save_model_folder,
+    save_training_state,
+)
+from rods_agent.training.numerics import make_optimizer, make_scheduler
+from rods_agent.training.policy import Group, RolloutBatch
+from rods_env.errors import ConfigError
+from rods_env.task import Task
+
+log = logging.getLogger(__name__)
+
+
+class ModelPolicy:
+    """A transformers model trained with GRPO (see the module doc).
+
+    Args:
+        config: The run's configuration.
+        out_dir: The run directory (the tiny model is built under it).
+    """
+
+    def __init__(self, config: TrainConfig, out_dir: Path) -> None:
+        self.config = config
+        self.out_dir = Path(out_dir)
+        rc, g = config.rollout, config.grpo
+        if rc.temperature <= 0:
+            raise ConfigError(
+                "rollout.temperature must be > 0 to train (greedy decoding has no policy "
+                f"gradient); got {rc.temperature}"
+            )
+        loaded = load_learner(config, self.out_dir)
+        self.device = loaded.device
+        self.dtype_name = loaded.dtype
+        self.model_path = loaded.path
+        self.tokenizer = loaded.tokenizer
+        self.lora = loaded.lora
+        self.learner = loaded.model
+        self.reference: Any = None
+        if g.kl_coef > 0 and not self.lora:
+            self.reference = frozen_copy(self.learner)
+        params = [p for p in self.learner.parameters() if p.requires_grad]
+        self.optimizer = make_optimizer(params, lr=g.lr, weight_decay=g.weight_decay)
+        self.scheduler = make_scheduler(
+            self.optimizer, total=config.steps, warmup=g.warmup_steps, schedule=g.scheduler
+        )
+        self.weights_version = 0
+        self.update_seconds: dict[str, float] = {}
+        """Where the last update's time went: ``score``, ``step``, ``sync``, ``total``."""
+        self.engine = make_engine(config, loaded)
+        self.sampling = Sampling(temperature=rc.temperature, top_p=rc.top_p)
+        self.loss_config = LossConfig(
+            clip_low=g.clip_low,
+            clip_high=g.clip_high,
+            kl_coef=g.kl_coef,
+            loss_agg=g.loss_agg,
+            tis_cap=g.tis_cap,
+            max_grad_norm=g.max_grad_norm,
+            micro_batch_size=g.micro_batch_size,
+        )
+        self.users: Any = None
+        if rc.user == "llm":
+            from rods_agent.user import UserBatcher
+
+            self.users = UserBatcher(self.engine, SamplingParams(max_tokens=96, temperature=0.7))
+
+    # -- weights -------------------------------------------------------------------------------
+    def generator_state(self) -> dict[str, Any]:
+        """The learner's weights under the plain model's names (LoRA merged in), for vLLM."""
+        return generator_state(self.learner, lora=self.lora)
+
+    def _sync_generator(self) -> None:
+        sync_generator(self.engine, self.learner, lora=self.lora, version=self.weights_version)
+
+    # -- Policy -------------------------------------------------------------------------------
+    def rollout_config(self, batch_size: int) -> RolloutConfig:
+        """The rollout limits and sampling of this run."""
+        rc = self.config.rollout
+        return RolloutConfig(
+            sampling=SamplingParams(
+                max_tokens=rc.max_new_tokens, temperature=rc.temperature, top_p=rc.top_p
+            ),
+            max_turns=rc.max_turns,
+            max_tokens=rc.max_tokens,
+            batch_size=max(1, batch_size),
+            tool_format=rc.tool_format,
+        )
+
+    def _make_env(self) -> DomainRouter:
+        from rods_agent.user import LLMUser
+
+        users = self.users
+        make_user = (lambda: LLMUser(self.engine, batcher=users)) if users is not None else None
+        # The env's own step limit sits above the rollout's turn cap, which ends episodes.
+        return DomainRouter(max_steps=self.config.rollout.max_turns + 1, make_user=make_user)
+
+    def _bar(self, total: int, desc: str, unit: str) -> Any:
+        """A tqdm bar on stderr (None when ``log.progress`` is off; hidden off a terminal)."""
+        if not self.config.log.progress:
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=desc, unit=unit, leave=False, disable=None, file=sys.stderr)
+
+    def _run(
+        self, specs: list[EpisodeSpec], stats: RolloutStats, desc: str = "rollouts"
+    ) -> list[EpisodeRecord]:
+        batch = self.config.rollout.batch_size or len(specs)
+        bar = self._bar(len(specs), desc, "episode")
+        try:
+            return run_rollouts(
+                self.engine,
+                self._make_env,
+                specs,
+                self.rollout_config(batch),
+                stats=stats,
+                users=self.users,
+                on_record=(lambda record: bar.update(1)) if bar is not None else None,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def reward(self, record: EpisodeRecord) -> float:
+        """The episode's reward for advantages: its progress, or 0/1 success."""
+        if self.config.rollout.reward == "success":
+            return 1.0 if record.success else 0.0
+        return float(record.progress)
+
+    def rollouts(self, tasks: Sequence[Task], *, step: int) -> RolloutBatch:
+        """``rollout.group_size`` seeded episodes of each task with the current weights."""
+        g = self.config.rollout.group_size
+        specs = [
+            EpisodeSpec(
+                task,
+                trial,
+                sampling_seed=derive_seed(self.config.seed, "rollout", step, task.id, trial),
+            )
+            for task in tasks
+            for trial in range(g)
+        ]
+        stats = RolloutStats()
+        records = self._run(specs, stats)
+        groups = []
+        for i, task in enumerate(tasks):
+            episodes = records[i * g : (i + 1) * g]
+            groups.append(Group(task, episodes, [self.reward(r) for r in episodes]))
+        rest = max(
+            0.0, stats.wall_seconds - stats.gen_seconds - stats.env_seconds - stats.user_seconds
+        )
+        return RolloutBatch(
+            groups=groups,
+            seconds={
+                "generate": stats.gen_seconds,
+                "env": stats.env_seconds,
+                "user": stats.user_seconds,
+                "rollout_other": rest,
+            },
+            tokens=stats.completion_tokens,
+        )
+
+    def _sequences(self, groups: Sequence[Group]) -> tuple[list[TrainSequence], dict[str, float]]:
+        """The episodes as training sequences, with their group-relative advantages.
+
+        Episodes that ended in an engine or environment error carry no loss (the failure is
+        not the policy's doing), nor, with ``grpo.mask_truncated``, episodes with a completion
+        cut by the token cap (DAPO's overlong filtering); both still count in their group's
+        statistics.
+        """
+        import torch
+
+        seqs: list[TrainSequence] = []
+        dropped = {"dropped_error": 0.0, "dropped_overlong": 0.0}
+        for group in groups:
+            adv = group_advantages(
+                torch.tensor([group.rewards]), scale_std=self.config.grpo.scale_std
+            )[0].tolist()
+            for record, advantage in zip(group.episodes, adv, strict=True):
+                if record.termination == "error":
+                    dropped["dropped_error"] += 1
+                    continue
+                if self.config.grpo.mask_truncated and "length" in record.finish_reasons:
+                    dropped["dropped_overlong"] += 1
+                    continue
+                if not any(record.assistant_mask):
+                    continue
+                mask = torch.tensor(record.assistant_mask, dtype=torch.long)
+                seqs.append(
+                    TrainSequence(
+                        token_ids=torch.tensor(record.token_ids, dtype=torch.long),
+                        loss_mask=mask,
+                        advantage=float(advantage),
+                        engine_logp=torch.tensor(record.logprobs, dtype=torch.float32) * mask,
+                    )
+                )
+        return seqs, dropped
+
+    def update(self, groups: Sequence[Group], *, step: int) -> dict[str, float]:
+        """One GRPO update on the kept groups (see the module doc); returns its metrics."""
+        t0 = time.perf_counter()
+        seqs, dropped = self._sequences(groups)
+        metrics: dict[str, float] = dict(dropped)
+        if self.config.model.engine == "vllm" and self.config.model.vllm_sleep:
+            sleep = getattr(self.engine, "sleep", None)
+            if callable(sleep) and not self.device.startswith("cpu"):
+                sleep()
+        t_score = time.perf_counter()
+        for s, lp in zip(seqs, self._score(self.learner, seqs), strict=True):
+            s.old_logp = lp * s.loss_mask
+        if self.config.grpo.kl_coef > 0:
+            for s, lp in zip(seqs, self._reference_scores(seqs), strict=True):
+                s.ref_logp = lp * s.loss_mask
+        timings = {"score": time.perf_counter() - t_score}
+        metrics.update(mismatch_metrics(seqs))
+        step_metrics: dict[str, float] = {}
+        t_step = time.perf_counter()
+        for _ in range(self.config.grpo.epochs):
+            step_metrics = grpo_step(
+                self.learner, seqs, self.optimizer, self.loss_config, self.sampling,
+                device=self.device, share_heads=self.config.model.share_heads,
+            )  # fmt: skip
+        timings["step"] = time.perf_counter() - t_step
+        metrics["lr"] = float(self.optimizer.param_groups[0]["lr"])
+        self.scheduler.step()
+        self.weights_version += 1
+        wake = getattr(self.engine, "wake_up", None)
+        if self.config.model.engine == "vllm" and callable(wake):
+            wake(["weights"])
+        t_sync = time.perf_counter()
+        self._sync_generator()
+        if self.config.model.engine == "vllm" and callable(wake):
+            wake(["kv_cache"])
+        timings["sync"] = time.perf_counter() - t_sync
+        metrics.update({k: v for k, v in step_metrics.items() if k != "seconds"})
+        metrics["weights_version"] = float(self.weights_version)
+        # Tokens the learner ran forward (scoring, then each epoch): divide by the loop's
+        # time.update for the learner's tokens/s. No wall-clock value goes into these
+        # metrics, so a resumed run logs the same numbers as an unbroken one.
+        metrics["learner_tokens"] = float(
+            sum(len(s.token_ids) for s in seqs) * (1 + self.config.grpo.epochs)
+        )
+        timings["total"] = time.perf_counter() - t0
+        self.update_seconds = timings
+        log.info("update %d: %s", step, {k: round(v, 2) for k, v in timings.items()})
+        return metrics
+
+    def _score(self, model: Any, seqs: Sequence[TrainSequence]) -> list[Any]:
+        """Log-probabilities of each sequence's tokens under ``model`` (no gradient)."""
+        return score_sequences(
+            model,
+            seqs,
+            self.sampling,
+            micro_batch_size=self.config.grpo.micro_batch_size,
+            device=self.device,
+            share_heads=self.config.model.share_heads,
+        )
+
+    def _reference_scores(self, seqs: Sequence[TrainSequence]) -> list[Any]:
+        if self.lora:
+            with self.learner.disable_adapter():
+                return self._score(self.learner, seqs)
+        return self._score(self.reference, seqs)
+
+    def evaluate(self, tasks: Sequence[Task], *, step: int) -> dict[str, Any]:
+        """``log.eval_k`` seeded episodes per task with the current weights, through
+        :func:`rods_agent.evaluate.evaluate`: pass^k, mean progress and the breakdowns of
+        ``rods eval`` (timings left out: the loop records them), plus ``progress`` and
+        ``success`` as every policy reports them."""
+        from rods_agent.evaluate import evaluate
+
+        k = self.config.log.eval_k
+        user: Any = "scripted"
+        if self.config.rollout.user == "llm":
+            from rods_agent.user import LLMUser
+
+            def user() -> LLMUser:
+                return LLMUser(self.engine)
+
+        summary = evaluate(
+            self.engine,
+            tasks,
+            k=k,
+            rollout=self.rollout_config(self.config.rollout.batch_size or len(tasks) * k),
+            user=user,
+            progress=self.config.log.progress,
+            meta={"step": step, "weights_version": self.weights_version},
+            seed=derive_seed(self.config.seed, "eval", step),
+        ).to_dict()
+        for timing in ("gen_seconds", "env_seconds"):
+            summary.pop(timing, None)
+        summary["progress"] = summary["mean_progress"]
+        summary["success"] = summary["pass_k"]["1"]
+        return summary
+
+    def warm_start(self, tasks: Sequence[Task]) -> dict[str, float]:
+        """Fine-tune the learner on the oracle's transcripts of ``tasks`` and sync the
+        generator (see :func:`rods_agent.training.warm_start.warm_start`)."""
+        from rods_agent.training.warm_start import warm_start
+
+        return warm_start(
+            self.config, self.learner, self.engine, tasks,
+            device=self.device, on_fitted=self._sync_generator,
+        )  # fmt: skip
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    def save(self, directory: Path) -> None:
+        """Write the trainable weights, optimizer, scheduler, random states and weights
+        version to ``directory`` (each file atomically)."""
+        save_training_state(
+            directory, self.learner, self.optimizer, self.scheduler,
+            weights_version=self.weights_version, model_path=self.model_path, lora=self.lora,
+        )  # fmt: skip
+
+    def load(self, directory: Path) -> None:
+        """Restore what :meth:`save` wrote (and sync the generator)."""
+        self.weights_version = load_training_state(
+            directory, self.learner, self.optimizer, self.scheduler, device=self.device
+        )
+        self._sync_generator()
+
+    def save_model(self, directory: Path) -> Path:
+        """Save the learner as a plain model folder (LoRA merged in) with its tokenizer,
+        loadable as ``model.path``."""
+        if self.lora:
+            self.learner = self.learner.merge_and_unload()
+            self.lora = False
+        return save_model_folder(self.learner, self.tokenizer, directory)
+
+    def close(self) -> None:
+        """Release the generator and the models."""
+        close = getattr(self.engine, "close", None)
+        if callable(close):
+            close()
+        self.reference = None
