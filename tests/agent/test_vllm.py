@@ -154,11 +154,12 @@ class TestInProcess:
         import torch
 
         import rods_env
-        from environments.bfcl.tasks import get_task
+        from environments.bfcl import BASE
         from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
 
         assert "rods/BFCL-MultiTurn-v0" in rods_env.BENCHMARK_ENV_IDS
-        task = get_task("multi_turn_base_100")  # one class (TradingBot): the shortest tools
+        # one class (TradingBot): the shortest tools
+        [task] = [t for t in BASE.seed_tasks() if t.id == "multi_turn_base_100"]
         config = RolloutConfig(
             sampling=SamplingParams(max_tokens=8, seed=0), max_turns=2, max_tokens=16000
         )
