@@ -98,8 +98,8 @@ class BFCLEnv(gym.Env[str, str]):
     Args:
         category: Sample tasks of this category (``base``, ``miss_param``, ``miss_func``,
             ``long_context``); None samples from all 800.
-        tasks: The tasks to sample from instead (BFCL tasks or their rods views; tasks
-            that are not BFCL's are left out).
+        tasks: The tasks to sample from instead: BFCL tasks (taken as they are), or rods
+            views of BFCL's tasks (views of other tasks are left out).
         split: ``"test"``, ``"all"`` or None (every BFCL task is a test task; ``"train"``
             is refused).
         max_steps: Agent steps before the episode is truncated; None allows every turn
@@ -151,7 +151,11 @@ class BFCLEnv(gym.Env[str, str]):
         pool = load_tasks(category, split)
         if tasks is not None:
             index = task_index()
-            pool = [index[t.id] for t in tasks if t.id in index]
+            pool = [
+                t if isinstance(t, BFCLTask) else index[t.id]
+                for t in tasks
+                if isinstance(t, BFCLTask) or t.id in index
+            ]
         self._pool = pool
         if not self._pool and tasks is None:
             raise ConfigError("no BFCL tasks to sample from")

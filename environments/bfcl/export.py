@@ -96,8 +96,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not written:
         print(f"export: no BFCL episodes of trial {args.trial} in {episodes}", file=sys.stderr)
         return 1
+    folder = args.out / args.model.replace("/", "_") / "multi_turn"
     for category, n in written.items():
-        print(f"export: {n} tasks of multi_turn_{category} -> {args.out / args.model}")
+        print(f"export: {n} tasks of multi_turn_{category} -> {folder}")
     return 0
 
 
