@@ -50,7 +50,12 @@ from rods_agent.rollout import (
     RolloutStats,
     run_rollouts,
 )
-from rods_agent.training.generator import generator_state, make_engine, sync_generator
+from rods_agent.training.generator import (
+    generator_state,
+    make_engine,
+    sync_generator,
+    turn_tokens,
+)
 from rods_agent.training.learner import frozen_copy, load_learner
 from rods_agent.training.model_checkpoint import (
     load_training_state,
@@ -131,7 +136,9 @@ class ModelPolicy:
         rc = self.config.rollout
         return RolloutConfig(
             sampling=SamplingParams(
-                max_tokens=rc.max_new_tokens, temperature=rc.temperature, top_p=rc.top_p
+                max_tokens=turn_tokens(self.config, self.engine.chat),
+                temperature=rc.temperature,
+                top_p=rc.top_p,
             ),
             max_turns=rc.max_turns,
             max_tokens=rc.max_tokens,
