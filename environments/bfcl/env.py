@@ -8,7 +8,9 @@ dict. Tool calls run at once, and their results (BFCL's result texts) are the ne
 observation. A reply without tool calls ends the turn; the next user turn is the next
 observation, and after the last turn the episode terminates. In ``miss_func`` tasks the
 held-out functions enter ``info["tools"]`` at the turn where BFCL reveals them, whose user
-message is BFCL's :data:`~environments.bfcl.tasks.REVEAL_MESSAGE`. There is no system prompt.
+message is BFCL's :data:`~environments.bfcl.tasks.REVEAL_MESSAGE` after the new functions'
+schemas (:func:`~environments.bfcl.tasks.reveal_message`: an engine that keeps one token
+sequence renders the tool list only once). There is no system prompt.
 
 **Reward: BFCL's checker, turn by turn.** When a turn with gold calls ends it is checked
 as BFCL checks it: the agent made at least one call in the turn; every public attribute of
@@ -66,10 +68,10 @@ from environments.bfcl.apis import (
 from environments.bfcl.tasks import (
     CATEGORIES,
     MAX_STEPS_PER_TURN,
-    REVEAL_MESSAGE,
     BFCLTask,
     get_task,
     load_tasks,
+    reveal_message,
     task_index,
 )
 from rods_env.env import clip_action, render_messages
@@ -327,9 +329,8 @@ class BFCLEnv(gym.Env[str, str]):
         self._allowed = visible | hidden if self.holdout == "bfcl" else visible
         messages = task.turns[index]
         if not messages:
-            messages = (
-                FrozenDict(role="user", content=REVEAL_MESSAGE if index in task.revealed else ""),
-            )
+            content = reveal_message(task.revealed[index]) if index in task.revealed else ""
+            messages = (FrozenDict(role="user", content=content),)
         for message in messages:
             self._messages.append(
                 message if isinstance(message, FrozenDict) else FrozenDict(message)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
 
-from environments.bfcl.apis import Scenario, data_dir, parse_call
+from environments.bfcl.apis import Scenario, data_dir, functions, parse_call
 from rods_env.errors import ConfigError
 from rods_env.task import Task, ToolCall, Turn, UserProfile
 from rods_env.tools import FrozenDict
@@ -49,6 +49,21 @@ REVEAL_MESSAGE = "I have updated some more functions you can choose from. What a
 """The user message of a turn that reveals held-out functions (BFCL's
 ``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``; the tests check it is still BFCL's)."""
 
+
+def reveal_message(names: Sequence[str]) -> str:
+    """The user message of a turn that reveals the functions ``names``: their tool schemas,
+    one JSON per line, then BFCL's :data:`REVEAL_MESSAGE` (BFCL's prompting mode puts the
+    new functions' docs before the same sentence).
+
+    The schemas are in the text as well as in ``info["tools"]`` because an engine that
+    keeps the conversation as one token sequence (local models, training) renders the tool
+    list once, at the start: without them it would never see the new functions.
+    """
+    table = functions()
+    docs = "\n".join(json.dumps(table[n].schema) for n in names)
+    return f"{docs}\n{REVEAL_MESSAGE}" if docs else REVEAL_MESSAGE
+
+
 MAX_STEPS_PER_TURN = 20
 """BFCL's ``MAXIMUM_STEP_LIMIT``: after this many tool-calling steps in one turn, the next
 one ends the conversation and the task fails."""
@@ -63,7 +78,7 @@ class BFCLTask:
         id: BFCL's id (``multi_turn_base_0``), so results match BFCL's own files.
         category: ``base``, ``miss_param``, ``miss_func`` or ``long_context``.
         turns: The user's messages of each turn (a turn that only reveals functions has
-            none in the data; the environment says BFCL's :data:`REVEAL_MESSAGE`).
+            none in the data; the environment says :func:`reveal_message`).
         ground_truth: BFCL's gold call strings of each turn (empty: the turn is not checked).
         classes: The involved API classes.
         config: JSON text of the initial configuration.
@@ -143,7 +158,7 @@ def task_view(task: BFCLTask, domain: str) -> Task:
     for i, (messages, calls) in enumerate(zip(task.turns, task.gold, strict=True)):
         request = "\n".join(str(m.get("content") or "") for m in messages)
         if not messages and i in task.revealed:
-            request = REVEAL_MESSAGE
+            request = reveal_message(task.revealed[i])
         hidden = tuple(n for at, names in task.revealed.items() if at > i for n in names)
         turns.append(Turn(request=request, calls=calls, withheld_tools=hidden))
     return Task(

@@ -10,6 +10,7 @@ from rods_agent.engines.scripted import ScriptedEngine
 from rods_agent.evaluate import evaluate, load_pool
 from rods_agent.rollout import RolloutConfig
 from rods_env.errors import ConfigError
+from tests.agent.conftest import FAMILY_CASES, case_id
 from tests.agent.test_cli import rods
 from tests.requires import require
 
@@ -51,12 +52,12 @@ def test_load_pool_takes_a_benchmark_its_ids_and_refuses_what_it_lacks(all_tasks
 
 
 def test_bfcl_tasks_are_rods_task_views(all_tasks):
-    from environments.bfcl.tasks import REVEAL_MESSAGE, get_task
+    from environments.bfcl.tasks import get_task, reveal_message
 
     view = next(t for t in all_tasks if t.id == "multi_turn_miss_func_0")
     task = get_task(view.id)
     assert (view.skill, view.variant, view.split) == ("miss_func", "missing_function", "test")
-    assert [t.request for t in view.turns][3] == REVEAL_MESSAGE
+    assert [t.request for t in view.turns][3] == reveal_message(["sort"])
     assert [t.calls for t in view.turns] == list(task.gold)
     assert [t.withheld_tools for t in view.turns] == [("sort",)] * 3 + [(), ()]
     from environments.bfcl import BFCL
@@ -182,3 +183,67 @@ def test_the_openai_engine_against_a_server_that_answers_with_the_gold(all_tasks
 
     sent = {t["function"]["name"]: t for t in first["tools"]}
     assert sent["cd"] == json.loads(json.dumps(functions()["cd"].schema))
+
+
+# -- the real families' chat templates ------------------------------------------------------
+FAMILY_TASKS = ("multi_turn_base_1", "multi_turn_miss_func_0", "multi_turn_miss_param_3")
+"""Turns of several calls; functions revealed mid-conversation; a turn with no gold."""
+
+
+@pytest.mark.parametrize("case", FAMILY_CASES, ids=case_id)
+def test_bfcl_conversations_on_each_familys_own_template(bfcl, family_models, case):
+    """The gold of BFCL tasks, tokenized as a model of each family would write it:
+    full progress, and the token sequence is the tokenizer's own rendering of the
+    conversation with the task's tools (no system prompt; BFCL's schemas as they are)."""
+    from environments.bfcl import BFCL
+    from environments.bfcl.agents import PlanAgent
+    from environments.bfcl.env import BFCLEnv
+    from environments.bfcl.tasks import get_task
+    from rods_agent.rollout import EpisodeSpec, run_rollouts
+    from tests.agent.test_chat_families import (
+        EXPECTED_CHECK,
+        chat_of,
+        conversation,
+        gemma_messages,
+    )
+
+    family, thinking = case
+    chat = chat_of(family_models, family, thinking)
+    views = [t for t in BFCL.seed_tasks() if t.id in FAMILY_TASKS]
+
+    def make_agent(info):  # one call per message: Llama 3.1's and gpt-oss's formats take one
+        task = get_task(info["task_id"])
+        return PlanAgent(tuple(tuple((c,) for c in calls) for calls in task.gold))
+
+    engine = ScriptedEngine(make_agent, chat=chat)
+    config = RolloutConfig(max_turns=60, max_tokens=60_000)
+    records = run_rollouts(
+        engine, lambda: BFCLEnv(tasks=()), [EpisodeSpec(t) for t in views], config
+    )
+    for record in records:
+        assert record.errors == [] and record.success and record.progress == 1.0, record.task_id
+        assert record.token_check == EXPECTED_CHECK[family], record.task_id
+        tools = [
+            json.loads(json.dumps(s))
+            for s in BFCLEnv().reset(options={"task": record.task_id})[1]["tools"]
+        ]
+        messages = conversation(record, chat)
+        kwargs = {} if thinking is None else {"enable_thinking": thinking}
+        if family == "qwen3":
+            from trl.chat_template_utils import qwen3_training_chat_template
+
+            kwargs["chat_template"] = qwen3_training_chat_template
+        if family == "gemma3":
+            from rods_agent.engines.chat import with_tools_in_system
+
+            messages, tools = gemma_messages(with_tools_in_system(messages, tools)), None
+        reference = chat.tokenizer.apply_chat_template(
+            messages, tools=tools, tokenize=False, **kwargs
+        )
+        ours = chat.decode(record.token_ids)
+        if family == "gptoss":  # <|return|> closes a final answer where history has <|end|>
+            ours, reference = (
+                ours.replace("<|return|>", "<|end|>"),
+                reference.replace("<|return|>", "<|end|>"),
+            )
+        assert ours == reference, record.task_id
