@@ -277,6 +277,19 @@ class LogConfig(Section):
     eval_every: int = Field(0, ge=0, description="Steps between test-split evaluations (0: off).")
     eval_k: int = Field(1, ge=1, description="Trials per task in periodic evaluation.")
     eval_tasks: int = Field(0, ge=0, description="Test tasks evaluated (0: the whole test split).")
+    rollouts_per_group: int = Field(
+        3,
+        ge=0,
+        description="Episodes of each group kept in <out>/rollouts/step-NNNNNN.jsonl for "
+        "rods view: the best, the worst and one from the middle by reward (more: spread "
+        "evenly by reward; 0: none).",
+    )
+    rollouts_max_chars: int = Field(
+        2000,
+        ge=100,
+        description="Characters of a message or tool output kept in the rollouts files "
+        "(the rest is cut, with a note); the policy is written once, in rollouts/policies.json.",
+    )
 
 
 class WarmStartConfig(Section):

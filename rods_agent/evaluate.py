@@ -15,6 +15,8 @@ written there (all through :mod:`rods_env.fileio`):
 * ``results.jsonl`` -- one line per task once all its trials are done;
 * ``config.json`` -- the run's settings (written once the engine exists, so a model that
   fails to load leaves no folder behind);
+* ``tasks.jsonl`` -- the tasks evaluated, with their gold calls (a task pool: the folder
+  explains itself to ``rods view``, and ``--pool DIR/tasks.jsonl`` repeats the run);
 * ``summary.json``, ``summary.md`` and ``pass_k.png`` -- pass^1..k, mean progress,
   breakdowns.
 
@@ -54,7 +56,7 @@ from rods_env.errors import ConfigError
 from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl
 from rods_env.gold import GOLD_CACHE, GoldError
 from rods_env.registry import AnyDomain, load_any_domain
-from rods_env.task import Task, load_tasks
+from rods_env.task import Task, dump_tasks, load_tasks
 from rods_env.user import UserSimulator
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,7 @@ log = logging.getLogger(__name__)
 RESULTS = "results.jsonl"
 EPISODES = "episodes.jsonl"
 CONFIG = "config.json"
+TASKS = "tasks.jsonl"
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
 PASS_K_PNG = "pass_k.png"
@@ -579,7 +582,15 @@ class _Bar:
     def __init__(self, total: int) -> None:
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=total, desc="trials", unit="trial", file=sys.stderr, disable=None)
+        from rods_agent.progress import is_terminal
+
+        self.bar = tqdm(
+            total=total,
+            desc="trials",
+            unit="trial",
+            file=sys.stderr,
+            disable=not is_terminal(sys.stderr),
+        )
 
     def __call__(self, p: EvalProgress) -> None:
         bar = self.bar
@@ -636,9 +647,10 @@ class RunFolder:
                 "use another --out or delete it"
             )
 
-    def write_config(self, config: Mapping[str, Any]) -> None:
-        """Write ``config.json`` (creating the folder)."""
+    def write_config(self, config: Mapping[str, Any], tasks: Sequence[Task] = ()) -> None:
+        """Write ``config.json`` and ``tasks.jsonl`` (creating the folder)."""
         write_json(self.path / CONFIG, dict(config))
+        dump_tasks(tasks, self.path / TASKS)
 
     def resume(self, tasks: Sequence[Task], trials: int) -> _Resumed:
         """The trials already done, with the files tidied to match.
@@ -903,7 +915,7 @@ def evaluate(
         bar: _Bar | None = None
         try:
             if folder is not None:
-                folder.write_config(config)
+                folder.write_config(config, tasks)
             report: ProgressCallback = _quiet
             if callable(progress):
                 report = progress
@@ -920,7 +932,7 @@ def evaluate(
             if owned:
                 model.close()
     elif folder is not None:
-        folder.write_config(config)
+        folder.write_config(config, tasks)
     ordered = [results[t.id] for t in tasks]
     summary = EvalSummary.from_results(ordered, k, meta, headline_scores(ordered, families))
     if folder is not None:

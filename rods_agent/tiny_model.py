@@ -211,6 +211,7 @@ def _write_tiny_model(
         [*_corpus(seed), *extra_texts],
         vocab_size=vocab_size - len(TOOL_TOKENS),
         new_special_tokens=list(SPECIAL_TOKENS),
+        show_progress=False,  # the trainer's own bars: dozens of them, one build of seconds
     )
     tok.add_tokens(list(TOOL_TOKENS), special_tokens=False)
     tok.eos_token = "<|im_end|>"

@@ -295,6 +295,7 @@ class ToolEnv(gym.Env[str, str]):
     def _open_turn(self, index: int) -> None:
         assert self._task is not None and self._db is not None
         self._turn = index
+        self._turn_message = len(self._messages) - 1  # the user message that opens it
         self._turn_start = self._db.checkpoint()
         self._turn_text: list[str] = []
         self._turn_customer: list[str] = []
@@ -333,12 +334,14 @@ class ToolEnv(gym.Env[str, str]):
             self._speech(),
             said=self._said(),
         )
-        self._record(result)
+        self._record(result, self._turn_message)
 
-    def _record(self, result: TurnResult) -> None:
+    def _record(self, result: TurnResult, message: int | None = None) -> None:
+        """Keep a turn's result; ``message`` is the index of the message that opened the
+        turn (None for a turn never reached), so a reader can split the transcript by turn."""
         assert self._task is not None
         self._results.append(result)
-        self._result_dicts.append(result.to_dict())
+        self._result_dicts.append({**result.to_dict(), "message": message})
         self._progress = progress(self._results, len(self._task.turns))
 
     def _finish(self, reason: str) -> None:
@@ -346,8 +349,7 @@ class ToolEnv(gym.Env[str, str]):
         if len(self._results) == self._turn:
             self._close_turn()
         for i in range(len(self._results), len(self._task.turns)):
-            tg = self._gold.turns[i]
-            self._record(TurnResult(i, False, False, (), tuple(tg.outputs)))
+            self._record(TurnResult.not_reached(i, self._gold.turns[i]))
         self._success = success(self._gold, self._db, self._results)
         self._termination = reason
         self._over = True

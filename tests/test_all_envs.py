@@ -20,6 +20,7 @@ from rods_env import OracleAgent, TalkOnlyAgent, load_domain, run_episode
 from rods_env.exploits import exploit_passes
 from rods_env.oracle import tool_call_text
 from rods_env.registry import domain_from_env_id
+from rods_env.rewards import RULES
 from tests.core import fuzz
 
 ENV_IDS = rods_env.ENV_IDS
@@ -86,6 +87,10 @@ def test_talk_only_fails_every_task_whose_gold_writes(env):
     for task in env.domain.seed_tasks():
         gold = GOLD_CACHE.get(env.domain, task)
         out = run_episode(env, TalkOnlyAgent(), task=task)
+        for result in out["turn_results"]:  # every failed turn says which rules failed it
+            rules = [f["rule"] for f in result["failures"]]
+            assert bool(rules) != result["passed"] and set(rules) <= set(RULES), (task.id, result)
+            assert ("effect_missing" in rules) != result["effect_ok"], (task.id, result)
         if gold.writes_anything:
             checked += 1
             assert not out["success"], task.id
@@ -115,6 +120,10 @@ def test_extra_unrelated_write_fails_success_and_loses_that_turn(env):
         assert not info["success"], task.id
         assert not info["turn_results"][0]["passed"], task.id
         assert info["turn_results"][0]["collateral"], task.id
+        (collateral,) = [
+            f for f in info["turn_results"][0]["failures"] if f["rule"] == "collateral_write"
+        ]
+        assert collateral["values"] == info["turn_results"][0]["collateral"], task.id
 
 
 @pytest.mark.parametrize(

@@ -30,10 +30,13 @@ fail, and so does the task, unless the cut came in the last turn (BFCL then stil
 response for every turn and checks them all).
 
 **Per-turn results** (``info["turn_results"]``, one dict per turn once it ends): ``turn``,
-``checked``, ``passed`` (None when not checked), ``reached``, ``called`` (a call was made),
-``calls`` (per step, the calls as decoded: ``{"name", "arguments"}``, what BFCL's checker
-would receive), and for a checked turn ``state_ok``, ``state_diff`` (class to differing
-attributes) and ``missing_results`` (gold result texts not found, cut to 200 characters).
+``checked``, ``passed`` (True for a turn BFCL does not check, once reached), ``reached``,
+``called`` (a call was made), ``calls`` (per step, the calls as decoded: ``{"name",
+"arguments"}``, what BFCL's checker would receive), ``message`` (the index of the message
+that opened the turn), ``failures`` (``{"rule", "values", "text"}`` per broken rule:
+``no_call``, ``state_mismatch``, ``missing_result``, ``not_reached``), and for a checked
+turn ``state_ok``, ``state_diff`` (class to differing attributes) and ``missing_results``
+(gold result texts not found, cut to 200 characters).
 
 **Where rods differs from BFCL's inference loop** (none of it changes a verdict of BFCL's
 checker on the same calls): an action that cannot be parsed at all, or a call whose JSON
@@ -327,6 +330,7 @@ class BFCLEnv(gym.Env[str, str]):
         )
         visible, self._schemas = _turn_tools(task.classes, hidden)
         self._allowed = visible | hidden if self.holdout == "bfcl" else visible
+        self._turn_message = len(self._messages)  # the (first) user message that opens it
         messages = task.turns[index]
         if not messages:
             content = reveal_message(task.revealed[index]) if index in task.revealed else ""
@@ -399,10 +403,12 @@ class BFCLEnv(gym.Env[str, str]):
         result: dict[str, Any] = {
             "turn": self._turn,
             "checked": turn.checked,
-            "passed": None,
+            "passed": True,  # BFCL does not check a turn without gold calls
             "reached": True,
             "called": self._turn_called,
             "calls": self._turn_calls,
+            "message": self._turn_message,
+            "failures": [],
         }
         if turn.state is not None:
             diff = world.differences(turn.state)
@@ -416,6 +422,7 @@ class BFCLEnv(gym.Env[str, str]):
                 state_ok=not diff,
                 state_diff={cls: list(attrs) for cls, attrs in diff.items()},
                 missing_results=[text[:200] for text in missing],
+                failures=_failures(self._turn_called, diff, missing),
             )
         self._turn_results.append(result)
 
@@ -431,10 +438,12 @@ class BFCLEnv(gym.Env[str, str]):
                 {
                     "turn": t,
                     "checked": checked,
-                    "passed": False if checked else None,
+                    "passed": False,
                     "reached": False,
                     "called": False,
                     "calls": [],
+                    "message": None,
+                    "failures": [_failure("not_reached")],
                 }
             )
         # BFCL's verdict: every turn reached (a conversation cut in its last turn still
@@ -462,3 +471,34 @@ class BFCLEnv(gym.Env[str, str]):
             "policy": "",
             "steps": self._steps,
         }
+
+
+FAILURE_RULES: dict[str, str] = {
+    "no_call": "no function was called in this turn",
+    "state_mismatch": "the state differs from the gold's after this turn",
+    "missing_result": "a gold result is not among the results so far",
+    "not_reached": "the conversation ended before this turn",
+}
+"""The rules of BFCL's checker a turn can break, in words (``failures`` in turn results)."""
+
+
+def _failure(rule: str, values: Sequence[str] = ()) -> dict[str, Any]:
+    text = FAILURE_RULES[rule] + (f": {', '.join(values)}" if values else "")
+    return {"rule": rule, "values": list(values), "text": text}
+
+
+def _failures(
+    called: bool, diff: dict[str, tuple[str, ...]], missing: list[str]
+) -> list[dict[str, Any]]:
+    found = []
+    if not called:
+        found.append(_failure("no_call"))
+    if diff:
+        found.append(
+            _failure("state_mismatch", [f"{c}.{a}" for c, attrs in diff.items() for a in attrs])
+        )
+    if missing:
+        found.append(
+            _failure("missing_result", [t if len(t) <= 80 else t[:77] + "..." for t in missing])
+        )
+    return found

@@ -44,7 +44,8 @@ class ScriptedEngine:
 
     Args:
         make_agent: Builds the agent of a new conversation from the environment's ``info``
-            (it holds ``task_id``); the agent is kept per request ``key``.
+            (it holds ``task_id``, and ``episode``: the request's key); the agent is kept
+            per request ``key``.
         chat: Tokenize completions with this template (None: text only).
         native: Rewrite each message in the template's own format (see the module doc).
     """
@@ -74,7 +75,7 @@ class ScriptedEngine:
             key = req.key or str(info.get("task_id"))
             agent = self._agents.get(key)
             if agent is None:
-                agent = self._agents[key] = self.make_agent(info)
+                agent = self._agents[key] = self.make_agent({**info, "episode": key})
             observation = str((req.messages[-1] if req.messages else {}).get("content") or "")
             try:
                 text = agent.act(observation, info)

@@ -122,3 +122,19 @@ def family_models(tmp_path_factory: pytest.TempPathFactory) -> FamilyModels:
     """Tiny models (hidden 64, 2 layers) with the real tokenizers, built on first use."""
     pytest.importorskip("transformers")
     return FamilyModels(tmp_path_factory.mktemp("families"))
+
+
+@pytest.fixture(scope="module")
+def evals(tmp_path_factory, retail_tasks):
+    """An oracle and a random evaluation of six retail tasks (two trials of random): the
+    folders ``rods eval`` writes, for ``rods view``."""
+    from rods_agent.engines import oracle_engine, random_engine
+    from rods_agent.evaluate import evaluate
+
+    root = tmp_path_factory.mktemp("evals")
+    meta = {"env": "rods/Retail-v0", "pool": "seeds", "split": "test"}
+    evaluate(oracle_engine(retail_tasks), retail_tasks, out=root / "oracle",
+             meta={**meta, "model": "oracle", "engine": "oracle"})  # fmt: skip
+    evaluate(random_engine(0), retail_tasks, k=2, out=root / "random",
+             meta={**meta, "model": "random", "engine": "random"})  # fmt: skip
+    return root / "oracle", root / "random"

@@ -82,7 +82,14 @@ def test_progress_counts_checked_turns_only(env):
         assert out["progress"] == 0.0 and not out["success"]
         results = out["turn_results"]
         assert [r["checked"] for r in results] == [bool(c) for c in task.ground_truth]
-        assert all(r["passed"] is None for r in results if not r["checked"])
+        assert all(r["passed"] and not r["failures"] for r in results if not r["checked"])
+        first = results[0]
+        assert [f["rule"] for f in first["failures"]] == [
+            "no_call",
+            "state_mismatch",
+            "missing_result",
+        ]
+        assert out["messages"][first["message"]]["content"] == task.turns[0][0]["content"]
     # one checked turn of four done right: a quarter
     task = get_task("multi_turn_base_0")
     plan = tuple((gold_plan(task)[i] if i == 0 else ()) for i in range(len(task.turns)))
