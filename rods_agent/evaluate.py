@@ -270,8 +270,9 @@ class EvalSummary:
         gen_seconds: Generation time summed over trials.
         env_seconds: Environment and user-simulator time summed over trials.
         meta: What the caller said about the run (model, environment, pool ...).
-        scores: Per benchmark domain, its own headline numbers
-            (:meth:`rods_env.benchmark.BenchmarkDomain.scores`); empty for rods domains.
+        headline: Per benchmark evaluated (by its title), the numbers its own leaderboard
+            reports (:meth:`rods_env.benchmark.BenchmarkDomain.scores`; e.g. BFCL's accuracy
+            per category and overall), label to value; None where it would print N/A.
     """
 
     results: tuple[TaskResult, ...]
@@ -289,7 +290,7 @@ class EvalSummary:
     gen_seconds: float
     env_seconds: float
     meta: Mapping[str, Any] = field(default_factory=dict)
-    scores: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    headline: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> int:
@@ -303,9 +304,20 @@ class EvalSummary:
 
     @classmethod
     def from_results(
-        cls, results: Sequence[TaskResult], k: int, meta: Mapping[str, Any] | None = None
+        cls,
+        results: Sequence[TaskResult],
+        k: int,
+        meta: Mapping[str, Any] | None = None,
+        headline: Mapping[str, Mapping[str, float | None]] | None = None,
     ) -> EvalSummary:
-        """Summarize per-task results (pass^1..k, means, breakdowns, counts)."""
+        """Summarize per-task results (pass^1..k, means, breakdowns, counts).
+
+        Args:
+            results: One result per task.
+            k: Report pass^1..k.
+            meta: What describes the run.
+            headline: The benchmarks' own numbers (see :func:`headline_scores`).
+        """
         results = tuple(results)
         terminations: Counter[str] = Counter()
         for r in results:
@@ -327,6 +339,7 @@ class EvalSummary:
             gen_seconds=sum(r.gen_seconds for r in results),
             env_seconds=sum(r.env_seconds for r in results),
             meta=dict(meta or {}),
+            headline={name: dict(v) for name, v in (headline or {}).items()},
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -347,13 +360,17 @@ class EvalSummary:
             "completion_tokens": self.completion_tokens,
             "gen_seconds": self.gen_seconds,
             "env_seconds": self.env_seconds,
-            **({"scores": {d: dict(v) for d, v in self.scores.items()}} if self.scores else {}),
+            "headline": {n: dict(v) for n, v in self.headline.items()},
         }
 
     def line(self) -> str:
-        """One line: tasks, pass^1..k and mean progress."""
+        """One line: tasks, pass^1..k and mean progress, then any benchmark's own numbers."""
         pk = ", ".join(f"pass^{k}={v:.3f}" for k, v in self.pass_k.items())
-        return f"{self.tasks} tasks: {pk}, mean progress {self.mean_progress:.3f}"
+        text = f"{self.tasks} tasks: {pk}, mean progress {self.mean_progress:.3f}"
+        for name, scores in self.headline.items():
+            shown = ", ".join(f"{label} {_percent(v)}" for label, v in scores.items())
+            text += f"; {name} (its own numbers, %): {shown}"
+        return text
 
     def markdown(self) -> str:
         """The summary as Markdown tables (``summary.md``)."""
@@ -369,11 +386,18 @@ class EvalSummary:
         lines += ["", "| k | pass^k |", "|---|---|"]
         lines += [f"| {k} | {v:.3f} |" for k, v in self.pass_k.items()]
         lines += ["", f"Mean progress: {self.mean_progress:.3f}", ""]
-        for domain, values in self.scores.items():
-            shown = ", ".join(
-                f"{k} {'n/a' if v is None else f'{v:.3f}'}" for k, v in values.items()
-            )
-            lines += [f"{domain}'s own scores: {shown}.", ""]
+        for name, scores in self.headline.items():
+            lines += [
+                f"## {name}: the benchmark's own numbers",
+                "",
+                "In percent, as its leaderboard reports them (N/A: not computed on a partial "
+                "run, as the benchmark does).",
+                "",
+                "| " + " | ".join(scores) + " |",
+                "|" + "---|" * len(scores),
+                "| " + " | ".join(_percent(v) for v in scores.values()) + " |",
+                "",
+            ]
         for groups, title in (
             (self.by_domain, "domain"),
             (self.by_skill, "skill"),
@@ -400,6 +424,30 @@ class EvalSummary:
             "",
         ]
         return "\n".join(lines)
+
+
+def _percent(value: float | None) -> str:
+    return "N/A" if value is None else f"{100 * value:.2f}"
+
+
+def headline_scores(
+    results: Iterable[TaskResult], families: Mapping[str, AnyDomain]
+) -> dict[str, dict[str, float | None]]:
+    """The numbers each benchmark's own leaderboard reports, from per-task successes.
+
+    Args:
+        results: Per-task results.
+        families: AnyDomain name to its domain or benchmark (domains report nothing here).
+    """
+    rows = list(results)
+    out: dict[str, dict[str, float | None]] = {}
+    for name, family in families.items():
+        if isinstance(family, BenchmarkDomain):
+            mine = {r.task_id: r.success for r in rows if r.domain == name}
+            scores = family.scores(mine) if mine else {}
+            if scores:
+                out[family.title] = dict(scores)
+    return out
 
 
 def plot_pass_k(summary: EvalSummary, path: str | Path) -> Path:
@@ -668,14 +716,14 @@ class RunFolder:
 
 # -- pools -------------------------------------------------------------------------------
 def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list[Task]:
-    """The tasks of one domain to evaluate.
+    """The tasks of one domain or benchmark to evaluate.
 
     Args:
-        env: Environment id or domain name (``rods/Retail-v0``, ``retail``,
-            ``tau2-airline``).
-        pool: ``"seeds"`` (the domain's frozen seed tasks; a benchmark's own tasks) or a
-            JSONL task file; tasks of other domains in the file are skipped, tasks without
-            a split kept for any split.
+        env: Environment id, domain or benchmark name (``rods/Retail-v0``, ``retail``,
+            ``bfcl``, ``rods/BFCL-MultiTurn-Base-v0``). A benchmark's id selects its subset.
+        pool: ``"seeds"`` (the domain's frozen seed tasks, or the benchmark's own tasks) or,
+            for a domain, a JSONL task file; tasks of other domains in the file are skipped,
+            tasks without a split kept for any split.
         split: ``"train"``, ``"test"`` or ``"all"``.
 
     Raises:
@@ -683,13 +731,25 @@ def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list
     """
     if split not in ("train", "test", "all"):
         raise ConfigError(f"unknown split '{split}'; splits: train, test, all")
-    domain = load_any_domain(env)
     want = None if split == "all" else split
+    family = load_any_domain(env)
+    if isinstance(family, BenchmarkDomain):
+        if str(pool) != "seeds":
+            raise ConfigError(
+                f"--pool {pool}: the tasks of {family.name} come from its own package; "
+                "use --pool seeds (the default)"
+            )
+        family.require()
+        found = family.seed_tasks(want)
+        if not found:
+            raise ConfigError(f"{family.name} has no tasks in split '{split}'")
+        return found
+    domain = family
     if str(pool) == "seeds":
-        tasks = domain.seed_tasks(want)
-        if not tasks:
+        seeds = domain.seed_tasks(want)
+        if not seeds:
             raise ConfigError(f"domain {domain.name} has no seed tasks in split '{split}'")
-        return tasks
+        return seeds
     path = Path(pool)
     if not path.is_file():
         raise ConfigError(f"--pool: no file '{pool}'; use 'seeds' or a JSONL file of tasks")
@@ -706,36 +766,34 @@ def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list
 
 
 def check_gold(tasks: Sequence[Task]) -> dict[str, AnyDomain]:
-    """Replay every task's gold calls (cached for the episodes); returns the domains used.
-
-    A benchmark domain checks its tasks its own way
-    (:meth:`rods_env.benchmark.BenchmarkDomain.check_tasks`).
+    """Replay every rods task's gold calls (cached for the episodes), and have each
+    benchmark domain check its own tasks; returns the domains the tasks come from.
 
     Raises:
         ConfigError: when some tasks' gold calls fail: no agent could pass those tasks, so
             their scores would mean nothing. The message names them.
     """
-    domains: dict[str, AnyDomain] = {}
+    families: dict[str, AnyDomain] = {}
     broken: list[str] = []
-    by_domain: dict[str, list[Task]] = defaultdict(list)
     for task in tasks:
-        by_domain[task.domain].append(task)
-    for name, mine in by_domain.items():
-        domain = domains[name] = load_any_domain(name)
-        if isinstance(domain, BenchmarkDomain):
-            broken += domain.check_tasks(mine)
+        family = families.get(task.domain)
+        if family is None:
+            family = families[task.domain] = load_any_domain(task.domain)
+        if isinstance(family, BenchmarkDomain):
             continue
-        for task in mine:
-            try:
-                GOLD_CACHE.get(domain, task)
-            except GoldError as exc:
-                broken.append(str(exc))
+        try:
+            GOLD_CACHE.get(family, task)
+        except GoldError as exc:
+            broken.append(str(exc))
+    for name, family in families.items():
+        if isinstance(family, BenchmarkDomain):
+            broken += family.check_tasks([t for t in tasks if t.domain == name])
     if broken:
         raise ConfigError(
             f"the gold calls of {len(broken)} of {len(tasks)} tasks fail, so no agent can "
             f"pass them; fix or drop them from the pool (first: {broken[0]})"
         )
-    return domains
+    return families
 
 
 USER_MODES: tuple[str, ...] = ("scripted", "llm", "solo")
@@ -756,7 +814,7 @@ def user_line(user: str, user_model: Any = None) -> str:
     if user == "scripted":
         return (
             "User: rods' scripted user (on a benchmark domain, a deterministic stand-in for "
-            "its user model: not the benchmark's own score)."
+            "its user model where it has one: not the benchmark's own score)."
         )
     return f"User: {user}."
 
@@ -805,7 +863,7 @@ def evaluate(
             some trial is left to run (a rerun that finds every task done loads no model),
             and the engine it builds is closed at the end; an engine given as such is
             left open (it belongs to the caller).
-        tasks: The tasks (any installed domains; ids must be unique).
+        tasks: The tasks (of any installed domains and benchmarks; ids must be unique).
         k: pass^1..k is reported.
         trials: Trials per task, at least ``k`` (default ``k``).
         rollout: Sampling and limits (default :class:`RolloutConfig`). Its ``batch_size``
@@ -833,11 +891,13 @@ def evaluate(
             summary (default: the evaluated model's, when it plays the user).
 
     Returns:
-        The summary; ``summary.results`` has one :class:`TaskResult` per task.
+        The summary; ``summary.results`` has one :class:`TaskResult` per task, and
+        ``summary.headline`` each benchmark's own numbers.
 
     Raises:
-        ConfigError: for bad arguments, tasks whose gold calls fail, or an ``out`` folder
-            holding another run.
+        ConfigError: for bad arguments, tasks whose gold calls fail, a user simulator for a
+            benchmark whose user turns are scripted, or an ``out`` folder holding another
+            run.
     """
     tasks = list(tasks)
     if not tasks:
@@ -853,8 +913,20 @@ def evaluate(
     user_name = user if isinstance(user, str) else "custom"
     if user_name not in (*USER_MODES, "custom"):
         raise ConfigError(f"unknown user simulator '{user}'; use {', '.join(USER_MODES)}")
-    domains = check_gold(tasks)
-    _check_user_mode(domains, user_name)
+    families = check_gold(tasks)
+    mode = "llm" if user_name == "custom" else user_name
+    for family in families.values():
+        if not isinstance(family, BenchmarkDomain) and mode == "solo":
+            raise ConfigError(f"{family.name} has no solo mode: its tasks need a user")
+        if isinstance(family, BenchmarkDomain) and mode not in family.user_modes:
+            raise ConfigError(
+                f"{family.name} takes the users {', '.join(family.user_modes)}, not '{mode}'"
+                + (
+                    " (the benchmark scripts every user turn)"
+                    if family.user_modes == ("scripted",)
+                    else ""
+                )
+            )
     meta = dict(meta or {})
     if user_name == "llm" and user_model is None and user_engine is None:
         user_model = str(meta.get("model")) if meta.get("model") is not None else None
@@ -911,7 +983,7 @@ def evaluate(
             results.update(
                 _run(
                     model,
-                    domains,
+                    families,
                     todo,
                     specs,
                     resumed,
@@ -933,44 +1005,16 @@ def evaluate(
                 users.close()
     elif folder is not None:
         folder.write_config(config, tasks)
-    summary = EvalSummary.from_results([results[t.id] for t in tasks], k, meta)
-    scores = benchmark_scores(domains, summary.results)
-    if scores:
-        summary = replace(summary, scores=scores)
+    ordered = [results[t.id] for t in tasks]
+    summary = EvalSummary.from_results(ordered, k, meta, headline_scores(ordered, families))
     if folder is not None:
         folder.write_summary(summary)
     return summary
 
 
-def benchmark_scores(
-    domains: Mapping[str, AnyDomain], results: Sequence[TaskResult]
-) -> dict[str, dict[str, float | None]]:
-    """Each benchmark domain's own headline numbers from its tasks' trial successes."""
-    out: dict[str, dict[str, float | None]] = {}
-    for name, domain in domains.items():
-        if not isinstance(domain, BenchmarkDomain):
-            continue
-        values = domain.scores({r.task_id: list(r.success) for r in results if r.domain == name})
-        if values:
-            out[name] = dict(values)
-    return out
-
-
-def _check_user_mode(domains: Mapping[str, AnyDomain], user: str) -> None:
-    """Refuse a user mode a domain does not have (``solo`` on a domain that needs a user)."""
-    if user not in USER_MODES:
-        return
-    for name, domain in domains.items():
-        modes = domain.user_modes if isinstance(domain, BenchmarkDomain) else ("scripted", "llm")
-        if user not in modes:
-            raise ConfigError(
-                f"user '{user}' is not a mode of {name}; its modes: {', '.join(modes)}"
-            )
-
-
 def _run(
     engine: Engine,
-    domains: Mapping[str, AnyDomain],
+    families: Mapping[str, AnyDomain],
     todo: Sequence[Task],
     specs: Sequence[EpisodeSpec],
     resumed: _Resumed,
@@ -982,7 +1026,8 @@ def _run(
     user_engine: Engine | None = None,
     user_sampling: SamplingParams | None = None,
 ) -> dict[str, TaskResult]:
-    """Run ``specs`` domain by domain; write each trial and each finished task at once."""
+    """Run ``specs`` domain by domain (benchmark by benchmark); write each trial and each
+    finished task at once."""
     by_id = {t.id: t for t in todo}
     groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for tid, recs in resumed.trials.items():
@@ -1028,7 +1073,7 @@ def _run(
         return user()
 
     t_start = time.perf_counter()
-    for name in domains:
+    for name in families:
         mine = [s for s in specs if s.task.domain == name]
         if not mine:
             continue
@@ -1039,7 +1084,7 @@ def _run(
                 kwargs["solo"] = True
             else:
                 kwargs["user"] = user_for_env()
-            return make_env(name, **kwargs)
+            return make_env(name, **kwargs)  # a benchmark's require() runs there
 
         run_rollouts(metered, make, mine, rollout, on_record=on_record, users=batcher)
     log.debug("evaluated %d tasks in %.1fs", len(finished), time.perf_counter() - t_start)

@@ -40,6 +40,8 @@ class Tau2Domain(BenchmarkDomain):
     synthesis = SYNTHESIS_REASON
     max_steps = 100
     """τ²-bench's limit of 200 orchestrator steps (messages) allows at most 100 agent turns."""
+    max_episode_tokens = 32_768
+    """A policy, the tools and a long conversation: 8,192 tokens would cut many episodes."""
 
     def __init__(self, tau2_domain: str, title: str, *, has_solo_mode: bool = False) -> None:
         self.tau2_domain = tau2_domain

@@ -2,6 +2,7 @@
 
     rods eval --env rods/Retail-v0 --pool seeds --split test --engine openai \\
         --base-url http://127.0.0.1:8000/v1 --model NAME --k 4 --concurrency 16 --out results/NAME
+    rods eval --env bfcl --engine openai --model NAME --temperature 0 --out results/NAME-bfcl
 
 A thin layer over :func:`rods_agent.evaluate.evaluate`: the options come from four
 dataclasses (:class:`PoolOptions`, :class:`rods_agent.engines.EngineOptions`,
@@ -29,12 +30,16 @@ class PoolOptions:
     """What to evaluate and where the results go."""
 
     env: str = field(
-        metadata=option("environment id or domain name, e.g. rods/Retail-v0 or retail")
+        metadata=option(
+            "environment id, domain or benchmark name, e.g. rods/Retail-v0, retail, bfcl"
+        )
     )
     out: Path = field(metadata=option("output folder (a rerun resumes it)"))
     pool: str = field(
         default="seeds",
-        metadata=option("'seeds' (the domain's seed tasks) or a JSONL task file"),
+        metadata=option(
+            "'seeds' (the domain's seed tasks, a benchmark's own tasks) or a JSONL task file"
+        ),
     )
     split: Literal["train", "test", "all"] = field(
         default="test", metadata=option("split of the pool")
@@ -46,6 +51,13 @@ class PoolOptions:
     trials: int | None = field(
         default=None, metadata=option("trials per task, n >= k (default: k)")
     )
+
+
+DEFAULT_MAX_TURNS = 30
+"""``--max-turns`` for a domain when not given (a benchmark brings its own bound)."""
+
+DEFAULT_MAX_EPISODE_TOKENS = 8192
+"""``--max-episode-tokens`` when not given (a benchmark may need more: its own bound)."""
 
 
 @dataclass(frozen=True)
@@ -60,15 +72,15 @@ class RunOptions:
     max_episode_tokens: int | None = field(
         default=None,
         metadata=option(
-            "most tokens per conversation, prompt included (default: 8192; 32768 on benchmark "
-            "domains)"
+            "most tokens per conversation, prompt included (default: 8192; a benchmark's own "
+            "bound, e.g. 32768 on τ²-bench's)"
         ),
     )
     max_turns: int | None = field(
         default=None,
         metadata=option(
-            "most agent steps per episode (default: 30; a benchmark domain's own limit, e.g. "
-            "100 on τ²-bench's)"
+            "most agent steps per episode (default: 30; a benchmark's own bound, e.g. 100 on "
+            "τ²-bench's)"
         ),
     )
     tool_format: str = field(
@@ -88,7 +100,8 @@ class UserOptions:
         default=None,
         metadata=option(
             "user simulator: scripted, llm (a model plays it) or solo (none: tau2-telecom's "
-            "solo mode); default: scripted, llm on benchmark domains (but for --engine oracle)",
+            "solo mode); default: scripted, llm on a benchmark whose user a model plays (but "
+            "for --engine oracle)",
         ),
     )
     user_model: str | None = field(
@@ -136,12 +149,14 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit must be at least 1, got {pool.limit}")
     domain = load_any_domain(pool.env)
     benchmark = isinstance(domain, BenchmarkDomain)
-    default_turns = domain.max_steps if isinstance(domain, BenchmarkDomain) else 30
+    default_turns = domain.max_steps if isinstance(domain, BenchmarkDomain) else DEFAULT_MAX_TURNS
     max_turns = opts.max_turns if opts.max_turns is not None else default_turns
-    max_episode_tokens = opts.max_episode_tokens or (32_768 if benchmark else 8192)
-    # a model plays a benchmark's user, unless the run is the oracle's check of the pool
+    own_tokens = domain.max_episode_tokens if isinstance(domain, BenchmarkDomain) else None
+    max_episode_tokens = opts.max_episode_tokens or own_tokens or DEFAULT_MAX_EPISODE_TOKENS
+    # a model plays a benchmark's user where it has one (not when the oracle checks the pool)
+    talks = benchmark and "llm" in getattr(domain, "user_modes", ())
     default_user: Literal["scripted", "llm"] = (
-        "llm" if benchmark and engine.engine != "oracle" else "scripted"
+        "llm" if talks and engine.engine != "oracle" else "scripted"
     )
     user: Literal["scripted", "llm", "solo"] = users.user or default_user
     if users.user_model is not None and user != "llm":
@@ -169,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     user_model = None
     if user == "llm":
         user_model = users.user_model or engine.model_name
-    elif user == "scripted" and benchmark and engine.engine != "oracle":
+    elif user == "scripted" and talks and engine.engine != "oracle":
         print(
             f"rods eval: warning: on {domain.name}, --user scripted is a deterministic stand-in "
             "for the benchmark's user model: the score is not the benchmark's (use --user llm)",
@@ -224,9 +239,6 @@ def run(args: argparse.Namespace) -> int:
         user_model=user_model,
     )
     print(f"rods eval: {summary.line()}; wrote {pool.out}")
-    for name, values in summary.scores.items():
-        shown = ", ".join(f"{k}={'n/a' if v is None else f'{v:.3f}'}" for k, v in values.items())
-        print(f"rods eval: {name}'s own scores: {shown}")
     if user == "llm":
         print(
             f"rods eval: the user was played by {user_model}; scores compare only across runs with the same user model"

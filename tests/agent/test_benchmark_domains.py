@@ -34,7 +34,7 @@ def test_evaluate_runs_a_benchmark_domain_through_its_own_environment(toy, tmp_p
 
 def test_a_user_mode_the_domain_lacks_is_refused(toy):
     tasks = load_pool("toy-bench", "seeds", "test")
-    with pytest.raises(ConfigError, match="user 'solo' is not a mode of toy-bench"):
+    with pytest.raises(ConfigError, match="toy-bench takes the users scripted, llm, not 'solo'"):
         evaluate(oracle_engine(tasks), tasks, user="solo")
 
 

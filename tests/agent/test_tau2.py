@@ -137,10 +137,10 @@ def test_rods_eval_on_tau2_with_the_oracle(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "4 tasks: pass^1=1.000" in proc.stdout
-    assert "tau2-airline's own scores: avg_reward=1.000" in proc.stdout
+    assert "Tau2-Airline (its own numbers, %): avg_reward 100.00" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())
     assert summary["env"] == "rods/Tau2-Airline-v0" and summary["user"] == "scripted"
-    assert summary["scores"] == {"tau2-airline": {"avg_reward": 1.0}}
+    assert summary["headline"] == {"Tau2-Airline": {"avg_reward": 1.0}}
 
 
 def test_training_pools_of_tau2_exclude_silent_pass_tasks_and_test_tasks():
