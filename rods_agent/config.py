@@ -46,6 +46,11 @@ class ModelConfig(Section):
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="Learner weights: auto is float32 on CPU, bfloat16 on GPU."
     )
+    master_weights: bool = Field(
+        True,
+        description="Keep float32 copies of bfloat16/float16 trainable weights for AdamW "
+        "(small updates are not rounded away; 4 more bytes per trainable parameter).",
+    )
     device: str = Field("auto", description="torch device: auto, cpu, cuda, cuda:1, ...")
     threads: int = Field(1, ge=1, description="torch threads on CPU.")
     gradient_checkpointing: bool = Field(
@@ -115,14 +120,20 @@ class GRPOConfig(Section):
 
     lr: float = Field(1e-5, gt=0.0, description="AdamW learning rate.")
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
-    warmup_steps: int = Field(0, ge=0, description="Linear learning-rate warm-up steps.")
+    warmup_steps: int = Field(
+        0, ge=0, description="Linear learning-rate warm-up, in optimizer steps that happened."
+    )
     scheduler: Literal["constant", "linear", "cosine"] = Field(
-        "constant", description="Learning-rate schedule after warm-up."
+        "constant",
+        description="Learning-rate decay after warm-up, by the run's step (ends at `steps`).",
     )
     clip_low: float = Field(0.2, ge=0.0, description="Ratio clip below 1 (1 - clip_low).")
     clip_high: float = Field(0.28, ge=0.0, description="Ratio clip above 1 (1 + clip_high).")
     kl_coef: float = Field(
-        0.0, ge=0.0, description="Weight of the k3 KL penalty to the frozen reference (0: none)."
+        0.0,
+        ge=0.0,
+        description="Weight of the k3 KL penalty to the frozen reference, the model GRPO "
+        "starts from (after the warm start) (0: none).",
     )
     scale_std: bool = Field(True, description="Divide group-centred rewards by the group std.")
     loss_agg: Literal["token-mean", "seq-mean-token-mean"] = Field(
