@@ -59,3 +59,7 @@ class UnknownDomainError(RodsError):
 
 class ConfigError(RodsError):
     """A configuration value is invalid."""
+
+
+class BenchmarkUnavailableError(ConfigError):
+    """A benchmark's own package is not installed (the message says how to install it)."""

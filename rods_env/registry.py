@@ -1,9 +1,11 @@
 """Domain discovery through entry points, and Gymnasium registration.
 
-Each installed domain declares an entry point in the group ``rods.domains``. Importing
-:mod:`rods_env` registers ``rods/<Title>-v0`` for each of them without loading the domain
-(it is loaded when an environment is made), so one broken domain never hides the others
-and its own error surfaces unchanged when it is made.
+Each installed rods domain declares an entry point in the group ``rods.domains`` (a
+:class:`~rods_env.domain.Domain`); each benchmark brought in with its own environment and
+scorer, one in ``rods.benchmarks`` (a :class:`~rods_env.benchmark.BenchmarkDomain`).
+Importing :mod:`rods_env` registers ``rods/<Title>-v0`` for each of them without loading
+the domain (it is loaded when an environment is made), so one broken domain never hides
+the others and its own error surfaces unchanged when it is made.
 """
 
 from __future__ import annotations
@@ -15,48 +17,89 @@ from typing import Any
 
 import gymnasium as gym
 
+from rods_env.benchmark import BenchmarkDomain
 from rods_env.domain import Domain
-from rods_env.errors import UnknownDomainError
+from rods_env.errors import ConfigError, UnknownDomainError
 
 ENTRY_POINT_GROUP = "rods.domains"
+BENCHMARK_GROUP = "rods.benchmarks"
+
+AnyDomain = Domain | BenchmarkDomain
+"""A rods domain or a benchmark domain."""
 
 
-def _entry_points() -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+def _entry_points(group: str = ENTRY_POINT_GROUP) -> dict[str, EntryPoint]:
+    return {ep.name: ep for ep in entry_points(group=group)}
+
+
+def _by_name(group: str) -> dict[str, EntryPoint]:
+    """Entry points by lower-case name (an entry-point name may carry an id's capitals)."""
+    return {name.lower(): ep for name, ep in _entry_points(group).items()}
 
 
 def domain_names() -> list[str]:
-    """Names of the installed domains, sorted."""
+    """Names of the installed rods domains (generated worlds, rods' rewards), sorted."""
     return sorted(_entry_points())
 
 
+def benchmark_names() -> list[str]:
+    """Names of the installed benchmark domains (another benchmark's environment and
+    scorer, e.g. ``tau2-airline``), sorted."""
+    return sorted(_by_name(BENCHMARK_GROUP))
+
+
 def env_id_for(name: str, version: int = 0) -> str:
-    """The Gymnasium id of domain ``name`` (``retail`` -> ``rods/Retail-v0``)."""
-    return f"rods/{name.title()}-v{version}"
+    """The Gymnasium id of domain ``name``: an all-lower-case name is title-cased
+    (``retail`` -> ``rods/Retail-v0``), a name with capitals keeps them
+    (``BFCL-MultiTurn`` -> ``rods/BFCL-MultiTurn-v0``)."""
+    title = name.title() if name == name.lower() else name
+    return f"rods/{title}-v{version}"
 
 
 @cache
-def load_domain(name: str) -> Domain:
-    """Load the domain called ``name`` (a domain name or an env id such as ``rods/Retail-v0``).
+def load_any_domain(name: str) -> AnyDomain:
+    """Load the rods domain or benchmark domain called ``name`` (a name or an env id such
+    as ``rods/Retail-v0`` or ``rods/Tau2-Airline-v0``).
 
     Raises:
         UnknownDomainError: with the installed names and a "did you mean".
     """
     name = domain_from_env_id(name) if "/" in name else name.lower()
-    eps = _entry_points()
+    eps = {**_by_name(BENCHMARK_GROUP), **_by_name(ENTRY_POINT_GROUP)}
     if name not in eps:
         close = difflib.get_close_matches(name, list(eps), n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""
         raise UnknownDomainError(
             f"no domain named '{name}'.{hint} Installed: {', '.join(sorted(eps)) or 'none'}"
         )
-    domain = eps[name].load()
-    if not isinstance(domain, Domain):
+    ep = eps[name]
+    domain = ep.load()
+    kind = Domain if ep.group == ENTRY_POINT_GROUP else BenchmarkDomain
+    if not isinstance(domain, kind):
         raise UnknownDomainError(
-            f"entry point '{name}' = {eps[name].value} is a {type(domain).__name__}, not a rods_env.Domain"
+            f"entry point '{name}' = {ep.value} is a {type(domain).__name__}, not a "
+            f"{kind.__module__}.{kind.__name__}"
         )
     if domain.name != name:
         raise UnknownDomainError(f"entry point '{name}' loads a domain named '{domain.name}'")
+    return domain
+
+
+def load_domain(name: str) -> Domain:
+    """Load the rods domain called ``name`` (a domain name or an env id such as
+    ``rods/Retail-v0``).
+
+    Raises:
+        UnknownDomainError: with the installed names and a "did you mean".
+        ConfigError: when ``name`` is a benchmark domain (no generated database, toolkit or
+            skills: what needs those cannot run on it).
+    """
+    domain = load_any_domain(name)
+    if isinstance(domain, BenchmarkDomain):
+        raise ConfigError(
+            f"{domain.name} is a benchmark domain (its own environment and scorer), not a "
+            f"rods domain; this needs one of: {', '.join(domain_names()) or 'none'}"
+        )
     return domain
 
 
@@ -71,16 +114,26 @@ def domain_from_env_id(env_id: str) -> str:
 
 
 def make_env(domain: str, **kwargs: Any) -> Any:
-    """Gymnasium entry point: build a :class:`rods_env.env.ToolEnv` for ``domain``."""
+    """Gymnasium entry point: the environment of ``domain`` (a :class:`rods_env.env.ToolEnv`
+    for a rods domain, the benchmark's own for a benchmark domain)."""
+    spec = load_any_domain(domain)
+    if isinstance(spec, BenchmarkDomain):
+        spec.require()
+        return spec.make_env(**kwargs)
     from rods_env.env import ToolEnv
 
-    return ToolEnv(load_domain(domain), **kwargs)
+    return ToolEnv(spec, **kwargs)
 
 
-def register_envs() -> list[str]:
-    """Register ``rods/<Title>-v0`` for every installed domain; returns the ids."""
+def register_envs(*, benchmarks: bool = False) -> list[str]:
+    """Register ``rods/<Title>-v0`` for every installed domain; returns the ids.
+
+    Args:
+        benchmarks: Register the benchmark domains (``rods.benchmarks``) instead of the
+            rods domains.
+    """
     ids = []
-    for name in domain_names():
+    for name in _entry_points(BENCHMARK_GROUP if benchmarks else ENTRY_POINT_GROUP):
         env_id = env_id_for(name)
         if env_id not in gym.registry:
             gym.register(

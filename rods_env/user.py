@@ -1,11 +1,13 @@
-"""User simulators: the protocol and the deterministic :class:`ScriptedUser`."""
+"""User simulators: the protocols (:class:`UserSimulator`, :class:`ScenarioUser`) and the
+deterministic :class:`ScriptedUser`."""
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from rods_env.rewards import mentions
 from rods_env.task import Task
@@ -325,3 +327,42 @@ class ScriptedUser:
             request = request[0].lower() + request[1:]
         text = f"{lead} {connector} {request}".strip()
         return UserReply(text, advance=True, kind=kind)
+
+
+@runtime_checkable
+class ScenarioUser(Protocol):
+    """A simulated user who plays a scenario written for a language model.
+
+    rods' own domains drive their users turn by turn (:class:`UserSimulator`). A benchmark
+    brought in with its own user instructions (τ²-bench's user guidelines and a task's
+    ``user_scenario``) needs a user who reads those instructions and the conversation and
+    writes the next message, possibly calling tools of their own (τ²-bench's telecom
+    user works a phone). The environment keeps the conversation and asks for each message;
+    the user answers like an agent does: text, with tool calls in any form that
+    :func:`rods_env.parsing.parse_action` reads.
+    """
+
+    def begin_scenario(self, task: Any) -> None:
+        """A new conversation starts, about ``task`` (the benchmark's own task object)."""
+        ...
+
+    def respond(
+        self,
+        system: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> str | Mapping[str, Any]:
+        """The user's next message.
+
+        Args:
+            system: The user's instructions (the system prompt).
+            messages: The conversation from the user's side, in OpenAI format: the agent's
+                messages as ``user``, the user's own as ``assistant`` (with their
+                ``tool_calls``), the replies of the user's tools as ``tool``.
+            tools: The user's tool schemas (None: the user has no tools).
+
+        Returns:
+            Text (tool calls in ``<tool_call>`` blocks or bare JSON) or an OpenAI-style
+            assistant message dict.
+        """
+        ...

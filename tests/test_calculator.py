@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
+import re
+import warnings
 
-from rods_env.calculator import MAX_EXPRESSION_LENGTH, evaluate_arithmetic
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from rods_env.calculator import (
+    MAX_EXPRESSION_LENGTH,
+    evaluate_arithmetic,
+    evaluate_python_arithmetic,
+)
 from rods_env.errors import InvalidArgumentError
 
 
@@ -98,3 +107,57 @@ def test_input_length_is_bounded() -> None:
 def test_non_text_is_rejected() -> None:
     with pytest.raises(InvalidArgumentError):
         evaluate_arithmetic(12)  # type: ignore[arg-type]
+
+
+# -- Python's own arithmetic, without eval (τ²-bench's calculate) ----------------------------
+def _outcome(fn, text: str) -> tuple[str, str]:
+    try:
+        return "value", repr(fn(text))
+    except Exception as exc:  # the type and message are what is compared
+        return type(exc).__name__, str(exc)
+
+
+def _eval(text: str) -> object:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return eval(text, {"__builtins__": None}, {})  # the reference: literal digits only
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="0123456789+-*/(). ", min_size=1, max_size=14))
+def test_python_arithmetic_matches_eval_value_error_type_and_message(text: str) -> None:
+    # powers that eval would take seconds on are the one thing refused; keep them out
+    assume(text.count("**") <= 1 and not re.search(r"\*\*[\s(+-]*\d{3}", text))
+    assert _outcome(evaluate_python_arithmetic, text) == _outcome(_eval, text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2(3)",
+        "()()",
+        "8(*6)",
+        "8(*())",
+        "1/0",
+        "1.0//0",
+        "0**-1",
+        "10**400*1.0",
+        "...+1",
+        " 7",
+        "1..2",
+    ],
+)
+def test_python_arithmetic_matches_eval_on_the_odd_cases(text: str) -> None:
+    assert _outcome(evaluate_python_arithmetic, text) == _outcome(_eval, text)
+
+
+@pytest.mark.parametrize("text", ["9**9**9", "9 ** 999999", "(2**99999)**99"])
+def test_python_arithmetic_refuses_what_would_hang_eval(text: str) -> None:
+    with pytest.raises(InvalidArgumentError, match="digits"):
+        evaluate_python_arithmetic(text)
+
+
+def test_python_arithmetic_never_evaluates_names_or_strings() -> None:
+    for text in ("__import__('os')", "x", "'a' * 3", "True + 1", "(1).real"):
+        with pytest.raises((InvalidArgumentError, SyntaxError)):
+            evaluate_python_arithmetic(text)

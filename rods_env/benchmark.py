@@ -1,0 +1,165 @@
+"""Benchmark domains: another benchmark's environment, tasks and scorer, inside rods.
+
+A rods domain (:class:`rods_env.domain.Domain`) generates its database, defines its tools
+with rods' toolkit, is scored by rods' turn rules in :class:`rods_env.env.ToolEnv` and can
+synthesize new tasks. A benchmark brought in as it is (τ²-bench, BFCL) keeps its own state,
+tools and scorer, because agreeing with its own checker verdict for verdict is the point.
+It enters rods as a :class:`BenchmarkDomain`, declared through the same ``rods.domains``
+entry points and registered as ``rods/<Title>-v0`` like any domain.
+
+Everything downstream (rollouts, ``rods eval``, ``rods train``, the data engine) then
+needs only what this class declares:
+
+* :meth:`~BenchmarkDomain.seed_tasks`: the benchmark's tasks as rods
+  :class:`~rods_env.task.Task` views (ids, splits, a skill label for breakdowns);
+* :meth:`~BenchmarkDomain.make_env`: an environment with :class:`~rods_env.env.ToolEnv`'s
+  contract: ``reset(options={"task": ..., "split": ...})``; ``step`` taking raw text or a
+  message dict; ``info`` with ``task_id``, ``messages``, ``tools``, ``policy``,
+  ``progress``, ``success``, ``turn_results`` and ``termination``; ``truncate(reason)``;
+* :meth:`~BenchmarkDomain.check_tasks`: whether the tasks' gold is sound (``rods eval``
+  refuses to score tasks nobody can pass);
+* :meth:`~BenchmarkDomain.training_tasks`: the pool training may use (a benchmark's test
+  split never; tasks that reward doing nothing not by default);
+* :meth:`~BenchmarkDomain.oracle_agent`: an agent that solves a task (the ``oracle``
+  engine, warm starts);
+* :attr:`~BenchmarkDomain.synthesis`: whether rods' synthesis can grow its tasks, and why not;
+* :meth:`~BenchmarkDomain.missing`: a one-line reason when the benchmark's own package is
+  not installed (with the command that installs it); the registry raises
+  :class:`~rods_env.errors.BenchmarkUnavailableError` with it when an environment is made;
+* :meth:`~BenchmarkDomain.scores`: the benchmark's own headline numbers (what its
+  leaderboard reports), printed by ``rods eval`` beside pass^k and progress;
+* :attr:`~BenchmarkDomain.max_steps`: the most agent steps one episode may take under the
+  benchmark's own rules.
+
+One entry point is one Gymnasium id. A benchmark with several subsets (BFCL's categories)
+declares one entry point per subset, each naming its own instance. The entry-point name is
+the id's title with its case (``BFCL-MultiTurn-Base`` gives ``rods/BFCL-MultiTurn-Base-v0``;
+an all-lower-case name is title-cased, ``tau2-airline`` gives ``rods/Tau2-Airline-v0``) and
+its lower-case form is the domain's :attr:`~BenchmarkDomain.name`. The module an entry point
+names is imported only when its environment or tasks are needed, so it may import the
+benchmark's package at the top; :meth:`~BenchmarkDomain.missing` must not need it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rods_env.errors import BenchmarkUnavailableError, ConfigError
+from rods_env.task import Task
+
+
+class BenchmarkDomain(ABC):
+    """A domain whose environment, tasks and scorer are another benchmark's.
+
+    Attributes:
+        name: Lower-case name, also the entry-point name (``"tau2-airline"``).
+        title: Name in environment ids (``"Tau2-Airline"`` gives ``rods/Tau2-Airline-v0``).
+        version: Environment version in the id.
+        user_modes: The users its environment takes: ``"scripted"`` (a deterministic
+            stand-in), ``"llm"`` (a model playing the benchmark's user), ``"solo"`` (no
+            user at all).
+        synthesis: None when rods' synthesis can grow its tasks; otherwise why it cannot
+            (``rods train mode=rods`` refuses it with this reason).
+    """
+
+    name: str
+    title: str
+    version: int = 0
+    user_modes: tuple[str, ...] = ("scripted", "llm")
+    synthesis: str | None = "rods' synthesis has no skills for this benchmark's tasks"
+    max_steps: int = 200
+    description: str = ""
+
+    def missing(self) -> str | None:
+        """None when the benchmark's own package is usable; otherwise one line saying what is
+        missing and the command that installs it (e.g. ``"bfcl-eval is not installed: bash
+        scripts/setup_bfcl.sh"``). Must not import the package at module level."""
+        return None
+
+    def require(self) -> None:
+        """Raise :class:`~rods_env.errors.BenchmarkUnavailableError` (one line, with the
+        install command) when the benchmark's package is not usable."""
+        reason = self.missing()
+        if reason is not None:
+            raise BenchmarkUnavailableError(f"benchmark '{self.name}': {reason}")
+
+    def scores(self, successes: Mapping[str, Sequence[bool]]) -> Mapping[str, float | None]:
+        """The benchmark's own headline numbers, in display order (e.g. accuracy per
+        category and overall), from each task id's trial successes; empty when it reports
+        nothing beyond pass^k."""
+        return {}
+
+    @property
+    def env_id(self) -> str:
+        """The Gymnasium id, e.g. ``rods/Tau2-Airline-v0``."""
+        return f"rods/{self.title}-v{self.version}"
+
+    @abstractmethod
+    def seed_tasks(self, split: str | None = None) -> list[Task]:
+        """The benchmark's tasks as rods views, optionally of one split (``train``/``test``)."""
+
+    @abstractmethod
+    def make_env(self, **kwargs: Any) -> Any:
+        """An environment with ToolEnv's contract. Takes ToolEnv's keyword arguments
+        (``tasks``, ``split``, ``max_steps``, ``user``, ``render_mode``) and its own."""
+
+    @abstractmethod
+    def check_tasks(self, tasks: Sequence[Task]) -> list[str]:
+        """What is wrong with ``tasks`` (one line each; empty when every task can be
+        run and passed)."""
+
+    @abstractmethod
+    def oracle_agent(self, task: Task, *, user_mode: str = "scripted") -> Any:
+        """An agent (``act(observation, info) -> action``) that solves ``task`` in an
+        environment with the given user mode."""
+
+    @property
+    @abstractmethod
+    def policy(self) -> str:
+        """What the agent is told before the conversation (its system prompt)."""
+
+    @abstractmethod
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """The agent's tool schemas (OpenAI format)."""
+
+    def trivial_task_ids(self) -> frozenset[str]:
+        """Tasks an agent that does nothing passes (none unless the benchmark has some)."""
+        return frozenset()
+
+    def training_tasks(self, split: str = "train", *, keep_trivial: bool = False) -> list[Task]:
+        """The tasks training may start from: the train split, without the tasks that an
+        agent doing nothing passes unless ``keep_trivial``.
+
+        Raises:
+            ConfigError: for any split but ``train`` (a benchmark's test split is never
+                trained on).
+        """
+        if split != "train":
+            raise ConfigError(
+                f"{self.name}: training uses the benchmark's train split only, not "
+                f"'{split}' (its test split is never trained on)"
+            )
+        tasks = self.seed_tasks("train")
+        if keep_trivial:
+            return tasks
+        trivial = self.trivial_task_ids()
+        return [t for t in tasks if t.id not in trivial]
+
+    def check_training_pool(self, tasks: Sequence[Task]) -> None:
+        """Refuse a training pool that holds a test task of the benchmark.
+
+        Raises:
+            ConfigError: naming the first test task found.
+        """
+        test = {t.id for t in self.seed_tasks("test")}
+        for task in tasks:
+            if task.domain == self.name and task.id in test:
+                raise ConfigError(
+                    f"the training pool holds {task.id}, a test task of {self.name}; "
+                    "the benchmark's test split is never trained on"
+                )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
