@@ -95,7 +95,10 @@ class RolloutSection(Section):
     group_size: int = Field(8, ge=1, description="Rollouts per task (G, the GRPO group).")
     max_turns: int = Field(12, ge=1, description="Most agent completions per episode.")
     max_tokens: int = Field(
-        4096, ge=16, description="Most tokens in one conversation, prompt included."
+        16384,
+        ge=16,
+        description="Most tokens in one conversation, prompt included (a real model's "
+        "opening prompt of system message and tools takes 4-5k tokens).",
     )
     max_new_tokens: int = Field(128, ge=1, description="Most tokens of one completion.")
     temperature: float = Field(1.0, ge=0.0, description="Sampling temperature.")
@@ -144,6 +147,12 @@ class GRPOConfig(Section):
     )
     max_grad_norm: float = Field(1.0, gt=0.0, description="Gradient clipping norm.")
     epochs: int = Field(1, ge=1, description="Passes of the update over each step's batch.")
+    max_untrained_steps: int = Field(
+        5,
+        ge=0,
+        description="Stop with an error after this many steps in a row whose groups had "
+        "reward variance but whose update trained no token (0: never).",
+    )
     tis_cap: float | None = Field(
         2.0,
         gt=0.0,
@@ -280,7 +289,7 @@ class WarmStartConfig(Section):
     lr: float = Field(1e-4, gt=0.0, description="AdamW learning rate.")
     tasks: int = Field(0, ge=0, description="Train tasks transcribed (0: every one).")
     batch_size: int = Field(4, ge=1, description="Sequences per optimizer step.")
-    max_tokens: int = Field(4096, ge=16, description="Transcripts longer than this are cut.")
+    max_tokens: int = Field(16384, ge=16, description="Transcripts longer than this are cut.")
     micro_batch_size: int = Field(
         1, ge=1, description="Transcripts per forward/backward (gradients are accumulated)."
     )

@@ -8,7 +8,9 @@ Reads each run directory's ``metrics.jsonl`` and ``config.yaml`` (see
   run (labelled by mode), with the 0.3 and 0.8 marks of the RODS target;
 - ``zones.png``: the zones of each step's groups over time, one panel per run;
 - ``pool.png``: the active pool by synthesis generation over time, one panel per run;
-- ``variance.png``: the mean reward variance of each zone's groups over time.
+- ``variance.png``: the mean reward variance of each zone's groups over time;
+- ``terminations.png``: how each step's episodes ended and the tokens its update trained on
+  (:func:`plot_terminations`).
 
 ``report.md`` holds the numbers (and, given a ``static`` and a ``rods`` run, whether rods
 held an effective group ratio of at least 0.8 after static fell below 0.3). Runs of the
@@ -320,6 +322,7 @@ def make_report(paths: Sequence[str | Path], out: str | Path, *, window: int = 1
     fig.suptitle(f"variance by zone{suffix}")
     save(fig, "variance.png")
 
+    written.extend(plot_terminations(runs, out, window=window, suffix=suffix))
     path = out / "report.md"
     atomic_write(path, report_markdown(runs))
     written.append(path)
@@ -364,6 +367,7 @@ def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
                 f"{run.config.get('steps')}: its pool was exhausted (every task retired or "
                 "parked as hard)."
             )
+    lines += terminations_markdown(runs)
     statics = [r for r in runs if r.mode == "static"]
     rods = [r for r in runs if r.mode == "rods"]
     if statics and rods:
@@ -382,3 +386,103 @@ def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
                 f"{fmt(c['rods_min_rolling_after'])}): target {verdict}."
             )
     return "\n".join(lines) + "\n"
+
+
+# -- how episodes ended, and the tokens trained ---------------------------------------------------
+TERMINATION_COLORS = {
+    "user_stop": "#4c9a5b",
+    "terminal_tool": "#7fb77e",
+    "max_turns": "#e0a030",
+    "max_steps": "#f2c76e",
+    "max_tokens": "#8c6bb1",
+    "error": "#c0504d",
+}
+
+
+def termination_totals(run: Run) -> dict[str, int]:
+    """Episodes of the whole run by termination (empty for runs logged before the
+    metrics lines carried ``terminations``)."""
+    totals: dict[str, int] = {}
+    for row in run.rows:
+        for name, count in (row.get("terminations") or {}).items():
+            totals[name] = totals.get(name, 0) + int(count)
+    return totals
+
+
+def plot_terminations(
+    runs: Sequence[Run], out: Path, *, window: int = 10, suffix: str = ""
+) -> list[Path]:
+    """``terminations.png``: one panel per run, the share of each step's episodes by
+    termination (stacked), and the loss tokens of each step on a second axis (a run that
+    trains nothing shows a flat zero). Nothing is drawn for runs without the counts.
+
+    Returns:
+        The file written (none when no run has termination counts).
+    """
+    import matplotlib.pyplot as plt
+
+    shown = [r for r in runs if termination_totals(r)]
+    if not shown:
+        return []
+    fig, axes = plt.subplots(1, len(shown), figsize=(4.8 * len(shown), 3.8), squeeze=False)
+    for ax, run in zip(axes[0], shown, strict=True):
+        names = [n for n in termination_totals(run) if termination_totals(run)[n] > 0]
+        totals = [sum((r.get("terminations") or {}).values()) for r in run.rows]
+        layers = [
+            [
+                (r.get("terminations") or {}).get(name, 0) / total if total else 0.0
+                for r, total in zip(run.rows, totals, strict=True)
+            ]
+            for name in names
+        ]
+        if layers:
+            ax.stackplot(
+                run.steps,
+                *layers,
+                labels=names,
+                colors=[TERMINATION_COLORS.get(n, "#999999") for n in names],
+                alpha=0.85,
+            )
+        ax.set(title=f"episodes: {run.label}", xlabel="step", ylabel="share of episodes",
+               ylim=(0, 1.0))  # fmt: skip
+        ax.legend(fontsize=7, loc="lower left")
+        tokens = ax.twinx()
+        trained = rolling(run.series("loss_tokens"), window)
+        tokens.plot(run.steps, _plottable(trained), color="black", lw=1.2, label="loss tokens")
+        tokens.set_ylabel(f"loss tokens per step ({window}-step mean)")
+        tokens.set_ylim(0, 1.1 * max([1.0, *(v for v in trained if v is not None)]))
+        tokens.legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"how episodes ended, and the tokens trained{suffix}")
+    path = out / "terminations.png"
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
+def terminations_markdown(runs: Sequence[Run]) -> list[str]:
+    """The runs' episodes by termination, and the steps that trained no token (lines of
+    ``report.md``; none when no run has termination counts)."""
+    shown = [(r, termination_totals(r)) for r in runs if termination_totals(r)]
+    if not shown:
+        return []
+    names = list(dict.fromkeys(n for _, totals in shown for n, c in totals.items() if c))
+    lines = [
+        "",
+        "## How episodes ended",
+        "",
+        "| run | episodes | " + " | ".join(names) + " | steps with no loss token |",
+        "| --- | --- | " + " | ".join("---" for _ in names) + " | --- |",
+    ]
+    for run, totals in shown:
+        episodes = sum(totals.values())
+        shares = [f"{100 * totals.get(n, 0) / episodes:.1f}%" if episodes else "-" for n in names]
+        untrained = (
+            "-"
+            if run.simulated
+            else str(sum(1 for r in run.rows if not (r.get("loss_tokens") or 0)))
+        )
+        lines.append(
+            f"| {run.path.name} | {episodes} | " + " | ".join(shares) + f" | {untrained} |"
+        )
+    return lines

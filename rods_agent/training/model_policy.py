@@ -135,6 +135,14 @@ class ModelPolicy:
         )
         return optimizer, schedule
 
+    def check_prompts(self, tasks: Sequence[Task]) -> dict[str, int]:
+        """Stop now if an opening prompt of ``tasks`` does not fit the token caps (see
+        :func:`rods_agent.training.guards.check_prompts_fit`); returns the longest opening
+        of each domain, in tokens."""
+        from rods_agent.training.guards import check_prompts_fit
+
+        return check_prompts_fit(self.config, self.engine.chat, tasks)
+
     # -- weights -------------------------------------------------------------------------------
     def generator_state(self) -> dict[str, Any]:
         """The learner's weights under the plain model's names (LoRA merged in), for vLLM."""
@@ -241,7 +249,7 @@ class ModelPolicy:
         import torch
 
         seqs: list[TrainSequence] = []
-        dropped = {"dropped_error": 0.0, "dropped_overlong": 0.0}
+        dropped = {"dropped_error": 0.0, "dropped_overlong": 0.0, "dropped_empty": 0.0}
         for group in groups:
             adv = group_advantages(
                 torch.tensor([group.rewards]), scale_std=self.config.grpo.scale_std
@@ -254,6 +262,7 @@ class ModelPolicy:
                     dropped["dropped_overlong"] += 1
                     continue
                 if not any(record.assistant_mask):
+                    dropped["dropped_empty"] += 1
                     continue
                 mask = torch.tensor(record.assistant_mask, dtype=torch.long)
                 seqs.append(
