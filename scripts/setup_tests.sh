@@ -15,3 +15,4 @@ cd "$ROOT"
 python3 -m venv .venv
 .venv/bin/pip install -q -c constraints/cpu.txt -e ".[dev]"
 bash scripts/setup_vllm.sh
+bash scripts/setup_gpu_check.sh

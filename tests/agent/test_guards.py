@@ -69,30 +69,10 @@ def test_an_opening_longer_than_the_cap_is_one_line_and_writes_nothing(tiny_mode
         train(config)
 
 
-def _breaks_after_the_first_reply(model: Path, to: Path) -> Path:
-    """A copy of ``model`` whose chat template cannot render a message that follows an
-    assistant message (as Gemma 3's cannot render a ``tool`` message): the opening renders,
-    every observation fails."""
-    import shutil
-
-    from transformers import AutoTokenizer
-
-    shutil.copytree(model, to)
-    tokenizer = AutoTokenizer.from_pretrained(to)
-    tokenizer.chat_template = (
-        "{%- for m in messages %}{%- if not loop.first and loop.previtem.role == 'assistant' %}"
-        "{{ raise_exception('Conversation roles must alternate') }}{%- endif %}{%- endfor %}"
-        + tokenizer.chat_template
-    )
-    tokenizer.save_pretrained(to)
-    return to
-
-
 @pytest.mark.slow
-def test_a_step_whose_episodes_all_end_in_error_stops_the_run(tiny_model_dir, tmp_path):
-    broken = _breaks_after_the_first_reply(tiny_model_dir, tmp_path / "broken-model")
+def test_a_step_whose_episodes_all_end_in_error_stops_the_run(broken_template_model, tmp_path):
     with pytest.raises(TrainingError) as caught:
-        train(_config(tmp_path, broken, "steps=3"))
+        train(_config(tmp_path, broken_template_model, "steps=3"))
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith("step 0: every episode (2) ended in error")

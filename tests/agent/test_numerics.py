@@ -260,6 +260,13 @@ def test_a_bf16_policy_trains_its_master_weights_and_resumes_them_exactly(
     moved = sum(int((m != s).sum()) for m, s in zip(a.optimizer.masters, start, strict=True))
     assert moved / sum(m.numel() for m in start) > 0.9  # lr 1e-6 is not rounded away
     a.save(tmp_path / "ckpt")
+    # The checkpoint sizes docs/training.md scales to a 4B model: per trainable parameter,
+    # 2 bytes of bf16 weights, 12 of float32 state (two AdamW moments and the master).
+    n = sum(p.numel() for p in a.learner.parameters() if p.requires_grad)
+    weights = (tmp_path / "ckpt" / "trainable.pt").stat().st_size
+    state = (tmp_path / "ckpt" / "policy_state.pt").stat().st_size
+    assert 2 * n <= weights <= 2 * n * 1.02 + 65536, (n, weights)
+    assert 12 * n <= state <= 12 * n * 1.02 + 65536, (n, state)
     b = _policy(tiny_model_dir, tmp_path / "b", *bf16)
     b.load(tmp_path / "ckpt")
     assert all(

@@ -1,0 +1,77 @@
+"""scripts/gpu_check.sh on a CPU (``--device cpu``): the path the GPU check takes (a tiny
+Qwen3, a warm start, GRPO steps in bf16 with the transformers engine), its report, its
+verdict, and the bundled dependencies a GPU machine without network uses. The CUDA path
+itself runs only on a GPU machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.requires import require
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "gpu_check.sh"
+WHEELS = ROOT / ".gpu-check" / "wheels"
+
+
+def check(*args: str, **env: str) -> subprocess.CompletedProcess:
+    environ = {**os.environ, "OMP_NUM_THREADS": "1", **env}
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args], capture_output=True, text=True, cwd=ROOT, env=environ,
+        timeout=900,
+    )  # fmt: skip
+
+
+def lines(proc: subprocess.CompletedProcess) -> list[str]:
+    return [x for x in proc.stdout.splitlines() if x.startswith("gpu_check: ")]
+
+
+def test_the_check_runs_on_a_cpu_and_reports_what_the_gpu_run_would(tiny_model_dir, tmp_path):
+    proc = check("--device", "cpu", "--tokenizer", str(tiny_model_dir), "--out",
+                 str(tmp_path / "run"), OUT=str(tmp_path / "out"))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shown = "\n".join(lines(proc))
+    for what in ("tokens/s: generation", "share of step time outside the model",
+                 "peak GPU memory", "terminations", "verdict: ok"):  # fmt: skip
+        assert what in shown, shown
+    summary = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    assert summary == json.loads((tmp_path / "run" / "gpu_check.json").read_text())
+    assert summary["steps"] == 2 and summary["terminations"]["error"] == 0
+    assert sum(summary["terminations"].values()) == 8 and summary["loss_tokens"] > 0
+    assert summary["generate_tokens_per_s"] > 0 and 0 < summary["outside_model_share"] < 1
+    assert summary["warm_start"]["transcripts"] == 2 and summary["checkpoint_mb"] > 0
+
+
+def test_an_episode_in_error_fails_the_check_with_the_cause(broken_template_model, tmp_path):
+    proc = check("--device", "cpu", "--tokenizer", str(broken_template_model), "--out",
+                 str(tmp_path / "run"), "--steps", "1")  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    [verdict] = [x for x in lines(proc) if "verdict" in x]
+    assert "FAILED: step 0: every episode (4) ended in error" in verdict
+    assert "Conversation roles must alternate" in verdict
+
+
+def test_without_a_gpu_or_a_tokenizer_the_check_says_so(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible here: the check would run")
+    proc = check("--device", "cuda", "--tokenizer", str(tmp_path))
+    assert proc.returncode == 2 and "torch sees no GPU" in proc.stderr
+    proc = check("--device", "cpu", "--tokenizer", str(tmp_path))
+    assert proc.returncode == 2 and "no tokenizer.json" in proc.stderr
+
+
+def test_the_bundled_dependencies_run_the_check(tiny_model_dir, tmp_path):
+    require((WHEELS / ".stamp").is_file(), f"no wheel bundle at {WHEELS}",
+            "bash scripts/setup_gpu_check.sh")  # fmt: skip
+    proc = check("--device", "cpu", "--tokenizer", str(tiny_model_dir), "--out",
+                 str(tmp_path / "run"), "--steps", "1", GPU_CHECK_VENDORED="1")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "rods' dependencies from" in proc.stdout and "verdict: ok" in proc.stdout
