@@ -32,7 +32,7 @@ SETTINGS = {
         "steps": 5,
         "env": "[retail,airline]",
         "rollout": {"tasks_per_step": 8, "group_size": 4, "max_turns": 6,
-                    "max_new_tokens": 96, "max_tokens": 8192},
+                    "max_new_tokens": 96, "max_tokens": 8192, "thinking_tokens": 128},
         "warm_start": {"tasks": 8, "epochs": 2, "batch_size": 4, "micro_batch_size": 2},
         "grpo": {"micro_batch_size": 4},
     },
@@ -40,7 +40,7 @@ SETTINGS = {
         "steps": 2,
         "env": "[retail]",
         "rollout": {"tasks_per_step": 2, "group_size": 2, "max_turns": 2,
-                    "max_new_tokens": 8, "max_tokens": 8192},
+                    "max_new_tokens": 8, "max_tokens": 8192, "thinking_tokens": 0},
         "warm_start": {"tasks": 2, "epochs": 1, "batch_size": 2, "micro_batch_size": 1},
         "grpo": {"micro_batch_size": 2},
     },
@@ -100,8 +100,13 @@ def overrides(device: str, model: Path, out: Path, steps: int | None) -> list[st
         f"log.checkpoint_every={steps or s['steps']}", "log.keep_checkpoints=1",
         "log.eval_every=0", "log.tensorboard=false", "log.progress=false",
     ]  # fmt: skip
+    from rods_agent.config import TrainConfig
+
     for section in ("rollout", "warm_start", "grpo"):
-        items += [f"{section}.{k}={v}" for k, v in s[section].items()]
+        # A key this checkout's configuration does not have yet (the reasoning budget of a
+        # thinking model) is left out rather than refused.
+        known = type(getattr(TrainConfig(), section)).model_fields
+        items += [f"{section}.{k}={v}" for k, v in s[section].items() if k in known]
     return items
 
 
