@@ -14,7 +14,8 @@ model``. It composes the parts of this package:
 * **Update**: the learner re-scores every sampled token before the update (the PPO
   denominator); the gap to the engine's log-probabilities is logged and corrected by the
   truncated importance weight; then :func:`rods_agent.grpo.grpo_step` (``grpo.epochs``
-  times), a scheduler step, and the weights version goes up.
+  times, each an optimizer step when a token carries loss); the weights version goes up
+  when one happened.
 * **Warm start** (:mod:`~rods_agent.training.warm_start`): supervised fine-tuning on the
   oracle's transcripts before GRPO.
 * **Checkpoints** (:mod:`~rods_agent.training.model_checkpoint`): :meth:`save` /
