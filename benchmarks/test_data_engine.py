@@ -24,6 +24,7 @@ import random
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,6 +69,7 @@ def test_three_modes(benchmark):
     verdict = compare(runs[0], runs[2])
     print()
     print(report_markdown(runs))
+    print(three_modes_table(runs))
     print("wall seconds per mode:", {k: round(v, 1) for k, v in seconds.items()})
     print("plots:", out / "report")
     benchmark.extra_info.update(
@@ -78,6 +80,39 @@ def test_three_modes(benchmark):
         }
     )
     assert all(len(r.rows) == 300 or r.mode == "rods" for r in runs)
+
+
+def three_modes_table(runs: list[Any]) -> str:
+    """docs/training.md's table of the three modes, as this run measured it, with the date
+    and the commit (the doc's copy is pasted from here, never typed)."""
+    import datetime
+    import subprocess
+
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    shortest = min(len(r.rows) for r in runs)
+    lines = [
+        f"Measured {datetime.date.today().isoformat()} at commit {commit or '?'} by "
+        "`pytest benchmarks/test_data_engine.py -k three_modes --benchmark-only -s`:",
+        "",
+        f"| mode | steps run | ratio, first 25 steps | ratio, mean over steps 0-{shortest - 1} "
+        "| ratio < 0.3 from step | test progress |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for run in runs:
+        s = summarize(run)
+        ratio = run.series("effective_group_ratio")[:shortest]
+        mean = sum(v or 0.0 for v in ratio) / len(ratio)
+        evals = [(r["step"], r["eval"]["progress"]) for r in run.rows if "eval" in r]
+        shown = ", ".join(f"{v:.3f} at step {st}" for st, v in evals[-2:])
+        steps = f"{len(run.rows)}" + (" (pool exhausted)" if run.stopped_early else "")
+        fell = s["fell_below_0.3_at"]
+        lines.append(
+            f"| {run.mode} | {steps} | {s['ratio_first']:.3f} | {mean:.3f} | "
+            f"{fell if fell is not None else 'never'} | {shown} |"
+        )
+    return "\n".join(lines)
 
 
 SWEEP = {

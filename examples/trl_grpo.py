@@ -4,6 +4,12 @@ One process (CPU, the tiny local model):
 
     python examples/trl_grpo.py --env rods/Retail-v0 --mode rods --max-steps 4 --output-dir results/trl
 
+A model whose chat template TRL does not recognize byte for byte (an older revision of the
+family's template, a fine-tune's own copy) gets TRL's copy of the official one with
+``--chat-template qwen3`` (or ``qwen2_5``, ``llama3_1``, ``gptoss``, or a ``.jinja`` file);
+without it the script stops with a one-line error instead of failing inside TRL. Gemma 3's
+template renders no tool calls, which TRL's tool loop needs.
+
 Two processes on the gloo backend (a real distributed run, each with half the batch):
 
     torchrun --nproc_per_node 2 examples/trl_grpo.py --max-steps 2 --output-dir results/trl2
@@ -40,6 +46,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--output-dir", default="results/trl_grpo")
     parser.add_argument(
         "--model", default=None, help="model folder or hub id (default: the tiny local model)"
+    )
+    parser.add_argument(
+        "--chat-template",
+        default=None,
+        help="chat template for the model: a .jinja file or the name of one TRL ships "
+        "(qwen3, qwen2_5, llama3_1, gptoss, ...); TRL parses tool calls only for templates "
+        "it recognizes byte for byte (default: the model's own)",
     )
     parser.add_argument("--reward", choices=["progress", "success"], default="progress")
     parser.add_argument(
@@ -101,6 +114,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         environment_factory,
         rows_per_round,
     )
+    from rods_agent.integrations.trl.model import load_chat_template, trl_template_problem
     from rods_env.errors import ConfigError
     from rods_env.fileio import write_json
     from rods_env.registry import load_domain
@@ -163,6 +177,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if not (Path(model_path) / "config.json").is_file():
                 build_tiny_trl_model(model_path)
     tokenizer = AutoTokenizer.from_pretrained(model_path)
+    try:
+        if args.chat_template is not None:
+            tokenizer.chat_template = load_chat_template(args.chat_template)
+    except ConfigError as exc:
+        raise SystemExit(f"trl_grpo.py: error: {exc}") from None
+    problem = trl_template_problem(tokenizer)
+    if problem is not None:
+        raise SystemExit(f"trl_grpo.py: error: {model_path}: {problem}")
     model = AutoModelForCausalLM.from_pretrained(model_path)
 
     domain = load_domain(args.env)

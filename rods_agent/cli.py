@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "train": ("rods_agent.commands.train", "GRPO training with the RODS data engine in the loop"),
     "report": ("rods_agent.commands.report", "plots and a summary of training runs, side by side"),
+    "view": (
+        "rods_agent.commands.view",
+        "one HTML page of evaluations and training runs: episodes, why turns failed, the pool",
+    ),
     "eval": ("rods_agent.commands.eval", "evaluate a model on a task pool (pass^k, progress)"),
     "synth": ("rods_agent.commands.synth", "grow a validated task pool offline from seed tasks"),
     "sft": ("rods_agent.commands.sft", "warm-start a model on oracle transcripts of a task pool"),
@@ -85,8 +89,10 @@ class _StderrHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
+            from rods_agent.progress import write_line
+
             level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
-            print(f"rods {self.command}: {level}{record.getMessage()}", file=sys.stderr)
+            write_line(f"rods {self.command}: {level}{record.getMessage()}", sys.stderr)
         except Exception:  # logging must never break the command (a closed stderr ...)
             self.handleError(record)
 

@@ -43,6 +43,12 @@ class ModelConfig(Section):
     )
     tiny_hidden_size: int = Field(128, ge=8, description="Hidden size of the tiny model.")
     tiny_layers: int = Field(2, ge=1, description="Layers of the tiny model.")
+    tiny_family: Literal["qwen3", "qwen2_5", "llama3_1", "gemma3", "gptoss"] | None = Field(
+        None,
+        description="With path null: build the tiny model with this real family's "
+        "architecture, tokenizer and chat template (bash scripts/setup_tokenizers.sh) "
+        "instead of the small Qwen2 one.",
+    )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="Learner weights: auto is float32 on CPU, bfloat16 on GPU."
     )
@@ -101,6 +107,18 @@ class RolloutSection(Section):
         "opening prompt of system message and tools takes 4-5k tokens).",
     )
     max_new_tokens: int = Field(128, ge=1, description="Most tokens of one completion.")
+    thinking: bool | None = Field(
+        None,
+        description="The chat template's enable_thinking switch (Qwen3): true or false; "
+        "null keeps the template's default. An error for a template without the switch.",
+    )
+    thinking_tokens: int = Field(
+        1024,
+        ge=0,
+        description="Extra tokens a completion may use when the model thinks (a Qwen3 with "
+        "thinking on, gpt-oss), on top of max_new_tokens. Reasoning cut off by the cap is "
+        "neither run nor sent: the environment answers with an error observation.",
+    )
     temperature: float = Field(1.0, ge=0.0, description="Sampling temperature.")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
     tool_format: str = Field("auto", description="Tool-call format (rods_agent.engines.formats).")
@@ -279,6 +297,19 @@ class LogConfig(Section):
     eval_every: int = Field(0, ge=0, description="Steps between test-split evaluations (0: off).")
     eval_k: int = Field(1, ge=1, description="Trials per task in periodic evaluation.")
     eval_tasks: int = Field(0, ge=0, description="Test tasks evaluated (0: the whole test split).")
+    rollouts_per_group: int = Field(
+        3,
+        ge=0,
+        description="Episodes of each group kept in <out>/rollouts/step-NNNNNN.jsonl for "
+        "rods view: the best, the worst and one from the middle by reward (more: spread "
+        "evenly by reward; 0: none).",
+    )
+    rollouts_max_chars: int = Field(
+        2000,
+        ge=100,
+        description="Characters of a message or tool output kept in the rollouts files "
+        "(the rest is cut, with a note); the policy is written once, in rollouts/policies.json.",
+    )
 
 
 class WarmStartConfig(Section):

@@ -15,6 +15,8 @@ written there (all through :mod:`rods_env.fileio`):
 * ``results.jsonl`` -- one line per task once all its trials are done;
 * ``config.json`` -- the run's settings (written once the engine exists, so a model that
   fails to load leaves no folder behind);
+* ``tasks.jsonl`` -- the tasks evaluated, with their gold calls (a task pool: the folder
+  explains itself to ``rods view``, and ``--pool DIR/tasks.jsonl`` repeats the run);
 * ``summary.json``, ``summary.md`` and ``pass_k.png`` -- pass^1..k, mean progress,
   breakdowns.
 
@@ -48,13 +50,13 @@ from rods_agent.engines.base import (
     derive_seed,
 )
 from rods_agent.rollout import EpisodeRecord, EpisodeSpec, RolloutConfig, run_rollouts
-from rods_env.domain import Domain
+from rods_env.benchmark import BenchmarkDomain
 from rods_env.env import ToolEnv
 from rods_env.errors import ConfigError
 from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl
 from rods_env.gold import GOLD_CACHE, GoldError
-from rods_env.registry import load_domain
-from rods_env.task import Task, load_tasks
+from rods_env.registry import AnyDomain, load_any_domain
+from rods_env.task import Task, dump_tasks, load_tasks
 from rods_env.user import UserSimulator
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,7 @@ log = logging.getLogger(__name__)
 RESULTS = "results.jsonl"
 EPISODES = "episodes.jsonl"
 CONFIG = "config.json"
+TASKS = "tasks.jsonl"
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
 PASS_K_PNG = "pass_k.png"
@@ -267,6 +270,9 @@ class EvalSummary:
         gen_seconds: Generation time summed over trials.
         env_seconds: Environment and user-simulator time summed over trials.
         meta: What the caller said about the run (model, environment, pool ...).
+        headline: Per benchmark evaluated (by its title), the numbers its own leaderboard
+            reports (:meth:`rods_env.benchmark.BenchmarkDomain.scores`; e.g. BFCL's accuracy
+            per category and overall), label to value; None where it would print N/A.
     """
 
     results: tuple[TaskResult, ...]
@@ -284,6 +290,7 @@ class EvalSummary:
     gen_seconds: float
     env_seconds: float
     meta: Mapping[str, Any] = field(default_factory=dict)
+    headline: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> int:
@@ -297,9 +304,20 @@ class EvalSummary:
 
     @classmethod
     def from_results(
-        cls, results: Sequence[TaskResult], k: int, meta: Mapping[str, Any] | None = None
+        cls,
+        results: Sequence[TaskResult],
+        k: int,
+        meta: Mapping[str, Any] | None = None,
+        headline: Mapping[str, Mapping[str, float | None]] | None = None,
     ) -> EvalSummary:
-        """Summarize per-task results (pass^1..k, means, breakdowns, counts)."""
+        """Summarize per-task results (pass^1..k, means, breakdowns, counts).
+
+        Args:
+            results: One result per task.
+            k: Report pass^1..k.
+            meta: What describes the run.
+            headline: The benchmarks' own numbers (see :func:`headline_scores`).
+        """
         results = tuple(results)
         terminations: Counter[str] = Counter()
         for r in results:
@@ -321,6 +339,7 @@ class EvalSummary:
             gen_seconds=sum(r.gen_seconds for r in results),
             env_seconds=sum(r.env_seconds for r in results),
             meta=dict(meta or {}),
+            headline={name: dict(v) for name, v in (headline or {}).items()},
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -341,12 +360,17 @@ class EvalSummary:
             "completion_tokens": self.completion_tokens,
             "gen_seconds": self.gen_seconds,
             "env_seconds": self.env_seconds,
+            "headline": {n: dict(v) for n, v in self.headline.items()},
         }
 
     def line(self) -> str:
-        """One line: tasks, pass^1..k and mean progress."""
+        """One line: tasks, pass^1..k and mean progress, then any benchmark's own numbers."""
         pk = ", ".join(f"pass^{k}={v:.3f}" for k, v in self.pass_k.items())
-        return f"{self.tasks} tasks: {pk}, mean progress {self.mean_progress:.3f}"
+        text = f"{self.tasks} tasks: {pk}, mean progress {self.mean_progress:.3f}"
+        for name, scores in self.headline.items():
+            shown = ", ".join(f"{label} {_percent(v)}" for label, v in scores.items())
+            text += f"; {name} (its own numbers, %): {shown}"
+        return text
 
     def markdown(self) -> str:
         """The summary as Markdown tables (``summary.md``)."""
@@ -359,6 +383,18 @@ class EvalSummary:
         lines += ["", "| k | pass^k |", "|---|---|"]
         lines += [f"| {k} | {v:.3f} |" for k, v in self.pass_k.items()]
         lines += ["", f"Mean progress: {self.mean_progress:.3f}", ""]
+        for name, scores in self.headline.items():
+            lines += [
+                f"## {name}: the benchmark's own numbers",
+                "",
+                "In percent, as its leaderboard reports them (N/A: not computed on a partial "
+                "run, as the benchmark does).",
+                "",
+                "| " + " | ".join(scores) + " |",
+                "|" + "---|" * len(scores),
+                "| " + " | ".join(_percent(v) for v in scores.values()) + " |",
+                "",
+            ]
         for groups, title in (
             (self.by_domain, "domain"),
             (self.by_skill, "skill"),
@@ -385,6 +421,30 @@ class EvalSummary:
             "",
         ]
         return "\n".join(lines)
+
+
+def _percent(value: float | None) -> str:
+    return "N/A" if value is None else f"{100 * value:.2f}"
+
+
+def headline_scores(
+    results: Iterable[TaskResult], families: Mapping[str, AnyDomain]
+) -> dict[str, dict[str, float | None]]:
+    """The numbers each benchmark's own leaderboard reports, from per-task successes.
+
+    Args:
+        results: Per-task results.
+        families: AnyDomain name to its domain or benchmark (domains report nothing here).
+    """
+    rows = list(results)
+    out: dict[str, dict[str, float | None]] = {}
+    for name, family in families.items():
+        if isinstance(family, BenchmarkDomain):
+            mine = {r.task_id: r.success for r in rows if r.domain == name}
+            scores = family.scores(mine) if mine else {}
+            if scores:
+                out[family.title] = dict(scores)
+    return out
 
 
 def plot_pass_k(summary: EvalSummary, path: str | Path) -> Path:
@@ -522,7 +582,15 @@ class _Bar:
     def __init__(self, total: int) -> None:
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=total, desc="trials", unit="trial", file=sys.stderr, disable=None)
+        from rods_agent.progress import is_terminal
+
+        self.bar = tqdm(
+            total=total,
+            desc="trials",
+            unit="trial",
+            file=sys.stderr,
+            disable=not is_terminal(sys.stderr),
+        )
 
     def __call__(self, p: EvalProgress) -> None:
         bar = self.bar
@@ -579,9 +647,10 @@ class RunFolder:
                 "use another --out or delete it"
             )
 
-    def write_config(self, config: Mapping[str, Any]) -> None:
-        """Write ``config.json`` (creating the folder)."""
+    def write_config(self, config: Mapping[str, Any], tasks: Sequence[Task] = ()) -> None:
+        """Write ``config.json`` and ``tasks.jsonl`` (creating the folder)."""
         write_json(self.path / CONFIG, dict(config))
+        dump_tasks(tasks, self.path / TASKS)
 
     def resume(self, tasks: Sequence[Task], trials: int) -> _Resumed:
         """The trials already done, with the files tidied to match.
@@ -644,12 +713,14 @@ class RunFolder:
 
 # -- pools -------------------------------------------------------------------------------
 def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list[Task]:
-    """The tasks of one domain to evaluate.
+    """The tasks of one domain or benchmark to evaluate.
 
     Args:
-        env: Environment id or domain name (``rods/Retail-v0`` or ``retail``).
-        pool: ``"seeds"`` (the domain's frozen seed tasks) or a JSONL task file; tasks of
-            other domains in the file are skipped, tasks without a split kept for any split.
+        env: Environment id, domain or benchmark name (``rods/Retail-v0``, ``retail``,
+            ``bfcl``, ``rods/BFCL-MultiTurn-Base-v0``). A benchmark's id selects its subset.
+        pool: ``"seeds"`` (the domain's frozen seed tasks, or the benchmark's own tasks) or,
+            for a domain, a JSONL task file; tasks of other domains in the file are skipped,
+            tasks without a split kept for any split.
         split: ``"train"``, ``"test"`` or ``"all"``.
 
     Raises:
@@ -657,13 +728,25 @@ def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list
     """
     if split not in ("train", "test", "all"):
         raise ConfigError(f"unknown split '{split}'; splits: train, test, all")
-    domain = load_domain(env)
     want = None if split == "all" else split
+    family = load_any_domain(env)
+    if isinstance(family, BenchmarkDomain):
+        if str(pool) != "seeds":
+            raise ConfigError(
+                f"--pool {pool}: the tasks of {family.name} come from its own package; "
+                "use --pool seeds (the default)"
+            )
+        family.require()
+        found = family.seed_tasks(want)
+        if not found:
+            raise ConfigError(f"{family.name} has no tasks in split '{split}'")
+        return found
+    domain = family
     if str(pool) == "seeds":
-        tasks = domain.seed_tasks(want)
-        if not tasks:
+        seeds = domain.seed_tasks(want)
+        if not seeds:
             raise ConfigError(f"domain {domain.name} has no seed tasks in split '{split}'")
-        return tasks
+        return seeds
     path = Path(pool)
     if not path.is_file():
         raise ConfigError(f"--pool: no file '{pool}'; use 'seeds' or a JSONL file of tasks")
@@ -679,29 +762,35 @@ def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list
     return tasks
 
 
-def check_gold(tasks: Sequence[Task]) -> dict[str, Domain]:
-    """Replay every task's gold calls (cached for the episodes); returns the domains used.
+def check_gold(tasks: Sequence[Task]) -> dict[str, AnyDomain]:
+    """Replay every rods task's gold calls (cached for the episodes), and have each
+    benchmark domain check its own tasks; returns the domains the tasks come from.
 
     Raises:
         ConfigError: when some tasks' gold calls fail: no agent could pass those tasks, so
             their scores would mean nothing. The message names them.
     """
-    domains: dict[str, Domain] = {}
+    families: dict[str, AnyDomain] = {}
     broken: list[str] = []
     for task in tasks:
-        domain = domains.get(task.domain)
-        if domain is None:
-            domain = domains[task.domain] = load_domain(task.domain)
+        family = families.get(task.domain)
+        if family is None:
+            family = families[task.domain] = load_any_domain(task.domain)
+        if isinstance(family, BenchmarkDomain):
+            continue
         try:
-            GOLD_CACHE.get(domain, task)
+            GOLD_CACHE.get(family, task)
         except GoldError as exc:
             broken.append(str(exc))
+    for name, family in families.items():
+        if isinstance(family, BenchmarkDomain):
+            broken += family.check_tasks([t for t in tasks if t.domain == name])
     if broken:
         raise ConfigError(
             f"the gold calls of {len(broken)} of {len(tasks)} tasks fail, so no agent can "
             f"pass them; fix or drop them from the pool (first: {broken[0]})"
         )
-    return domains
+    return families
 
 
 # -- evaluate ----------------------------------------------------------------------------
@@ -742,7 +831,7 @@ def evaluate(
             some trial is left to run (a rerun that finds every task done loads no model),
             and the engine it builds is closed at the end; an engine given as such is
             left open (it belongs to the caller).
-        tasks: The tasks (any installed domains; ids must be unique).
+        tasks: The tasks (of any installed domains and benchmarks; ids must be unique).
         k: pass^1..k is reported.
         trials: Trials per task, at least ``k`` (default ``k``).
         rollout: Sampling and limits (default :class:`RolloutConfig`). Its ``batch_size``
@@ -762,11 +851,13 @@ def evaluate(
             exactly on resume); None leaves sampling to the engine.
 
     Returns:
-        The summary; ``summary.results`` has one :class:`TaskResult` per task.
+        The summary; ``summary.results`` has one :class:`TaskResult` per task, and
+        ``summary.headline`` each benchmark's own numbers.
 
     Raises:
-        ConfigError: for bad arguments, tasks whose gold calls fail, or an ``out`` folder
-            holding another run.
+        ConfigError: for bad arguments, tasks whose gold calls fail, a user simulator for a
+            benchmark whose user turns are scripted, or an ``out`` folder holding another
+            run.
     """
     tasks = list(tasks)
     if not tasks:
@@ -782,7 +873,18 @@ def evaluate(
     user_name = user if isinstance(user, str) else "custom"
     if user_name not in ("scripted", "llm", "custom"):
         raise ConfigError(f"unknown user simulator '{user}'; use 'scripted' or 'llm'")
-    domains = check_gold(tasks)
+    families = check_gold(tasks)
+    mode = "llm" if user_name == "custom" else user_name
+    for family in families.values():
+        if isinstance(family, BenchmarkDomain) and mode not in family.user_modes:
+            raise ConfigError(
+                f"{family.name} takes the users {', '.join(family.user_modes)}, not '{mode}'"
+                + (
+                    " (the benchmark scripts every user turn)"
+                    if family.user_modes == ("scripted",)
+                    else ""
+                )
+            )
     meta = dict(meta or {})
     config = {**meta, **_settings(k, trials, rollout, user_name)}
     folder = RunFolder(out) if out is not None else None
@@ -813,7 +915,7 @@ def evaluate(
         bar: _Bar | None = None
         try:
             if folder is not None:
-                folder.write_config(config)
+                folder.write_config(config, tasks)
             report: ProgressCallback = _quiet
             if callable(progress):
                 report = progress
@@ -822,7 +924,7 @@ def evaluate(
                 report = bar
             tracker = _Tracker(report, len(tasks), len(resumed.done), len(specs))
             results.update(
-                _run(model, domains, todo, specs, resumed, trials, rollout, user, folder, tracker)
+                _run(model, families, todo, specs, resumed, trials, rollout, user, folder, tracker)
             )
         finally:
             if bar is not None:
@@ -830,8 +932,9 @@ def evaluate(
             if owned:
                 model.close()
     elif folder is not None:
-        folder.write_config(config)
-    summary = EvalSummary.from_results([results[t.id] for t in tasks], k, meta)
+        folder.write_config(config, tasks)
+    ordered = [results[t.id] for t in tasks]
+    summary = EvalSummary.from_results(ordered, k, meta, headline_scores(ordered, families))
     if folder is not None:
         folder.write_summary(summary)
     return summary
@@ -839,7 +942,7 @@ def evaluate(
 
 def _run(
     engine: Engine,
-    domains: Mapping[str, Domain],
+    families: Mapping[str, AnyDomain],
     todo: Sequence[Task],
     specs: Sequence[EpisodeSpec],
     resumed: _Resumed,
@@ -849,7 +952,8 @@ def _run(
     folder: RunFolder | None,
     tracker: _Tracker,
 ) -> dict[str, TaskResult]:
-    """Run ``specs`` domain by domain; write each trial and each finished task at once."""
+    """Run ``specs`` domain by domain (benchmark by benchmark); write each trial and each
+    finished task at once."""
     by_id = {t.id: t for t in todo}
     groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for tid, recs in resumed.trials.items():
@@ -882,14 +986,19 @@ def _run(
         return user()
 
     t_start = time.perf_counter()
-    for name, domain in domains.items():
+    for name, family in families.items():
         mine = [s for s in specs if s.task.domain == name]
         if not mine:
             continue
 
-        def make_env(domain: Domain = domain) -> ToolEnv:
+        def make_env(family: AnyDomain = family) -> Any:
+            if isinstance(family, BenchmarkDomain):
+                family.require()
+                return family.make_env(
+                    tasks=(), split=None, max_steps=rollout.max_turns, user=user_for_env()
+                )
             return ToolEnv(
-                domain, tasks=(), split=None, max_steps=rollout.max_turns, user=user_for_env()
+                family, tasks=(), split=None, max_steps=rollout.max_turns, user=user_for_env()
             )
 
         run_rollouts(metered, make_env, mine, rollout, on_record=on_record)

@@ -1,13 +1,15 @@
 """Progress of long loops, on a terminal and off it.
 
-On a terminal, a tqdm bar on stderr. Off a terminal (a log file, CI, ``nohup``) tqdm's bar is
-hidden, and a run of several minutes would say nothing until it ends; there a
+On a terminal, a tqdm bar on stderr. Off a terminal (a log file, CI, ``nohup``, a terminal
+that reports 0 columns) tqdm's bar is hidden, and a run of several minutes would say nothing until it ends; there a
 :class:`Progress` writes one plain line every ``1/lines`` of the way (and at the end)
-instead, with the same fields as the bar's postfix.
+instead, with the same fields as the bar's postfix. Log lines go through
+:func:`write_line`, which prints them above a live bar instead of through it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, TextIO
@@ -43,7 +45,7 @@ class Progress:
         self.every = max(1, -(-total // max(1, lines)))
         self.started = time.perf_counter()
         self.bar: Any = None
-        if _is_terminal(self.stream):
+        if is_terminal(self.stream):
             try:
                 from tqdm.auto import tqdm
             except ImportError:  # lines instead
@@ -76,9 +78,37 @@ class Progress:
             self.bar.close()
 
 
-def _is_terminal(stream: TextIO) -> bool:
+def is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal that can show a bar: a tty with at least one column.
+
+    Some CI runners and ``script`` report a terminal of 0 columns, where every tqdm bar is
+    hidden for the whole run; that counts as not a terminal (plain lines instead).
+    """
     isatty = getattr(stream, "isatty", None)
     try:
-        return bool(isatty()) if callable(isatty) else False
-    except ValueError:  # a closed stream
+        if not (callable(isatty) and isatty()):
+            return False
+        return os.get_terminal_size(stream.fileno()).columns > 0
+    except (ValueError, OSError, AttributeError):  # closed, or no file descriptor
+        return bool(callable(isatty) and _safe(isatty))
+
+
+def _safe(call: Any) -> bool:
+    try:
+        return bool(call())
+    except ValueError:
         return False
+
+
+def write_line(line: str, stream: TextIO | None = None) -> None:
+    """Print a log line without breaking a progress bar on screen (tqdm redraws it below)."""
+    stream = stream if stream is not None else sys.stderr
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        print(line, file=stream, flush=True)
+        return
+    if getattr(tqdm, "_instances", None):
+        tqdm.write(line, file=stream)
+    else:
+        print(line, file=stream, flush=True)

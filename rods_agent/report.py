@@ -1,7 +1,9 @@
 """``rods report``: plots and a summary of one or more training runs, side by side.
 
 Reads each run directory's ``metrics.jsonl`` and ``config.yaml`` (see
-:mod:`rods_agent.training.loop`) and draws, with matplotlib:
+:mod:`rods_agent.training.loop`) and draws, with matplotlib, one function per plot
+(:data:`PANELS`). A curve is drawn twice: each step's value (thin) and its trailing mean
+over ``--window`` steps (thick), both in the legend; every y axis says what it counts.
 
 - ``reward.png``: reward and progress per step (and test-split progress when evaluated);
 - ``effective_group_ratio.png``: the share of groups with a reward variance, one line per
@@ -10,7 +12,7 @@ Reads each run directory's ``metrics.jsonl`` and ``config.yaml`` (see
 - ``pool.png``: the active pool by synthesis generation over time, one panel per run;
 - ``variance.png``: the mean reward variance of each zone's groups over time;
 - ``terminations.png``: how each step's episodes ended and the tokens its update trained on
-  (:func:`plot_terminations`).
+  (:func:`plot_terminations`; runs logged before these counts get a note instead).
 
 ``report.md`` holds the numbers (and, given a ``static`` and a ``rods`` run, whether rods
 held an effective group ratio of at least 0.8 after static fell below 0.3). Runs of the
@@ -19,8 +21,9 @@ simulated learner are labelled as such in every title and table.
 
 from __future__ import annotations
 
+import io
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,7 +143,11 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def summarize(run: Run, window: int = 25) -> dict[str, Any]:
-    """The numbers of one run: ratios early and late, when it fell below 0.3, time shares."""
+    """The numbers of one run: ratios early and late, when it fell below 0.3, time shares.
+
+    'First' and 'last' are means over ``window`` steps, or over half the run when it is
+    shorter (``means_over``), so they never average the same steps.
+    """
     ratio = run.series("effective_group_ratio")
     smooth = rolling(ratio, window)
     fell = next(
@@ -158,17 +165,19 @@ def summarize(run: Run, window: int = 25) -> dict[str, Any]:
         for a, b in zip(run.series("time", "engine"), run.series("time", "synthesis"), strict=True)
     ]
     total = sum(step_time)
+    span = means_window(len(run.rows), window)
     return {
         "run": str(run.path),
         "mode": run.mode,
         "simulated": run.simulated,
         "steps": len(run.rows),
         "stopped_early_at": run.stopped_early,
-        "ratio_first": _mean(ratio[:window]),
-        "ratio_last": _mean(ratio[-window:]),
+        "means_over": span,
+        "ratio_first": _mean(ratio[:span]),
+        "ratio_last": _mean(ratio[-span:]),
         "fell_below_0.3_at": fell,
-        "reward_last": _mean(run.series("reward")[-window:]),
-        "progress_last": _mean(run.series("progress")[-window:]),
+        "reward_last": _mean(run.series("reward")[-span:]),
+        "progress_last": _mean(run.series("progress")[-span:]),
         "eval_progress_last": evals[-1][1].get("progress") if evals else None,
         "synthesized_accepted": int(sum(v or 0 for v in run.series("synthesized", "accepted"))),
         "pool_last": run.rows[-1].get("pool", {}).get("active"),
@@ -207,13 +216,201 @@ def compare(static: Run, rods: Run, window: int = 25) -> dict[str, Any]:
     }
 
 
+def _curve(
+    ax: Any,
+    steps: Sequence[int],
+    values: Sequence[float | None],
+    window: int,
+    *,
+    color: str,
+    label: str,
+) -> None:
+    """One series twice: each step's raw value (thin, faint, with dots on short runs) and
+    its ``window``-step trailing mean over it (thick), both in the legend."""
+    raw = _plottable(values)
+    ax.plot(steps, raw, color=color, lw=0.8, alpha=0.35, marker="." if len(steps) <= 60 else None,
+            label=f"{label}: each step")  # fmt: skip
+    ax.plot(steps, _plottable(rolling(values, window)), color=color, lw=2.0,
+            label=f"{label}: {window}-step trailing mean")  # fmt: skip
+
+
+def plot_reward(runs: Sequence[Run], window: int, suffix: str) -> Any:
+    """``reward.png``: the mean reward and progress of each step's episodes (raw and
+    smoothed), with the test-split progress of evaluation steps."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
+    for i, run in enumerate(runs):
+        color = f"C{i}"
+        for ax, key in zip(axes[0], ("reward", "progress"), strict=True):
+            _curve(ax, run.steps, run.series(key), window, color=color, label=run.label)
+        evals = [(r["step"], r["eval"].get("progress")) for r in run.rows if "eval" in r]
+        evals = [(s, v) for s, v in evals if isinstance(v, (int, float))]
+        if evals:
+            axes[0][1].plot(*zip(*evals, strict=True), "o--", color=color, ms=4,
+                            label=f"{run.label}: test split (evaluation steps)")  # fmt: skip
+    for ax, key in zip(axes[0], ("reward", "progress"), strict=True):
+        ax.set(title=f"{key} per step{suffix}", xlabel="step",
+               ylabel=f"mean {key} of the step's episodes", ylim=(0, 1.02))  # fmt: skip
+        ax.legend(fontsize=7)
+    return fig
+
+
+def plot_ratio(runs: Sequence[Run], window: int, suffix: str) -> Any:
+    """``effective_group_ratio.png``: the share of groups with reward variance (raw and
+    smoothed), one colour per run, with the 0.3 and 0.8 marks of the RODS target."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, run in enumerate(runs):
+        _curve(ax, run.steps, run.series("effective_group_ratio"), window, color=f"C{i}",
+               label=run.label)  # fmt: skip
+    ax.axhline(HOLDS, color="grey", ls=":", lw=1, label=f"{HOLDS}: rods should hold this")
+    ax.axhline(FELL_BELOW, color="grey", ls="--", lw=1, label=f"{FELL_BELOW}: static runs dry")
+    ax.set(title=f"effective group ratio by mode{suffix}", xlabel="step",
+           ylabel="share of groups with reward variance", ylim=(0, 1.02))  # fmt: skip
+    ax.legend(fontsize=7)
+    return fig
+
+
+def plot_zones(runs: Sequence[Run], window: int, suffix: str) -> Any:
+    """``zones.png``: each step's groups by zone, stacked, one panel per run
+    (``window``-step trailing means, said in the axis label)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 3.6), squeeze=False)
+    for ax, run in zip(axes[0], runs, strict=True):
+        stacks = [rolling(run.series("zones", z), window) for z in ZONE_COLORS]
+        ax.stackplot(run.steps, *[[v or 0.0 for v in s] for s in stacks],
+                     labels=list(ZONE_COLORS), colors=list(ZONE_COLORS.values()))  # fmt: skip
+        ax.set(title=f"zones: {run.label}", xlabel="step",
+               ylabel=f"groups per step ({window}-step mean)")  # fmt: skip
+        ax.legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"zones over time{suffix}")
+    return fig
+
+
+def plot_pool(runs: Sequence[Run], window: int, suffix: str) -> Any:
+    """``pool.png``: the active pool by synthesis generation at each step, and the tasks
+    parked at that step (a running count, not new parks), one panel per run."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 3.6), squeeze=False)
+    for ax, run in zip(axes[0], runs, strict=True):
+        generations = sorted(
+            {g for r in run.rows for g in r.get("pool", {}).get("generations", {})}, key=int
+        )
+        layers = [
+            [float(r.get("pool", {}).get("generations", {}).get(g, 0)) for r in run.rows]
+            for g in generations
+        ]
+        if layers:
+            ax.stackplot(run.steps, *layers,
+                         labels=[f"active, generation {g}" for g in generations])  # fmt: skip
+        parked = run.series("pool", "parked")
+        ax.plot(run.steps, [v or 0.0 for v in parked], "k--", lw=1,
+                label="parked at that step (running count)")  # fmt: skip
+        ax.set(title=f"pool: {run.label}", xlabel="step", ylabel="tasks (each step's count)")
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"pool composition by generation{suffix}")
+    return fig
+
+
+def plot_variance(runs: Sequence[Run], window: int, suffix: str) -> Any:
+    """``variance.png``: the mean reward variance of each zone's groups (raw and smoothed)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), squeeze=False)
+    for ax, zone in zip(axes[0], ZONE_COLORS, strict=True):
+        for i, run in enumerate(runs):
+            _curve(ax, run.steps, run.series("variance", zone), window, color=f"C{i}",
+                   label=run.label)  # fmt: skip
+        ax.set(title=f"{zone}: mean reward variance", xlabel="step",
+               ylabel="reward variance of the zone's groups", ylim=(0, 0.26))  # fmt: skip
+        ax.legend(fontsize=7)
+    fig.suptitle(f"variance by zone{suffix}")
+    return fig
+
+
+# -- how episodes ended, and the tokens trained ---------------------------------------------------
+TERMINATION_COLORS = {
+    "user_stop": "#4c9a5b",
+    "terminal_tool": "#7fb77e",
+    "max_turns": "#e0a030",
+    "max_steps": "#f2c76e",
+    "max_tokens": "#8c6bb1",
+    "error": "#c0504d",
+}
+
+
+def termination_totals(run: Run) -> dict[str, int]:
+    """Episodes of the whole run by termination (empty for runs logged before the
+    metrics lines carried ``terminations``)."""
+    totals: dict[str, int] = {}
+    for row in run.rows:
+        for name, count in (row.get("terminations") or {}).items():
+            totals[name] = totals.get(name, 0) + int(count)
+    return totals
+
+
+def plot_terminations(runs: Sequence[Run], window: int, suffix: str) -> Any:
+    """``terminations.png``: per run, the share of each step's episodes by how they ended
+    (stacked), and the tokens each step's update trained on (raw and smoothed, on the right
+    axis); a run that trains nothing shows a flat zero, one whose episodes fail a red band."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.8 * len(runs), 3.8), squeeze=False)
+    for ax, run in zip(axes[0], runs, strict=True):
+        totals = termination_totals(run)
+        names = [n for n, count in totals.items() if count > 0]
+        episodes = [sum((r.get("terminations") or {}).values()) for r in run.rows]
+        layers = [
+            [
+                (r.get("terminations") or {}).get(name, 0) / total if total else 0.0
+                for r, total in zip(run.rows, episodes, strict=True)
+            ]
+            for name in names
+        ]
+        if layers:
+            ax.stackplot(run.steps, *layers, labels=names, alpha=0.85,
+                         colors=[TERMINATION_COLORS.get(n, "#999999") for n in names])  # fmt: skip
+            ax.legend(fontsize=7, loc="lower left")
+        else:
+            ax.text(0.5, 0.5, "no termination counts\n(metrics logged before they were)",
+                    ha="center", va="center", transform=ax.transAxes, fontsize=8)  # fmt: skip
+        ax.set(title=f"episodes: {run.label}", xlabel="step",
+               ylabel="share of the step's episodes, by ending", ylim=(0, 1.0))  # fmt: skip
+        tokens = ax.twinx()
+        trained = run.series("loss_tokens")
+        _curve(tokens, run.steps, trained, window, color="black", label="loss tokens")
+        tokens.set_ylabel("tokens the step's update trained on")
+        top = max([1.0, *(v for v in trained if v is not None)])
+        tokens.set_ylim(0, 1.1 * top)
+        tokens.legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"how episodes ended, and the tokens trained{suffix}")
+    return fig
+
+
+Panel = Callable[[Sequence[Run], int, str], Any]
+PANELS: dict[str, Panel] = {
+    "reward.png": plot_reward,
+    "effective_group_ratio.png": plot_ratio,
+    "zones.png": plot_zones,
+    "pool.png": plot_pool,
+    "variance.png": plot_variance,
+    "terminations.png": plot_terminations,
+}
+"""The plots of ``rods report``, in order: file name to the function that draws it (from
+the runs, the smoothing window and the title suffix). ``rods view`` shows each of them."""
+
+
 def make_report(paths: Sequence[str | Path], out: str | Path, *, window: int = 10) -> list[Path]:
-    """Draw the plots and write ``report.md`` for the runs in ``paths``.
+    """Draw the plots (:data:`PANELS`) and write ``report.md`` for the runs in ``paths``.
 
     Args:
         paths: Run directories.
         out: Folder for the PNGs and ``report.md``.
-        window: Steps averaged in the plotted curves.
+        window: Steps of the trailing mean drawn over each raw curve.
 
     Returns:
         The files written.
@@ -228,105 +425,23 @@ def make_report(paths: Sequence[str | Path], out: str | Path, *, window: int = 1
     out.mkdir(parents=True, exist_ok=True)
     suffix = " (simulated learner)" if any(r.simulated for r in runs) else ""
     written = []
-
-    def save(fig: Any, name: str) -> None:
-        path = out / name
+    for name, panel in PANELS.items():
+        fig = panel(runs, window, suffix)
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110)
         plt.close(fig)
-        written.append(path)
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), squeeze=False)
-    for i, run in enumerate(runs):
-        color = f"C{i}"
-        for ax, key in zip(axes[0], ("reward", "progress"), strict=True):
-            ax.plot(
-                run.steps,
-                _plottable(rolling(run.series(key), window)),
-                color=color,
-                label=run.label,
-            )
-        evals = [(r["step"], r["eval"].get("progress")) for r in run.rows if "eval" in r]
-        evals = [(s, v) for s, v in evals if isinstance(v, (int, float))]
-        if evals:
-            axes[0][1].plot(
-                *zip(*evals, strict=True), "o--", color=color, ms=3, label=f"{run.label}: test"
-            )
-    for ax, key in zip(axes[0], ("reward", "progress"), strict=True):
-        ax.set(title=f"{key} per step{suffix}", xlabel="step", ylim=(0, 1.02))
-        ax.legend(fontsize=7)
-    save(fig, "reward.png")
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for i, run in enumerate(runs):
-        ax.plot(
-            run.steps,
-            _plottable(rolling(run.series("effective_group_ratio"), window)),
-            color=f"C{i}",
-            label=run.label,
-        )
-    ax.axhline(HOLDS, color="grey", ls=":", lw=1)
-    ax.axhline(FELL_BELOW, color="grey", ls="--", lw=1)
-    ax.set(
-        title=f"effective group ratio by mode{suffix}",
-        xlabel="step",
-        ylabel=f"groups with variance ({window}-step mean)",
-        ylim=(0, 1.02),
-    )
-    ax.legend(fontsize=8)
-    save(fig, "effective_group_ratio.png")
-
-    fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 3.6), squeeze=False)
-    for ax, run in zip(axes[0], runs, strict=True):
-        stacks = [rolling(run.series("zones", z), window) for z in ZONE_COLORS]
-        ax.stackplot(
-            run.steps,
-            *[[v or 0.0 for v in s] for s in stacks],
-            labels=list(ZONE_COLORS),
-            colors=list(ZONE_COLORS.values()),
-        )
-        ax.set(title=f"zones: {run.label}", xlabel="step", ylabel="groups per step")
-        ax.legend(fontsize=7, loc="upper right")
-    fig.suptitle(f"zones over time{suffix}")
-    save(fig, "zones.png")
-
-    fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 3.6), squeeze=False)
-    for ax, run in zip(axes[0], runs, strict=True):
-        generations = sorted(
-            {g for r in run.rows for g in r.get("pool", {}).get("generations", {})}, key=int
-        )
-        layers = [
-            [float(r.get("pool", {}).get("generations", {}).get(g, 0)) for r in run.rows]
-            for g in generations
-        ]
-        if layers:
-            ax.stackplot(run.steps, *layers, labels=[f"gen {g}" for g in generations])
-        parked = run.series("pool", "parked")
-        ax.plot(run.steps, [v or 0.0 for v in parked], "k--", lw=1, label="parked")
-        ax.set(title=f"pool: {run.label}", xlabel="step", ylabel="active tasks")
-        ax.legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"pool composition by generation{suffix}")
-    save(fig, "pool.png")
-
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), squeeze=False)
-    for ax, zone in zip(axes[0], ZONE_COLORS, strict=True):
-        for i, run in enumerate(runs):
-            ax.plot(
-                run.steps,
-                _plottable(rolling(run.series("variance", zone), window)),
-                color=f"C{i}",
-                label=run.label,
-            )
-        ax.set(title=f"{zone}: mean reward variance", xlabel="step", ylim=(0, 0.26))
-        ax.legend(fontsize=7)
-    fig.suptitle(f"variance by zone{suffix}")
-    save(fig, "variance.png")
-
-    written.extend(plot_terminations(runs, out, window=window, suffix=suffix))
+        written.append(atomic_write(out / name, buf.getvalue()))
     path = out / "report.md"
     atomic_write(path, report_markdown(runs))
     written.append(path)
     return written
+
+
+def means_window(steps: int, window: int) -> int:
+    """Steps in the 'first' and 'last' means of a run of ``steps``: ``window``, or fewer so
+    that the first and the last do not overlap (half the run, at least one step)."""
+    return max(1, min(window, steps // 2))
 
 
 def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
@@ -337,12 +452,14 @@ def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
     ]
     lines += [
         "",
-        f"Ratios are means over the first / last {window} steps; 'fell below 0.3' is the first "
-        f"step whose trailing {window}-step mean ratio is under 0.3.",
+        f"'ratio first', 'ratio last' and 'reward last' are means over a run's first / last "
+        f"N steps: N = {window}, or half the run when it is shorter (column 'N'). 'fell below "
+        f"0.3' is the first step whose trailing {window}-step mean ratio is under 0.3 (a run "
+        f"of fewer than {window} steps has none). 'pool' is the active pool at the last step.",
         "",
-        "| run | mode | steps | ratio first | ratio last | fell below 0.3 | reward last | "
+        "| run | mode | steps | N | ratio first | ratio last | fell below 0.3 | reward last | "
         "test progress | synthesized | pool | data engine time |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
 
     def fmt(v: Any, pct: bool = False) -> str:
@@ -355,7 +472,8 @@ def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
     for run in runs:
         s = summarize(run, window)
         lines.append(
-            f"| {run.path.name} | {s['mode']} | {s['steps']} | {fmt(s['ratio_first'])} | "
+            f"| {run.path.name} | {s['mode']} | {s['steps']} | {s['means_over']} | "
+            f"{fmt(s['ratio_first'])} | "
             f"{fmt(s['ratio_last'])} | {fmt(s['fell_below_0.3_at'])} | {fmt(s['reward_last'])} | "
             f"{fmt(s['eval_progress_last'])} | {s['synthesized_accepted']} | {fmt(s['pool_last'])} | "
             f"{fmt(s['data_engine_time_share'], pct=True)} |"
@@ -386,78 +504,6 @@ def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
                 f"{fmt(c['rods_min_rolling_after'])}): target {verdict}."
             )
     return "\n".join(lines) + "\n"
-
-
-# -- how episodes ended, and the tokens trained ---------------------------------------------------
-TERMINATION_COLORS = {
-    "user_stop": "#4c9a5b",
-    "terminal_tool": "#7fb77e",
-    "max_turns": "#e0a030",
-    "max_steps": "#f2c76e",
-    "max_tokens": "#8c6bb1",
-    "error": "#c0504d",
-}
-
-
-def termination_totals(run: Run) -> dict[str, int]:
-    """Episodes of the whole run by termination (empty for runs logged before the
-    metrics lines carried ``terminations``)."""
-    totals: dict[str, int] = {}
-    for row in run.rows:
-        for name, count in (row.get("terminations") or {}).items():
-            totals[name] = totals.get(name, 0) + int(count)
-    return totals
-
-
-def plot_terminations(
-    runs: Sequence[Run], out: Path, *, window: int = 10, suffix: str = ""
-) -> list[Path]:
-    """``terminations.png``: one panel per run, the share of each step's episodes by
-    termination (stacked), and the loss tokens of each step on a second axis (a run that
-    trains nothing shows a flat zero). Nothing is drawn for runs without the counts.
-
-    Returns:
-        The file written (none when no run has termination counts).
-    """
-    import matplotlib.pyplot as plt
-
-    shown = [r for r in runs if termination_totals(r)]
-    if not shown:
-        return []
-    fig, axes = plt.subplots(1, len(shown), figsize=(4.8 * len(shown), 3.8), squeeze=False)
-    for ax, run in zip(axes[0], shown, strict=True):
-        names = [n for n in termination_totals(run) if termination_totals(run)[n] > 0]
-        totals = [sum((r.get("terminations") or {}).values()) for r in run.rows]
-        layers = [
-            [
-                (r.get("terminations") or {}).get(name, 0) / total if total else 0.0
-                for r, total in zip(run.rows, totals, strict=True)
-            ]
-            for name in names
-        ]
-        if layers:
-            ax.stackplot(
-                run.steps,
-                *layers,
-                labels=names,
-                colors=[TERMINATION_COLORS.get(n, "#999999") for n in names],
-                alpha=0.85,
-            )
-        ax.set(title=f"episodes: {run.label}", xlabel="step", ylabel="share of episodes",
-               ylim=(0, 1.0))  # fmt: skip
-        ax.legend(fontsize=7, loc="lower left")
-        tokens = ax.twinx()
-        trained = rolling(run.series("loss_tokens"), window)
-        tokens.plot(run.steps, _plottable(trained), color="black", lw=1.2, label="loss tokens")
-        tokens.set_ylabel(f"loss tokens per step ({window}-step mean)")
-        tokens.set_ylim(0, 1.1 * max([1.0, *(v for v in trained if v is not None)]))
-        tokens.legend(fontsize=7, loc="upper right")
-    fig.suptitle(f"how episodes ended, and the tokens trained{suffix}")
-    path = out / "terminations.png"
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
 
 
 def terminations_markdown(runs: Sequence[Run]) -> list[str]:

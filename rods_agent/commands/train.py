@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rods_agent.config import TrainConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,9 +56,43 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     from rods_agent.training.loop import train
+    from rods_agent.training.run_dir import checkpoint_dirs
 
-    out = train(config, resume=args.resume)
-    simulated = " (simulated learner: no model was trained)" if config.policy == "simulated" else ""
-    print(f"trained {config.steps} steps, mode {config.mode}{simulated}")
-    print(f"metrics in {out / 'metrics.jsonl'}; plots: rods report {out}")
+    out = Path(config.out)
+    done_before = checkpoint_dirs(out)[-1][0] if args.resume and checkpoint_dirs(out) else 0
+    if args.resume and done_before >= config.steps:
+        print(
+            f"rods train: nothing to do: {out} has done its {done_before} of {config.steps} "
+            f"steps already (pass steps=N with N > {done_before} to train on); "
+            f"plots: rods report {out}; transcripts: rods view {out}"
+        )
+        return 0
+    train(config, resume=args.resume)
+    print(outcome(config, out, done_before))
     return 0
+
+
+def outcome(config: TrainConfig, out: Path, start: int) -> str:
+    """What the run did, in words: the steps trained, or why it stopped early."""
+    from rods_env.fileio import read_jsonl
+
+    rows = [r for r in read_jsonl(out / "metrics.jsonl") if isinstance(r.get("step"), int)]
+    done = max((r["step"] for r in rows), default=-1) + 1
+    simulated = " (simulated learner: no model was trained)" if config.policy == "simulated" else ""
+    trained = done - start
+    if start and trained > 0:
+        what = f"trained steps {start}-{done - 1} ({trained} steps, resumed at {start})"
+    elif trained > 0:
+        what = f"trained {trained} steps"
+    else:
+        what = "trained no step"
+    if done < config.steps:
+        what += (
+            f", then stopped early at step {done} of {config.steps}: the pool was exhausted "
+            "(every task retired, or parked as hard and seen hard again)"
+        )
+    return (
+        f"rods train: {what}, mode {config.mode}{simulated}\n"
+        f"metrics in {out / 'metrics.jsonl'}; plots: rods report {out}; "
+        f"transcripts: rods view {out}"
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,10 @@ if TYPE_CHECKING:
 ENGINES: tuple[str, ...] = ("openai", "transformers", "vllm")
 """Model engines by name (``oracle``, the gold replay, is not a model)."""
 
-ENGINE_CHOICES: tuple[str, ...] = (*ENGINES, "oracle")
+ENGINE_CHOICES: tuple[str, ...] = (*ENGINES, "oracle", "random")
+"""Every ``--engine``: the models, and two scripted agents (``oracle`` replays the gold
+calls; ``random`` calls random tools with words of the conversation, a floor to compare
+with)."""
 
 
 def _json_object(text: str) -> dict[str, object]:
@@ -55,7 +59,7 @@ class EngineOptions:
     """Which model to reach and how (the ``model`` options of ``rods eval``).
 
     Attributes:
-        engine: ``openai``, ``transformers``, ``vllm`` or ``oracle``.
+        engine: ``openai``, ``transformers``, ``vllm``, ``oracle`` or ``random``.
         model: Model name on the server, or a local model folder.
         base_url: OpenAI-compatible API root.
         api_key_env: Name of the environment variable with the API key (never its value).
@@ -76,7 +80,8 @@ class EngineOptions:
     engine: str = field(
         default="openai",
         metadata=option(
-            "how to reach the model (oracle: replay the gold calls, a check of the pool)",
+            "how to reach the model (oracle: replay the gold calls, a check of the pool; "
+            "random: random tool calls, a floor)",
             choices=ENGINE_CHOICES,
         ),
     )
@@ -131,7 +136,7 @@ class EngineOptions:
             raise ConfigError(
                 f"unknown engine '{self.engine}'; engines: {', '.join(ENGINE_CHOICES)}"
             )
-        if self.model is None and self.engine != "oracle":
+        if self.model is None and self.engine not in ("oracle", "random"):
             raise ConfigError(f"engine '{self.engine}' needs a model (--model)")
         for name in ("concurrency", "timeout"):
             if getattr(self, name) <= 0:
@@ -141,7 +146,8 @@ class EngineOptions:
 
     @property
     def model_name(self) -> str:
-        """The model as results name it (``oracle`` for the gold replay)."""
+        """The model as results name it (``oracle`` for the gold replay, ``random`` for the
+        random agent)."""
         return self.model if self.model is not None else self.engine
 
 
@@ -191,17 +197,36 @@ def _one_line(exc: BaseException) -> str:
 
 
 def oracle_engine(tasks: Sequence[Task]) -> Engine:
-    """An engine that replays each task's gold calls (a solvability check of a pool)."""
-    from rods_agent.engines.scripted import ScriptedEngine
+    """An engine that replays each task's gold calls (a solvability check of a pool); a
+    benchmark domain's task is played by the benchmark's own oracle agent."""
+    from rods_agent.engines.scripted import ScriptedAgent, ScriptedEngine
+    from rods_env.benchmark import BenchmarkDomain
     from rods_env.oracle import OracleAgent
-    from rods_env.registry import load_domain
+    from rods_env.registry import load_any_domain
 
     by_id = {t.id: t for t in tasks}
-    writes = {name: load_domain(name).toolkit.write_names() for name in {t.domain for t in tasks}}
+    families = {name: load_any_domain(name) for name in {t.domain for t in tasks}}
 
-    def make_agent(info: Mapping[str, Any]) -> OracleAgent:
+    def make_agent(info: Mapping[str, Any]) -> ScriptedAgent:
         task = by_id[str(info["task_id"])]
-        return OracleAgent(task, writes[task.domain])
+        family = families[task.domain]
+        if isinstance(family, BenchmarkDomain):
+            return family.oracle_agent(task)
+        return OracleAgent(task, family.toolkit.write_names())
+
+    return ScriptedEngine(make_agent)
+
+
+def random_engine(seed: int | None = None) -> Engine:
+    """An engine of :class:`rods_env.RandomToolAgent` agents: random tools with arguments
+    copied from the conversation, seeded per episode (``derive_seed(seed, episode key)``),
+    so a rerun gives the same episodes."""
+    from rods_agent.engines.base import derive_seed
+    from rods_agent.engines.scripted import ScriptedEngine
+    from rods_env.oracle import RandomToolAgent
+
+    def make_agent(info: Mapping[str, Any]) -> RandomToolAgent:
+        return RandomToolAgent(seed=derive_seed(seed or 0, "random", info["episode"]))
 
     return ScriptedEngine(make_agent)
 
@@ -222,6 +247,8 @@ def build_engine(
     """
     if options.engine == "oracle":
         return oracle_engine(tasks)
+    if options.engine == "random":
+        return random_engine(options.seed)
     model = options.model_name
     if options.engine == "openai":
         from rods_agent.engines.openai_api import OpenAIEngine
@@ -249,8 +276,10 @@ def build_engine(
                 "run `bash scripts/setup_vllm.sh` and use .venv-vllm/bin/rods"
             )
     check_model_folder(model)
-    if not progress:
-        _quiet_transformers()
+    from rods_agent.progress import is_terminal
+
+    if not progress or not is_terminal(sys.stderr):
+        quiet_transformers()  # off a terminal their bars would only litter a log file
     load_errors: tuple[type[BaseException], ...] = (OSError, ValueError, KeyError, RuntimeError)
     try:
         from safetensors import SafetensorError  # a corrupt weights file
@@ -277,8 +306,8 @@ def build_engine(
         raise EngineError(f"cannot load model '{model}': {_one_line(exc)}") from None
 
 
-def _quiet_transformers() -> None:
-    """No loading bars from transformers and huggingface_hub."""
+def quiet_transformers() -> None:
+    """No loading bars from transformers and huggingface_hub (for this process)."""
     import transformers
 
     transformers.utils.logging.disable_progress_bar()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from rods_agent.engines.base import (
 )
 from rods_agent.engines.chat import ChatTemplate
 from rods_agent.engines.sampling import sample_next
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -100,6 +103,7 @@ class TransformersEngine:
             conversation by :meth:`end_episode`. Models whose layers all use full attention
             only (Qwen2/3, Llama, ...).
         max_cached_tokens: Most tokens kept in that cache (least recently used dropped).
+        thinking: The chat template's ``enable_thinking`` switch (None: its default).
     """
 
     def __init__(
@@ -114,6 +118,7 @@ class TransformersEngine:
         gguf_file: str | None = None,
         reuse_kv: bool = False,
         max_cached_tokens: int = 1 << 20,
+        thinking: bool | None = None,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -141,14 +146,22 @@ class TransformersEngine:
         self.max_batch_tokens = int(max_batch_tokens)
         gen_eos = getattr(self.model.generation_config, "eos_token_id", None)
         gen_eos = [gen_eos] if isinstance(gen_eos, int) else list(gen_eos or [])
-        self.chat = ChatTemplate(tokenizer, stop_ids=gen_eos)
+        self.chat = ChatTemplate(tokenizer, stop_ids=gen_eos, thinking=thinking)
         self._stop_ids = sorted(self.chat.end_of_turn_ids)
         pad = tokenizer.pad_token_id
         self._pad_id = int(pad if pad is not None else self._stop_ids[0])
         self._max_positions = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
         self._calls = 0
         self.weights_version = 0
-        self.reuse_kv = bool(reuse_kv)
+        layer_types = getattr(self.model.config, "layer_types", None) or ()
+        self.full_attention = all(t == "full_attention" for t in layer_types) and not getattr(
+            self.model.config, "use_sliding_window", False
+        )
+        """Every layer attends to the whole context (no sliding window): what the kept and
+        preallocated keys and values assume."""
+        if reuse_kv and not self.full_attention:
+            log.info("reuse_kv is off: the model has sliding-window attention layers")
+        self.reuse_kv = bool(reuse_kv) and self.full_attention
         self.max_cached_tokens = int(max_cached_tokens)
         self._kv: OrderedDict[str, _KV] = OrderedDict()  # conversation key -> its prompt's KV
         self._prefixes: OrderedDict[tuple[int, ...], _KV] = OrderedDict()  # shared prompt heads
@@ -387,7 +400,9 @@ class TransformersEngine:
                     out, attention, positions = self._prefill_reusing(chunk, keys)
                 else:
                     out, attention, positions = self._prefill_padded(chunk)
-                cache = _preallocated(out.past_key_values, max(caps))
+                cache = out.past_key_values
+                if self.full_attention:
+                    cache = _preallocated(cache, max(caps))
                 for t in range(max(caps)):
                     nxt, lps = sample_next(
                         out.logits[:, -1, :], params.temperature, params.top_p, generators

@@ -65,6 +65,8 @@ class OpenAIEngine:
             would reject the field).
         extra_body: Extra JSON fields for every request (e.g. ``{"top_k": 20}``).
         tokenizer: The model's folder (tokenizer and chat template): switches to token mode.
+        thinking: Token mode: the chat template's ``enable_thinking`` switch (None: its
+            default).
         transport: An ``httpx2`` transport for the SDK's HTTP client (tests use
             ``httpx2.MockTransport``).
     """
@@ -83,6 +85,7 @@ class OpenAIEngine:
         extra_body: Mapping[str, object] | None = None,
         tokenizer: str | Path | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
+        thinking: bool | None = None,
     ) -> None:
         try:
             import httpx2
@@ -108,7 +111,7 @@ class OpenAIEngine:
         self.extra_body = dict(extra_body or {})
         self.chat: ChatTemplate | None = None
         if tokenizer is not None:
-            self.chat = _load_chat_template(tokenizer)
+            self.chat = _load_chat_template(tokenizer, thinking)
         key = os.environ.get(api_key_env) or ""
         self._secret = key or None
         # Without a key the Authorization header is left out of each request (the SDK
@@ -301,7 +304,7 @@ class OpenAIEngine:
         )
 
 
-def _load_chat_template(path: str | Path) -> ChatTemplate:
+def _load_chat_template(path: str | Path, thinking: bool | None = None) -> ChatTemplate:
     """The chat template and end-of-turn ids of a local model folder."""
     from transformers import AutoTokenizer, GenerationConfig
 
@@ -315,7 +318,7 @@ def _load_chat_template(path: str | Path) -> ChatTemplate:
     except OSError:
         eos = None
     stop = [eos] if isinstance(eos, int) else list(eos or [])
-    return ChatTemplate(tokenizer, stop_ids=stop)
+    return ChatTemplate(tokenizer, stop_ids=stop, thinking=thinking)
 
 
 def _error_text(exc: openai.APIStatusError, limit: int = 300) -> str:

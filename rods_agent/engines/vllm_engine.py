@@ -89,6 +89,7 @@ class VLLMEngine:
         max_model_len: Context length to reserve.
         enforce_eager: Skip graph capture (faster start; required on CPU here).
         seed: Seed of the engine's sampler (``SamplingParams.seed`` is not used per request).
+        thinking: The chat template's ``enable_thinking`` switch (None: its default).
         **llm_kwargs: Passed to ``vllm.LLM`` as is (e.g. ``gpu_memory_utilization``).
     """
 
@@ -100,6 +101,7 @@ class VLLMEngine:
         max_model_len: int = 4096,
         enforce_eager: bool = True,
         seed: int = 0,
+        thinking: bool | None = None,
         **llm_kwargs: Any,
     ) -> None:
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -136,7 +138,7 @@ class VLLMEngine:
         self.tokenizer = self.llm.get_tokenizer()
         gen_eos = self.llm.llm_engine.model_config.try_get_generation_config().get("eos_token_id")
         gen_eos = [gen_eos] if isinstance(gen_eos, int) else list(gen_eos or [])
-        self.chat = ChatTemplate(self.tokenizer, stop_ids=gen_eos)
+        self.chat = ChatTemplate(self.tokenizer, stop_ids=gen_eos, thinking=thinking)
         self.max_model_len = int(max_model_len)
         self.weights_version = 0
         self._sleeping = False

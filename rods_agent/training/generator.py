@@ -22,7 +22,11 @@ def make_engine(config: TrainConfig, learner: Learner) -> Any:
         from rods_agent.engines.hf import TransformersEngine
 
         engine: Any = TransformersEngine(
-            learner.model, learner.tokenizer, device=learner.device, reuse_kv=mc.reuse_kv
+            learner.model,
+            learner.tokenizer,
+            device=learner.device,
+            reuse_kv=mc.reuse_kv,
+            thinking=config.rollout.thinking,
         )
         learner.model.train()  # the engine switched it to eval; it switches per call
         return engine
@@ -39,11 +43,20 @@ def make_engine(config: TrainConfig, learner: Learner) -> Any:
         dtype=learner.dtype,
         max_model_len=config.rollout.max_tokens,
         seed=config.seed,
+        thinking=config.rollout.thinking,
         **options,
     )
     if learner.lora:
         sync_generator(engine, learner.model, lora=True, version=0)
     return engine
+
+
+def turn_tokens(config: TrainConfig, chat: Any) -> int:
+    """The token cap of one completion: ``rollout.max_new_tokens``, plus
+    ``rollout.thinking_tokens`` when the model thinks before it answers."""
+    rc = config.rollout
+    thinks = bool(getattr(chat, "thinks", False))
+    return rc.max_new_tokens + (rc.thinking_tokens if thinks else 0)
 
 
 def generator_state(model: Any, *, lora: bool) -> dict[str, Any]:

@@ -62,6 +62,18 @@ def ensure_model(config: TrainConfig, out_dir: Path) -> Path:
         from rods_agent.tiny_model import build_tiny_model
 
         mc = config.model
+        if mc.tiny_family is not None:  # a real family's tokenizer and template
+            build_tiny_model(
+                path,
+                family=mc.tiny_family,
+                hidden_size=mc.tiny_hidden_size,
+                layers=mc.tiny_layers,
+                heads=max(2, mc.tiny_hidden_size // 16),
+                kv_heads=max(1, mc.tiny_hidden_size // 32),
+                intermediate_size=2 * mc.tiny_hidden_size,
+                seed=config.seed,
+            )
+            return path
         build_tiny_model(
             path,
             hidden_size=mc.tiny_hidden_size,

@@ -20,7 +20,10 @@ model``) and the simulated learner (``policy: simulated``) alike.
 The run directory holds ``config.yaml`` (resolved), ``metrics.jsonl`` (one line per step),
 ``tb/`` (TensorBoard events), ``checkpoints/step-NNNNNN/`` (policy, data engine, loop
 state; written to a temporary folder and renamed, so a kill never leaves half a
-checkpoint) and, at the end, ``pool.jsonl`` (the final active pool). Every random choice
+checkpoint), ``rollouts/`` (a bounded sample of each step's episodes) and ``pool_events.jsonl``
+(what each step changed in the pool), both for ``rods view``
+(:mod:`rods_agent.training.transcripts`), and, at the end, ``pool.jsonl`` (the final active
+pool). Every random choice
 derives from ``(seed, step, ...)``, so ``--resume`` after a kill repeats exactly what the
 unbroken run would have done (:mod:`rods_agent.training.run_dir`; the metrics line and
 TensorBoard: :mod:`rods_agent.training.metrics`).
@@ -47,6 +50,7 @@ from rods_agent.training.run_dir import (
     save_checkpoint,
     write_run_config,
 )
+from rods_agent.training.transcripts import RolloutLog, pool_statuses
 from rods_env.errors import ConfigError
 from rods_env.fileio import append_jsonl, read_jsonl, write_json
 from rods_env.task import dump_tasks
@@ -96,6 +100,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
                 raise ConfigError(f"warm_start.enabled: policy {config.policy} has no warm start")
             write_json(out / "warm_start.json", warm_start(engine.active))
         scalars = Scalars(out / "tb", purge_step=start) if config.log.tensorboard else None
+        transcripts = RolloutLog(out, config.log, start=start)
         bar = progress_bar(config, start)
         for step in range(start, config.steps):
             # 1. the batch
@@ -120,6 +125,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             update_seconds = time.perf_counter() - update_started
             # 4. the data engine: zones, synthesis around the boundary, injection, retirement
             groups = [GroupResult(g.task.id, tuple(g.rewards)) for g in batch.groups]
+            statuses, removed = pool_statuses(engine), len(engine.buffer.removed)
             data = engine.observe(groups, step=step)
             # 5. periodic evaluation on the test split
             evaluation = None
@@ -142,6 +148,8 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             append_jsonl(out / "metrics.jsonl", [row])
             if scalars is not None:
                 scalars.write(row, step)
+            transcripts.write_step(step, batch.groups, kept, engine)  # for rods view
+            transcripts.write_events(step, statuses, removed, engine)
             guard.check(row, batch)  # stops a run that cannot learn, naming the cause
             # 7. checkpoint
             done = step + 1

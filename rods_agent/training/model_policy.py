@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from rods_agent.config import TrainConfig
+from rods_agent.engines import quiet_transformers
 from rods_agent.engines.base import SamplingParams, derive_seed
 from rods_agent.grpo import (
     LossConfig,
@@ -43,6 +44,7 @@ from rods_agent.grpo import (
     mismatch_metrics,
     score_sequences,
 )
+from rods_agent.progress import is_terminal
 from rods_agent.rollout import (
     DomainRouter,
     EpisodeRecord,
@@ -51,7 +53,12 @@ from rods_agent.rollout import (
     RolloutStats,
     run_rollouts,
 )
-from rods_agent.training.generator import generator_state, make_engine, sync_generator
+from rods_agent.training.generator import (
+    generator_state,
+    make_engine,
+    sync_generator,
+    turn_tokens,
+)
 from rods_agent.training.learner import frozen_copy, load_learner
 from rods_agent.training.model_checkpoint import (
     REFERENCE_FILE,
@@ -86,6 +93,8 @@ class ModelPolicy:
                 "rollout.temperature must be > 0 to train (greedy decoding has no policy "
                 f"gradient); got {rc.temperature}"
             )
+        if not is_terminal(sys.stderr):
+            quiet_transformers()  # their loading bars would only litter a log file
         loaded = load_learner(config, self.out_dir)
         self.device = loaded.device
         self.dtype_name = loaded.dtype
@@ -158,7 +167,9 @@ class ModelPolicy:
         rc = self.config.rollout
         return RolloutConfig(
             sampling=SamplingParams(
-                max_tokens=rc.max_new_tokens, temperature=rc.temperature, top_p=rc.top_p
+                max_tokens=turn_tokens(self.config, self.engine.chat),
+                temperature=rc.temperature,
+                top_p=rc.top_p,
             ),
             max_turns=rc.max_turns,
             max_tokens=rc.max_tokens,
@@ -328,7 +339,9 @@ class ModelPolicy:
         )
         timings["total"] = time.perf_counter() - t0
         self.update_seconds = timings
-        log.info("update %d: %s", step, {k: round(v, 2) for k, v in timings.items()})
+        log.info(
+            "step %d update: %s", step, ", ".join(f"{k} {v:.2f} s" for k, v in timings.items())
+        )
         return metrics
 
     def _score(self, model: Any, seqs: Sequence[TrainSequence]) -> list[Any]:

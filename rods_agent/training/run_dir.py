@@ -19,8 +19,9 @@ from rods_agent.training.policy import Policy
 from rods_env.errors import ConfigError, RodsError
 from rods_env.fileio import atomic_write, fsync_dir, read_jsonl, write_json, write_jsonl
 
-RESUMABLE_CHANGES = ("steps", "log.progress")
-"""Config keys a resumed run may change (more steps, progress bars on or off)."""
+RESUMABLE_CHANGES = ("steps", "log.progress", "log.rollouts_per_group", "log.rollouts_max_chars")
+"""Config keys a resumed run may change (more steps, progress bars on or off, how much of
+the rollouts is kept)."""
 
 
 def prepare_run_dir(config: TrainConfig, out: Path, *, resume: bool) -> None:

@@ -76,6 +76,14 @@ def structure_key(task: Task) -> str:
     return f"{skill_key(task)}/{task.variant}/{sig}"
 
 
+SIMULATED_FAILURE = {
+    "rule": "simulated",
+    "values": [],
+    "text": "the simulated learner's draw failed this turn (no reward rule ran: no model, no env)",
+}
+"""Why a simulated turn failed, in the shape of :class:`rods_env.rewards.Failure`."""
+
+
 class SimulatedPolicy:
     """A stand-in learner implementing :class:`rods_agent.training.policy.Policy` (a simulation).
 
@@ -150,7 +158,10 @@ class SimulatedPolicy:
             progress=progress,
             success=all(passed),
             termination="simulated",
-            turn_results=[{"turn": i, "passed": ok} for i, ok in enumerate(passed)],
+            turn_results=[
+                {"turn": i, "passed": ok, "failures": [] if ok else [SIMULATED_FAILURE]}
+                for i, ok in enumerate(passed)
+            ],
         )
 
     def rollouts(self, tasks: Sequence[Task], *, step: int) -> RolloutBatch:

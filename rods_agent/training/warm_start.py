@@ -17,6 +17,7 @@ reward variance and the data engine a boundary to find.
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from rods_agent.rollout import (
     RolloutConfig,
     run_rollouts,
 )
+from rods_agent.training.generator import turn_tokens
 from rods_agent.training.numerics import LRSchedule, clip_gradients, make_optimizer
 from rods_env.errors import ConfigError
 from rods_env.task import Task
@@ -240,6 +242,38 @@ def mean_progress(
     return sum(r.progress for r in records) / len(records) if records else 0.0
 
 
+def complete(record: EpisodeRecord) -> bool:
+    """Whether an oracle transcript is whole: the episode ended by itself (the user was done
+    or a terminal tool ran), with no error, every turn passed. A transcript cut by the token
+    or turn cap would teach the model to stop mid-task."""
+    return (
+        record.termination in ("user_stop", "terminal_tool")
+        and not record.errors
+        and record.progress == 1.0
+    )
+
+
+def cut_message(records: Sequence[EpisodeRecord], max_tokens: int, *, every: bool = False) -> str:
+    """One line saying which oracle transcripts were left out and why."""
+    bad = [r for r in records if not complete(r)]
+    capped = [r for r in bad if r.termination in ("max_tokens", "max_turns", "max_steps")]
+    what = (
+        "every oracle transcript" if every else f"{len(bad)} of {len(records)} oracle transcripts"
+    )
+    if capped and len(capped) == len(bad):
+        longest = max(len(r.token_ids) for r in capped)
+        return (
+            f"{what} cut at warm_start.max_tokens={max_tokens} (cut after {longest} tokens; "
+            "raise warm_start.max_tokens)" + ("" if every else ": left out of the warm start")
+        )
+    first = bad[0]
+    return (
+        f"{what} did not finish ({first.task_id}: termination {first.termination}, progress "
+        f"{first.progress:.2f}{', ' + first.errors[-1] if first.errors else ''})"
+        + ("" if every else ": left out of the warm start")
+    )
+
+
 def warm_start(
     config: TrainConfig,
     model: Any,
@@ -265,13 +299,18 @@ def warm_start(
             catches up with the new weights).
         master_weights: Float32 master weights for a bf16/fp16 model.
 
+    Only whole transcripts are trained on (:func:`complete`): one cut by
+    ``warm_start.max_tokens`` (or the turn cap) is left out with a line on stderr, and
+    counted in ``transcripts_cut``; when every one is cut the warm start stops with a
+    one-line error.
+
     Returns:
-        ``tasks``, ``pool_tasks``, ``progress_before``/``progress_after``, the fit
-        (``steps``, ``transcripts``, ``tokens``, ``loss_first``, ``loss_last``,
-        ``seconds``), ``oracle_progress`` and ``total_seconds``.
+        ``tasks``, ``pool_tasks``, ``transcripts_cut``, ``progress_before``/
+        ``progress_after``, the fit (``steps``, ``transcripts``, ``tokens``, ``loss_first``,
+        ``loss_last``, ``seconds``), ``oracle_progress`` and ``total_seconds``.
 
     Raises:
-        ConfigError: no tasks, or no transcript with a token to train on.
+        ConfigError: no tasks, or no whole transcript to train on.
     """
     ws = config.warm_start
     pool = list(tasks)
@@ -279,16 +318,22 @@ def warm_start(
         raise ConfigError("warm_start: no tasks to transcribe")
     t0 = time.perf_counter()
     records = oracle_transcripts(pool, engine.chat, max_tokens=ws.max_tokens)
+    whole = [i for i, r in enumerate(records) if complete(r)]
+    cut = len(pool) - len(whole)
+    if not whole:
+        raise ConfigError(cut_message(records, ws.max_tokens, every=True))
+    if cut:
+        print(f"rods: warm start: {cut_message(records, ws.max_tokens)}", file=sys.stderr)
     if ws.select == "shortest":
-        order = sorted(range(len(pool)), key=lambda i: (sum(records[i].assistant_mask), pool[i].id))
+        order = sorted(whole, key=lambda i: (sum(records[i].assistant_mask), pool[i].id))
     else:
-        order = list(range(len(pool)))
+        order = whole
     order = order[: ws.tasks] if ws.tasks else order
     chosen = [pool[i] for i in order]
     records = [records[i] for i in order]
     rc = config.rollout
     measure_sampling = SamplingParams(
-        max_tokens=rc.max_new_tokens, temperature=rc.temperature, top_p=rc.top_p
+        max_tokens=turn_tokens(config, engine.chat), temperature=rc.temperature, top_p=rc.top_p
     )
 
     def progress() -> float:
@@ -297,7 +342,11 @@ def warm_start(
             max_tokens=rc.max_tokens, seed=config.seed, trials=rc.group_size,
         )  # fmt: skip
 
-    out: dict[str, float] = {"tasks": float(len(chosen)), "pool_tasks": float(len(pool))}
+    out: dict[str, float] = {
+        "tasks": float(len(chosen)),
+        "pool_tasks": float(len(pool)),
+        "transcripts_cut": float(cut),
+    }
     if ws.measure:
         out["progress_before"] = progress()
     n_steps = ws.epochs * -(-len(records) // ws.batch_size)

@@ -78,3 +78,84 @@ def retail_tasks(retail):
             seen.add(t.skill)
             picked.append(t)
     return picked[:6]
+
+
+# -- real model families (tokenizers from scripts/setup_tokenizers.sh) ------------------------
+FAMILY_CASES = [
+    ("qwen3", True),
+    ("qwen3", False),
+    ("qwen2_5", None),
+    ("llama3_1", None),
+    ("gemma3", None),
+    ("gptoss", None),
+]
+"""(family, thinking): Qwen3 with thinking on and off, the others with their template's default."""
+
+
+def case_id(case: tuple[str, bool | None]) -> str:
+    family, thinking = case
+    return family if thinking is None else f"{family}-{'think' if thinking else 'nothink'}"
+
+
+def require_tokenizer(family: str) -> Path:
+    """The family's tokenizer folder; skips (fails under RODS_REQUIRE_SETUP=1) without it."""
+    from rods_agent.tiny_model import tokenizers_dir
+    from tests.requires import require
+
+    path = tokenizers_dir() / family
+    require(
+        (path / "tokenizer.json").is_file(),
+        f"no {family} tokenizer at {path}",
+        "bash scripts/setup_tokenizers.sh",
+    )
+    return path
+
+
+class FamilyModels:
+    """Tiny random models of the real families, each built once per test session."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._built: dict[str, Path] = {}
+        self._tokenizers: dict[str, object] = {}
+
+    def model(self, family: str) -> Path:
+        if family not in self._built:
+            from rods_agent.tiny_model import build_tiny_model
+
+            tokenizer = require_tokenizer(family)
+            self._built[family] = build_tiny_model(
+                self.root / family, family=family, tokenizer=tokenizer, hidden_size=64,
+                layers=2, heads=4, kv_heads=2, intermediate_size=128,
+            )  # fmt: skip
+        return self._built[family]
+
+    def tokenizer(self, family: str):
+        if family not in self._tokenizers:
+            from transformers import AutoTokenizer
+
+            self._tokenizers[family] = AutoTokenizer.from_pretrained(require_tokenizer(family))
+        return self._tokenizers[family]
+
+
+@pytest.fixture(scope="session")
+def family_models(tmp_path_factory: pytest.TempPathFactory) -> FamilyModels:
+    """Tiny models (hidden 64, 2 layers) with the real tokenizers, built on first use."""
+    pytest.importorskip("transformers")
+    return FamilyModels(tmp_path_factory.mktemp("families"))
+
+
+@pytest.fixture(scope="module")
+def evals(tmp_path_factory, retail_tasks):
+    """An oracle and a random evaluation of six retail tasks (two trials of random): the
+    folders ``rods eval`` writes, for ``rods view``."""
+    from rods_agent.engines import oracle_engine, random_engine
+    from rods_agent.evaluate import evaluate
+
+    root = tmp_path_factory.mktemp("evals")
+    meta = {"env": "rods/Retail-v0", "pool": "seeds", "split": "test"}
+    evaluate(oracle_engine(retail_tasks), retail_tasks, out=root / "oracle",
+             meta={**meta, "model": "oracle", "engine": "oracle"})  # fmt: skip
+    evaluate(random_engine(0), retail_tasks, k=2, out=root / "random",
+             meta={**meta, "model": "random", "engine": "random"})  # fmt: skip
+    return root / "oracle", root / "random"

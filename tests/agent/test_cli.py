@@ -197,6 +197,7 @@ def test_eval_writes_every_file_with_the_umask_permissions(tmp_path, retail_task
         "summary.json",
         "summary.md",
         "pass_k.png",
+        "tasks.jsonl",
     }
     assert {p.name for p in out.iterdir()} == names
     assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in out.iterdir()} == dict.fromkeys(

@@ -119,22 +119,31 @@ def test_incremental_tokens_equal_the_full_rendering(tiny_engine):
             "content": "Error: no order",
         },
     ]
-    ids = chat.prompt_ids(OPENING, TOOLS) + sampled + chat.close_ids(sampled)
-    history = [*OPENING, {"role": "assistant", "content": assistant}]
-    ids += chat.observation_ids(observation, TOOLS, history=history)
+    message = chat.message(chat.completion_text(sampled))
+    prompt = chat.prompt_ids(OPENING, TOOLS)
+    ids = prompt + sampled + chat.continuation_ids(sampled, message, observation)
+    history = [*OPENING, message]
     full = chat.render([*history, *observation], TOOLS, add_generation_prompt=True)
     assert chat.decode(ids) == full
     assert ids == chat.encode(full)
-    assert chat.check(ids, [*history, *observation], TOOLS, add_generation_prompt=True) == "exact"
+    spans = [[len(prompt), len(prompt) + len(sampled)]]
+    check = chat.check(
+        ids, [*history, *observation], TOOLS, spans=spans, add_generation_prompt=True
+    )
+    assert check == "exact"
 
 
 def test_a_truncated_completion_is_closed_by_the_template_suffix(tiny_engine):
     chat = tiny_engine.chat
     sampled = chat.encode("I will")  # cut off: no end-of-turn token
-    closing = chat.close_ids(sampled)
+    message = chat.message("I will")
+    closing = chat.continuation_ids(sampled, message)
     assert chat.decode(closing) == "<|im_end|>\n"
     eot = chat.tokenizer.convert_tokens_to_ids("<|im_end|>")
-    assert chat.decode(chat.close_ids([*sampled, eot])) == "\n"
+    assert chat.decode(chat.continuation_ids([*sampled, eot], message)) == "\n"
+    user = [{"role": "user", "content": "go on"}]
+    follow = chat.decode(chat.continuation_ids(sampled, message, user))
+    assert follow == "<|im_end|>\n<|im_start|>user\ngo on<|im_end|>\n<|im_start|>assistant\n"
 
 
 def test_non_canonical_sampled_tokens_are_reported_not_hidden(tiny_engine):
@@ -144,10 +153,19 @@ def test_non_canonical_sampled_tokens_are_reported_not_hidden(tiny_engine):
     assert split != chat.encode(text)
     eot = chat.tokenizer.convert_tokens_to_ids("<|im_end|>")
     sampled = [*split, eot]
-    ids = chat.prompt_ids(OPENING) + sampled + chat.close_ids(sampled)
+    prompt = chat.prompt_ids(OPENING)
+    ids = prompt + sampled + chat.continuation_ids(sampled, chat.message(text))
     history = [*OPENING, {"role": "assistant", "content": text}]
     assert chat.check(ids, history) == "text"
     assert chat.check(ids, [*OPENING, {"role": "assistant", "content": "other"}]) == "mismatch"
+    # the template's re-rendering of an assistant turn alone differs: "history"
+    spans = [[len(prompt), len(prompt) + len(sampled)]]
+    other = [*OPENING, {"role": "assistant", "content": "other"}]
+    assert chat.check(ids, other, spans=spans) == "history"
+    assert (
+        chat.check(ids, [*OPENING[:1], {"role": "user", "content": "?"}, history[-1]], spans=spans)
+        == "mismatch"
+    )
 
 
 def test_a_template_without_tools_gets_them_in_the_system_message(tiny_model_dir):

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from rods_agent.engines import Completion, EngineError, GenerationRequest, SamplingParams
+from rods_agent.engines import (
+    Completion,
+    EngineError,
+    GenerationRequest,
+    SamplingParams,
+    random_engine,
+)
 from rods_agent.engines import oracle_engine as make_oracle
 from rods_agent.evaluate import (
     EvalProgress,
@@ -22,8 +28,11 @@ from rods_agent.evaluate import (
     pass_hat_k,
     pass_k_curve,
 )
-from rods_agent.rollout import RolloutConfig
+from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
+from rods_env.env import ToolEnv
 from rods_env.errors import ConfigError
+from rods_env.registry import load_domain
+from rods_env.task import load_tasks
 
 
 def _lines(path: Path) -> list[dict]:
@@ -129,6 +138,31 @@ def test_a_silent_agent_scores_zero(retail_tasks):
     assert summary.mean_progress < 1.0
 
 
+def test_the_random_engine_is_a_seeded_floor(retail_tasks):
+    tasks = retail_tasks[:4]
+
+    def run(seed, batch):
+        records = []
+
+        domain = load_domain("retail")
+        specs = [EpisodeSpec(t, trial) for t in tasks for trial in range(2)]
+        run_rollouts(
+            random_engine(seed),
+            lambda: ToolEnv(domain, tasks=(), split=None, max_steps=30),
+            specs,
+            RolloutConfig(batch_size=batch),
+            on_record=records.append,
+        )
+        return {(r.task_id, r.trial): r.messages for r in records}
+
+    first = run(0, 8)
+    assert run(0, 3) == first  # per-episode seeds: the batch does not matter
+    assert run(1, 8) != first
+    assert len({json.dumps(m) for m in first.values()}) == len(first)  # trials differ
+    summary = evaluate(random_engine(0), tasks, k=2)
+    assert summary.success == 0.0 and summary.pass_k[1] == 0.0
+
+
 def test_evaluate_writes_resumable_files(retail_tasks, tmp_path):
     tasks = retail_tasks[:3]
     out = tmp_path / "run"
@@ -145,6 +179,11 @@ def test_evaluate_writes_resumable_files(retail_tasks, tmp_path):
     assert (out / "pass_k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     config = json.loads((out / "config.json").read_text())
     assert config["trials"] == 2 and config["model"] == "oracle"
+    # the folder explains itself: the tasks evaluated, gold calls included, and why turns failed
+    assert load_tasks(out / "tasks.jsonl") == list(tasks)
+    assert all(
+        r["failures"] == [] for e in _lines(out / "episodes.jsonl") for r in e["turn_results"]
+    )
 
     # A rerun finds everything done: the engine is not even built.
     built = []

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.requires import REQUIRED
+from tests.requires import REQUIRED, require
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
 WHEELS = ROOT / ".gpu-check" / "wheels"
+QWEN3 = ROOT / ".assets" / "tokenizers" / "qwen3"
 
 
 def check(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -33,14 +34,22 @@ def lines(proc: subprocess.CompletedProcess) -> list[str]:
     return [x for x in proc.stdout.splitlines() if x.startswith("gpu_check: ")]
 
 
-def test_the_check_runs_on_a_cpu_and_reports_what_the_gpu_run_would(tiny_model_dir, tmp_path):
-    """With the wheel bundle (``bash scripts/setup_gpu_check.sh``, which CI runs) the check
-    takes rods' dependencies from it, as on a GPU machine without them."""
+def require_qwen3() -> None:
+    require((QWEN3 / "tokenizer.json").is_file(), f"no Qwen3 tokenizer at {QWEN3}",
+            "bash scripts/setup_tokenizers.sh")  # fmt: skip
+
+
+def test_the_check_runs_on_a_cpu_with_qwen3s_tokenizer_and_reports_what_a_gpu_run_would(
+    tmp_path,
+):
+    """Qwen3's real tokenizer and chat template; with the wheel bundle
+    (``bash scripts/setup_gpu_check.sh``, which CI runs) the check takes rods' dependencies
+    from it, as on a GPU machine without them."""
+    require_qwen3()
     bundled = (WHEELS / ".stamp").is_file()
     if REQUIRED and not bundled:
         pytest.fail(f"no wheel bundle at {WHEELS}: run `bash scripts/setup_gpu_check.sh`")
-    proc = check("--device", "cpu", "--tokenizer", str(tiny_model_dir), "--out",
-                 str(tmp_path / "run"), OUT=str(tmp_path / "out"),
+    proc = check("--device", "cpu", "--out", str(tmp_path / "run"), OUT=str(tmp_path / "out"),
                  GPU_CHECK_VENDORED="1" if bundled else "0")  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert ("rods' dependencies from" in proc.stdout) == bundled
@@ -56,12 +65,26 @@ def test_the_check_runs_on_a_cpu_and_reports_what_the_gpu_run_would(tiny_model_d
     assert summary["warm_start"]["transcripts"] == 2 and summary["checkpoint_mb"] > 0
 
 
-def test_an_episode_in_error_fails_the_check_with_the_cause(broken_template_model, tmp_path):
-    proc = check("--device", "cpu", "--tokenizer", str(broken_template_model), "--out",
-                 str(tmp_path / "run"), "--steps", "1")  # fmt: skip
+def test_an_episode_in_error_fails_the_check_with_the_cause(tmp_path):
+    # Qwen3's template made to fail on any message after an assistant message (as Gemma 3's
+    # fails on a tool message): the opening renders, every observation fails.
+    require_qwen3()
+    broken = tmp_path / "qwen3-broken"
+    broken.mkdir()
+    (broken / "tokenizer.json").write_bytes((QWEN3 / "tokenizer.json").read_bytes())
+    config = json.loads((QWEN3 / "tokenizer_config.json").read_text())
+    config["chat_template"] = (
+        "{%- for m in messages %}{%- if not loop.first and loop.previtem.role == 'assistant' %}"
+        "{{ raise_exception('Conversation roles must alternate') }}{%- endif %}{%- endfor %}"
+        + config["chat_template"]
+    )
+    (broken / "tokenizer_config.json").write_text(json.dumps(config))
+    proc = check("--device", "cpu", "--tokenizer", str(broken), "--out", str(tmp_path / "run"),
+                 "--steps", "1")  # fmt: skip
     assert proc.returncode == 1, proc.stderr[-3000:]
     [verdict] = [x for x in lines(proc) if "verdict" in x]
-    assert "FAILED: step 0: every episode (4) ended in error" in verdict
+    # The warm start's oracle transcripts meet the broken template first and stop the run.
+    assert verdict.startswith("gpu_check: verdict: FAILED: ")
     assert "Conversation roles must alternate" in verdict
 
 
@@ -73,3 +96,6 @@ def test_without_a_gpu_or_a_tokenizer_the_check_says_so(tmp_path):
     assert proc.returncode == 2 and "torch sees no GPU" in proc.stderr
     proc = check("--device", "cpu", "--tokenizer", str(tmp_path))
     assert proc.returncode == 2 and "no tokenizer.json" in proc.stderr
+    (tmp_path / "tokenizer.json").write_text("{}")  # not a tokenizer of Qwen3's kind
+    proc = check("--device", "cpu", "--tokenizer", str(tmp_path), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2 and "gpu_check: error: cannot build the tiny Qwen3" in proc.stderr

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import io
+import os
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rods_agent.progress import Progress
+from rods_agent.progress import Progress, is_terminal, write_line
 
 
 class Terminal(io.StringIO):
@@ -48,3 +49,37 @@ def test_on_a_terminal_a_bar_and_no_lines():
     assert p.bar.n == 2 and p.bar.postfix == "loss=0.100"
     p.close()
     assert "train rods: 2/3 steps" not in out.getvalue()  # tqdm's own rendering instead
+
+
+def _pty(columns: int):
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    return master, os.fdopen(slave, "w")
+
+
+def test_a_terminal_of_0_columns_is_not_a_terminal():
+    for columns, expected in ((0, False), (80, True)):
+        master, stream = _pty(columns)
+        try:
+            assert stream.isatty()
+            assert is_terminal(stream) is expected
+            p = Progress(4, "train rods", "step", stream=stream)
+            assert (p.bar is not None) is expected  # lines instead of a hidden bar
+            p.close()
+        finally:
+            stream.close()
+            os.close(master)
+
+
+def test_log_lines_go_above_a_live_bar_not_through_it():
+    out = Terminal()
+    p = Progress(3, "train rods", "step", stream=out)
+    p.update(reward="0.100")
+    write_line("rods train: step 0 update: score 0.11 s, step 0.52 s", out)
+    p.close()
+    lines = out.getvalue().replace("\r", "\n").splitlines()
+    assert "rods train: step 0 update: score 0.11 s, step 0.52 s" in lines

@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from rods_agent import cli
-from rods_agent.report import Run, compare, make_report, report_markdown, rolling, summarize
+from rods_agent.report import (
+    PANELS,
+    Run,
+    compare,
+    make_report,
+    report_markdown,
+    rolling,
+    summarize,
+)
 from rods_env.fileio import write_jsonl
 
 
@@ -72,6 +80,7 @@ def test_several_runs_side_by_side(tmp_path, capsys):
         "pool.png",
         "report.md",
         "reward.png",
+        "terminations.png",
         "variance.png",
         "zones.png",
     ]
@@ -79,3 +88,46 @@ def test_several_runs_side_by_side(tmp_path, capsys):
     assert "--out is needed" in capsys.readouterr().err
     assert cli.main(["report", str(tmp_path / "nothing")]) == 2
     assert "not a training run (no metrics.jsonl)" in capsys.readouterr().err
+
+
+def _legend(ax) -> list[str]:
+    legend = ax.get_legend()
+    return [t.get_text() for t in legend.get_texts()] if legend else []
+
+
+def test_every_curve_is_drawn_raw_and_smoothed_and_says_which_is_which():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    run = run_of("rods", [0.0, 0.5, 1.0, 0.0, 0.25, 0.75])
+    run.rows[4]["reward"] = 0.0  # the step's own value must be drawn, not only a mean
+    for name, panel in PANELS.items():
+        fig = panel([run], 3, "")
+        for ax in fig.axes:
+            assert ax.get_ylabel(), f"{name}: an unlabelled y axis"
+        plt.close(fig)
+    fig = PANELS["reward.png"]([run], 3, "")
+    reward = fig.axes[0]
+    assert _legend(reward) == ["rods (rods): each step", "rods (rods): 3-step trailing mean"]
+    raw, smooth = reward.get_lines()[:2]
+    assert list(raw.get_ydata())[4] == 0.0 and list(smooth.get_ydata())[4] == pytest.approx(1 / 3)
+    plt.close(fig)
+    fig = PANELS["effective_group_ratio.png"]([run], 3, "")
+    legend = _legend(fig.axes[0])
+    assert "0.8: rods should hold this" in legend and "0.3: static runs dry" in legend
+    plt.close(fig)
+    fig = PANELS["pool.png"]([run], 3, "")
+    assert "parked at that step (running count)" in _legend(fig.axes[0])
+    plt.close(fig)
+
+
+def test_first_and_last_means_of_a_short_run_do_not_average_the_same_steps():
+    run = run_of("rods", [1.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    s = summarize(run, window=25)
+    assert s["means_over"] == 3 and s["ratio_first"] == 1.0 and s["ratio_last"] == 0.0
+    assert summarize(run_of("rods", [0.5] * 100), window=25)["means_over"] == 25
+    assert summarize(run_of("rods", [0.5]), window=25)["means_over"] == 1
+    text = report_markdown([run])
+    assert "| rods | rods | 6 | 3 | 1.000 | 0.000 |" in text

@@ -1,5 +1,5 @@
-"""``rods report``: how episodes ended and the tokens trained, per run (terminations.png and
-a table in report.md)."""
+"""``rods report``: how episodes ended and the tokens trained, per run (terminations.png, one
+of the report's PANELS, and a table in report.md)."""
 
 from __future__ import annotations
 
@@ -41,11 +41,22 @@ def test_the_table_shows_shares_by_termination_and_untrained_steps():
     assert "## How episodes ended" in report_markdown([healthy, broken])
 
 
-def test_runs_logged_without_counts_get_no_panel(tmp_path):
+def test_runs_logged_without_counts_get_a_note_and_no_table():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rods_agent.report import PANELS
+
     old = model_run("old", [0, 0], [1, 1])
     for row in old.rows:
         del row["terminations"]
     assert terminations_markdown([old]) == []
+    fig = PANELS["terminations.png"]([old], 3, "")
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert any("no termination counts" in t for t in texts)
+    plt.close(fig)
 
 
 def test_make_report_draws_the_panel_for_runs_with_counts(tmp_path):

@@ -90,3 +90,38 @@ def test_rods_sft_command_saves_a_loadable_model_and_reports_progress(tiny_model
     bad = subprocess.run([*cmd[:6], "warm_start.lrr=1"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=300)  # fmt: skip
     assert bad.returncode == 2 and "warm_start.lrr: unknown key" in bad.stderr
+
+
+def test_the_warm_start_never_trains_on_cut_off_transcripts(tiny_model_dir, retail_tasks, capsys):
+    """A transcript cut by warm_start.max_tokens would teach the model to stop mid-task: it is
+    left out, said on stderr and counted; when every one is cut, the run stops."""
+    from rods_agent.config import load_config
+    from rods_agent.engines.hf import TransformersEngine
+    from rods_agent.training.warm_start import warm_start
+    from rods_env.errors import ConfigError
+
+    engine = TransformersEngine(tiny_model_dir)
+    full = oracle_transcripts(retail_tasks, engine.chat)
+    lengths = sorted(len(r.token_ids) for r in full)
+    assert all(r.termination == "user_stop" for r in full)
+
+    def run(max_tokens: int) -> dict[str, float]:
+        config = load_config(
+            None,
+            [f"warm_start.max_tokens={max_tokens}", "warm_start.measure=false",
+             "log.progress=false", "warm_start.batch_size=8"],
+        )  # fmt: skip
+        return warm_start(
+            config, engine.model, engine, retail_tasks, device="cpu", on_fitted=lambda: None
+        )
+
+    cap = (lengths[0] + lengths[-1]) // 2  # some transcripts fit, the longest does not
+    out = run(cap)
+    assert (
+        out["transcripts_cut"] >= 1
+        and out["transcripts"] == len(retail_tasks) - out["transcripts_cut"]
+    )
+    assert out["oracle_progress"] == 1.0  # only whole transcripts were trained on
+    assert "left out of the warm start" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match=r"every oracle transcript cut at warm_start\.max_tokens"):
+        run(lengths[0] // 2)

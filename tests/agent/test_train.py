@@ -8,17 +8,20 @@ import os
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from rods_agent import cli
 from rods_agent.config import load_config
+from rods_agent.rollout import EpisodeRecord
 from rods_agent.training.loop import train
 from rods_agent.training.metrics import TIMING_FIELDS
 from rods_agent.training.run_dir import checkpoint_dirs
 from rods_env.errors import ConfigError
 from rods_env.fileio import read_jsonl
+from rods_env.task import load_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
 SIMULATED = ROOT / "configs" / "simulated.yaml"
@@ -89,6 +92,31 @@ def test_a_run_writes_every_output(tmp_path):
     assert list((out / "tb").glob("events.out.tfevents.*"))
     pool = read_jsonl(out / "pool.jsonl")
     assert len(pool) == rows[-1]["pool"]["active"]
+
+    # transcripts for rods view: per group the best, worst and middle episode, in the record
+    # shape of rods eval's episodes.jsonl, with the task's zone and variance at that step
+    shape = set(EpisodeRecord(task_id="x").to_dict(tokens=False))
+    tasks = {t.id for t in load_tasks(out / "rollouts" / "tasks.jsonl")}
+    for row in rows:
+        records = read_jsonl(out / "rollouts" / f"step-{row['step']:06d}.jsonl")
+        assert len(records) == 3 * row["groups"]
+        assert all(shape <= set(r) and r["step"] == row["step"] for r in records)
+        assert {r["task_id"] for r in records} <= tasks
+        zones = Counter(r["zone"] for r in records if r["pick"] == "best")
+        assert {z: zones.get(z, 0) for z in row["zones"]} == row["zones"]
+        for r in records:
+            rewards = r["group"]["rewards"]
+            if r["pick"] in ("best", "worst"):
+                assert r["reward"] == (max if r["pick"] == "best" else min)(rewards)
+            mean = sum(rewards) / len(rewards)
+            assert r["group"]["variance"] == pytest.approx(
+                sum((x - mean) ** 2 for x in rewards) / len(rewards)
+            )
+            assert r["kept"] == (r["group"]["variance"] > 0)  # rods keeps groups with signal
+    events = read_jsonl(out / "pool_events.jsonl")
+    made = [t for e in events for t in e["synthesized"]]
+    assert len(made) == sum(r["synthesized"]["accepted"] for r in rows)
+    assert all(t["parent"] and t["generation"] >= 1 for t in made)
 
 
 def test_a_run_dir_holding_a_run_is_refused(tmp_path):
@@ -173,6 +201,9 @@ def test_kill_9_then_resume_gives_the_unbroken_metrics(tmp_path, unbroken, kill_
     assert untimed(read_jsonl(killed / "metrics.jsonl")) == untimed(
         read_jsonl(unbroken / "metrics.jsonl")
     )
+    for name in ("pool_events.jsonl", *(f"rollouts/step-{i:06d}.jsonl" for i in range(14))):
+        assert read_jsonl(killed / name) == read_jsonl(unbroken / name), name
+    assert not (killed / "rollouts" / "step-000014.jsonl").exists()
     final = json.loads((checkpoint_dirs(killed)[-1][1] / "engine.json").read_text())
     expected = json.loads((checkpoint_dirs(unbroken)[-1][1] / "engine.json").read_text())
     assert final == expected
@@ -211,3 +242,27 @@ def test_an_exhausted_pool_stops_the_run_early(tmp_path, capsys):
     from rods_agent.report import load_run, report_markdown
 
     assert f"stopped at step {len(rows)} of 60" in report_markdown([load_run(out)])
+
+
+def test_the_last_words_say_what_the_run_did(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["train", "--config", str(SIMULATED), *small(out, "steps=4")]
+    assert cli.main(args) == 0
+    assert capsys.readouterr().out.startswith("rods train: trained 4 steps, mode rods")
+    assert cli.main([*args, "--resume"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(f"rods train: nothing to do: {out} has done its 4 of 4 steps already")
+    assert "trained" not in said
+    assert cli.main(["train", "--resume", f"out={out}", "steps=6"]) == 0
+    assert capsys.readouterr().out.startswith(
+        "rods train: trained steps 4-5 (2 steps, resumed at 4), mode rods"
+    )
+    dry = tmp_path / "dry"
+    mastered = ["steps=60", "simulated.initial_logit=12", "simulated.skill_spread=0",
+                "data.mastered_k=1", "data.expand_mastered=false"]  # fmt: skip
+    assert cli.main(["train", "--config", str(SIMULATED), *small(dry, *mastered)]) == 0
+    done = len(read_jsonl(dry / "metrics.jsonl"))
+    assert capsys.readouterr().out.startswith(
+        f"rods train: trained {done} steps, then stopped early at step {done} of 60: "
+        "the pool was exhausted"
+    )

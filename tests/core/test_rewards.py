@@ -16,6 +16,7 @@ from rods_env.rewards import (
     Speech,
     TurnResult,
     check_outputs,
+    failures_of,
     mask_echo,
     mentions,
     success,
@@ -253,3 +254,64 @@ def test_success_needs_every_turn_passed_and_the_gold_final_state():
     # the right final state reached with the writes in the wrong turns is not a success
     assert not success(gold, _DB({}), [passed, failed])  # type: ignore[arg-type]
     assert not success(gold, _DB({("t", "k"): 1}), [passed, passed])  # type: ignore[arg-type]
+
+
+# -- why a turn failed ---------------------------------------------------------------------
+def _why(outputs, agent, **kwargs):
+    said = _check(outputs, agent, **kwargs)
+    return [(f.rule, f.values) for f in failures_of((), (), said)]
+
+
+def test_each_output_rule_is_named_in_the_failures():
+    assert _why(["54.04"], "I could not find it.") == [("output_missing", ("54.04",))]
+    # an answer that only repeats the customer's request
+    assert _why(["ABC123", REFUSAL], REQUEST, customer=REQUEST, seen=_seen(RESERVATION)) == [
+        ("output_echoed", ("ABC123", REFUSAL))
+    ]
+    honest = "Reservation ABC123 cannot be cancelled."
+    assert _why(["ABC123"], honest, customer=REQUEST) == [("no_evidence", ("ABC123",))]
+    assert _why([], "Done, the order is cancelled.", operations=("cancel",)) == [
+        ("refusal_missing", ())
+    ]
+    assert _why([], "I'm sorry, I cannot do that.", operations=("cancel",)) == [
+        ("operation_not_named", ())
+    ]
+    every_rule = (
+        "Reservation ABC123 cannot be cancelled: it was booked more than 24 hours ago. "
+        "Also it is basic economy."
+    )
+    assert _why(
+        ["ABC123", "24 hours|24-hour", "!basic economy|member*"],
+        every_rule,
+        seen=_seen(RESERVATION),
+    ) == [("forbidden_said", ("basic economy|member*",))]
+    assert _why(["54.04"], "You paid $54.04 (or was it 99.99?)", seen=_seen(*TWO_ORDERS)) == [
+        ("competing_value", ("99.99",))
+    ]
+    guesses = " ".join(str(n) for n in range(200, 300))
+    assert _why(["235"], f"The fare is one of {guesses}.") == [("spray", ("99 values",))]
+    assert _why(["54.04"], "54.04 " + "blah " * 10_000) == [("overlong", ())]
+    assert _why(["54.04"], "You paid $54.04.", seen=_seen(*TWO_ORDERS)) == []
+
+
+def test_failure_text_names_the_rule_and_shortens_alternatives():
+    from rods_env.rewards import RULES, Failure
+
+    assert Failure("output_missing", ("203.31",)).text == "a required output was not said: 203.31"
+    assert Failure("output_missing", (REFUSAL,)).text.endswith(
+        f": cannot (or {REFUSAL.count('|')} alternatives)"
+    )
+    assert Failure("not_reached").to_dict() == {
+        "rule": "not_reached",
+        "values": [],
+        "text": RULES["not_reached"],
+    }
+
+
+def test_the_documented_failure_rules_are_the_rewards():
+    from rods_env.rewards import RULES
+
+    text = DOC.read_text(encoding="utf-8").split("<!-- failure-rules -->", 1)[1]
+    text = text.strip().split("\n\n", 1)[0]  # the table, up to the first blank line
+    rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \|", text, flags=re.M)
+    assert dict((rule, meaning.strip()) for rule, meaning in rows) == RULES
