@@ -23,4 +23,5 @@ bash scripts/setup_tokenizers.sh
 bash scripts/setup_chromium.sh
 bash scripts/setup_bfcl.sh
 RODS_VENV="${RODS_VLLM_VENV:-$ROOT/.venv-vllm}" bash scripts/setup_bfcl.sh  # the vLLM tests play BFCL too
+bash scripts/setup_gpu_check.sh
 bash scripts/setup_tau2.sh
