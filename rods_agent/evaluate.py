@@ -37,7 +37,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from math import comb
 from pathlib import Path
 from typing import Any, Literal
@@ -50,14 +50,13 @@ from rods_agent.engines.base import (
     derive_seed,
 )
 from rods_agent.rollout import EpisodeRecord, EpisodeSpec, RolloutConfig, run_rollouts
-from rods_env.domain import Domain
-from rods_env.env import ToolEnv
+from rods_env.benchmark import BenchmarkDomain
 from rods_env.errors import ConfigError
 from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl
 from rods_env.gold import GOLD_CACHE, GoldError
-from rods_env.registry import load_domain
+from rods_env.registry import AnyDomain, load_any_domain, make_env
 from rods_env.task import Task, dump_tasks, load_tasks
-from rods_env.user import UserSimulator
+from rods_env.user import ScenarioUser, UserSimulator
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +69,12 @@ SUMMARY_MD = "summary.md"
 PASS_K_PNG = "pass_k.png"
 
 IDENTITY_KEYS: tuple[str, ...] = (
-    "env", "pool", "split", "engine", "model", "trials", "max_turns", "user",
+    "env", "pool", "split", "engine", "model", "trials", "max_turns", "user", "user_model",
+    "user_temperature",
 )  # fmt: skip
 """Settings that make two runs different: a rerun into the same folder must match them."""
 
-UserFactory = Callable[[], UserSimulator]
+UserFactory = Callable[[], "UserSimulator | ScenarioUser"]
 """Builds the user simulator of one environment (one per live episode slot)."""
 
 EngineFactory = Callable[[], Engine]
@@ -270,6 +270,9 @@ class EvalSummary:
         gen_seconds: Generation time summed over trials.
         env_seconds: Environment and user-simulator time summed over trials.
         meta: What the caller said about the run (model, environment, pool ...).
+        headline: Per benchmark evaluated (by its title), the numbers its own leaderboard
+            reports (:meth:`rods_env.benchmark.BenchmarkDomain.scores`; e.g. BFCL's accuracy
+            per category and overall), label to value; None where it would print N/A.
     """
 
     results: tuple[TaskResult, ...]
@@ -287,6 +290,7 @@ class EvalSummary:
     gen_seconds: float
     env_seconds: float
     meta: Mapping[str, Any] = field(default_factory=dict)
+    headline: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> int:
@@ -300,9 +304,20 @@ class EvalSummary:
 
     @classmethod
     def from_results(
-        cls, results: Sequence[TaskResult], k: int, meta: Mapping[str, Any] | None = None
+        cls,
+        results: Sequence[TaskResult],
+        k: int,
+        meta: Mapping[str, Any] | None = None,
+        headline: Mapping[str, Mapping[str, float | None]] | None = None,
     ) -> EvalSummary:
-        """Summarize per-task results (pass^1..k, means, breakdowns, counts)."""
+        """Summarize per-task results (pass^1..k, means, breakdowns, counts).
+
+        Args:
+            results: One result per task.
+            k: Report pass^1..k.
+            meta: What describes the run.
+            headline: The benchmarks' own numbers (see :func:`headline_scores`).
+        """
         results = tuple(results)
         terminations: Counter[str] = Counter()
         for r in results:
@@ -324,6 +339,7 @@ class EvalSummary:
             gen_seconds=sum(r.gen_seconds for r in results),
             env_seconds=sum(r.env_seconds for r in results),
             meta=dict(meta or {}),
+            headline={name: dict(v) for name, v in (headline or {}).items()},
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -344,12 +360,17 @@ class EvalSummary:
             "completion_tokens": self.completion_tokens,
             "gen_seconds": self.gen_seconds,
             "env_seconds": self.env_seconds,
+            "headline": {n: dict(v) for n, v in self.headline.items()},
         }
 
     def line(self) -> str:
-        """One line: tasks, pass^1..k and mean progress."""
+        """One line: tasks, pass^1..k and mean progress, then any benchmark's own numbers."""
         pk = ", ".join(f"pass^{k}={v:.3f}" for k, v in self.pass_k.items())
-        return f"{self.tasks} tasks: {pk}, mean progress {self.mean_progress:.3f}"
+        text = f"{self.tasks} tasks: {pk}, mean progress {self.mean_progress:.3f}"
+        for name, scores in self.headline.items():
+            shown = ", ".join(f"{label} {_percent(v)}" for label, v in scores.items())
+            text += f"; {name} (its own numbers, %): {shown}"
+        return text
 
     def markdown(self) -> str:
         """The summary as Markdown tables (``summary.md``)."""
@@ -359,9 +380,24 @@ class EvalSummary:
             f"Pool: {meta.get('pool', '?')} (split {meta.get('split', '?')}) -- "
             f"{self.tasks} tasks, {self.trials} trials; engine {meta.get('engine', '?')}."
         )
+        user = meta.get("user")
+        if user is not None:
+            lines += ["", user_line(str(user), meta.get("user_model"))]
         lines += ["", "| k | pass^k |", "|---|---|"]
         lines += [f"| {k} | {v:.3f} |" for k, v in self.pass_k.items()]
         lines += ["", f"Mean progress: {self.mean_progress:.3f}", ""]
+        for name, scores in self.headline.items():
+            lines += [
+                f"## {name}: the benchmark's own numbers",
+                "",
+                "In percent, as its leaderboard reports them (N/A: not computed on a partial "
+                "run, as the benchmark does).",
+                "",
+                "| " + " | ".join(scores) + " |",
+                "|" + "---|" * len(scores),
+                "| " + " | ".join(_percent(v) for v in scores.values()) + " |",
+                "",
+            ]
         for groups, title in (
             (self.by_domain, "domain"),
             (self.by_skill, "skill"),
@@ -388,6 +424,30 @@ class EvalSummary:
             "",
         ]
         return "\n".join(lines)
+
+
+def _percent(value: float | None) -> str:
+    return "N/A" if value is None else f"{100 * value:.2f}"
+
+
+def headline_scores(
+    results: Iterable[TaskResult], families: Mapping[str, AnyDomain]
+) -> dict[str, dict[str, float | None]]:
+    """The numbers each benchmark's own leaderboard reports, from per-task successes.
+
+    Args:
+        results: Per-task results.
+        families: AnyDomain name to its domain or benchmark (domains report nothing here).
+    """
+    rows = list(results)
+    out: dict[str, dict[str, float | None]] = {}
+    for name, family in families.items():
+        if isinstance(family, BenchmarkDomain):
+            mine = {r.task_id: r.success for r in rows if r.domain == name}
+            scores = family.scores(mine) if mine else {}
+            if scores:
+                out[family.title] = dict(scores)
+    return out
 
 
 def plot_pass_k(summary: EvalSummary, path: str | Path) -> Path:
@@ -656,12 +716,14 @@ class RunFolder:
 
 # -- pools -------------------------------------------------------------------------------
 def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list[Task]:
-    """The tasks of one domain to evaluate.
+    """The tasks of one domain or benchmark to evaluate.
 
     Args:
-        env: Environment id or domain name (``rods/Retail-v0`` or ``retail``).
-        pool: ``"seeds"`` (the domain's frozen seed tasks) or a JSONL task file; tasks of
-            other domains in the file are skipped, tasks without a split kept for any split.
+        env: Environment id, domain or benchmark name (``rods/Retail-v0``, ``retail``,
+            ``bfcl``, ``rods/BFCL-MultiTurn-Base-v0``). A benchmark's id selects its subset.
+        pool: ``"seeds"`` (the domain's frozen seed tasks, or the benchmark's own tasks) or,
+            for a domain, a JSONL task file; tasks of other domains in the file are skipped,
+            tasks without a split kept for any split.
         split: ``"train"``, ``"test"`` or ``"all"``.
 
     Raises:
@@ -669,13 +731,25 @@ def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list
     """
     if split not in ("train", "test", "all"):
         raise ConfigError(f"unknown split '{split}'; splits: train, test, all")
-    domain = load_domain(env)
     want = None if split == "all" else split
+    family = load_any_domain(env)
+    if isinstance(family, BenchmarkDomain):
+        if str(pool) != "seeds":
+            raise ConfigError(
+                f"--pool {pool}: the tasks of {family.name} come from its own package; "
+                "use --pool seeds (the default)"
+            )
+        family.require()
+        found = family.seed_tasks(want)
+        if not found:
+            raise ConfigError(f"{family.name} has no tasks in split '{split}'")
+        return found
+    domain = family
     if str(pool) == "seeds":
-        tasks = domain.seed_tasks(want)
-        if not tasks:
+        seeds = domain.seed_tasks(want)
+        if not seeds:
             raise ConfigError(f"domain {domain.name} has no seed tasks in split '{split}'")
-        return tasks
+        return seeds
     path = Path(pool)
     if not path.is_file():
         raise ConfigError(f"--pool: no file '{pool}'; use 'seeds' or a JSONL file of tasks")
@@ -691,35 +765,67 @@ def load_pool(env: str, pool: str | Path = "seeds", split: str = "test") -> list
     return tasks
 
 
-def check_gold(tasks: Sequence[Task]) -> dict[str, Domain]:
-    """Replay every task's gold calls (cached for the episodes); returns the domains used.
+def check_gold(tasks: Sequence[Task]) -> dict[str, AnyDomain]:
+    """Replay every rods task's gold calls (cached for the episodes), and have each
+    benchmark domain check its own tasks; returns the domains the tasks come from.
 
     Raises:
         ConfigError: when some tasks' gold calls fail: no agent could pass those tasks, so
             their scores would mean nothing. The message names them.
     """
-    domains: dict[str, Domain] = {}
+    families: dict[str, AnyDomain] = {}
     broken: list[str] = []
     for task in tasks:
-        domain = domains.get(task.domain)
-        if domain is None:
-            domain = domains[task.domain] = load_domain(task.domain)
+        family = families.get(task.domain)
+        if family is None:
+            family = families[task.domain] = load_any_domain(task.domain)
+        if isinstance(family, BenchmarkDomain):
+            continue
         try:
-            GOLD_CACHE.get(domain, task)
+            GOLD_CACHE.get(family, task)
         except GoldError as exc:
             broken.append(str(exc))
+    for name, family in families.items():
+        if isinstance(family, BenchmarkDomain):
+            broken += family.check_tasks([t for t in tasks if t.domain == name])
     if broken:
         raise ConfigError(
             f"the gold calls of {len(broken)} of {len(tasks)} tasks fail, so no agent can "
             f"pass them; fix or drop them from the pool (first: {broken[0]})"
         )
-    return domains
+    return families
+
+
+USER_MODES: tuple[str, ...] = ("scripted", "llm", "solo")
+"""Who plays the user: rods' scripted user (a benchmark's deterministic stand-in), a
+model (:class:`rods_agent.user.LLMUser`), or nobody (a benchmark's solo mode)."""
+
+
+def user_line(user: str, user_model: Any = None) -> str:
+    """One line naming who played the user, for summaries: a benchmark's score depends on
+    its user model, so runs compare only with the same one."""
+    if user == "solo":
+        return "User: none (solo mode: the task is the first observation)."
+    if user == "llm":
+        return (
+            f"User: played by the model `{user_model or '?'}`. A different user model gives a "
+            "different score: compare runs with the same user model only."
+        )
+    if user == "scripted":
+        return (
+            "User: rods' scripted user (on a benchmark domain, a deterministic stand-in for "
+            "its user model where it has one: not the benchmark's own score)."
+        )
+    return f"User: {user}."
 
 
 # -- evaluate ----------------------------------------------------------------------------
-def _settings(k: int, trials: int, rollout: RolloutConfig, user: str) -> dict[str, Any]:
+def _settings(
+    k: int, trials: int, rollout: RolloutConfig, user: str, user_model: str | None
+) -> dict[str, Any]:
     s = rollout.sampling
     return {
+        "user_model": user_model,
         "k": k,
         "trials": trials,
         "max_turns": rollout.max_turns,
@@ -741,11 +847,14 @@ def evaluate(
     k: int = 1,
     trials: int | None = None,
     rollout: RolloutConfig | None = None,
-    user: Literal["scripted", "llm"] | UserFactory = "scripted",
+    user: Literal["scripted", "llm", "solo"] | UserFactory = "scripted",
     out: str | Path | None = None,
     progress: bool | ProgressCallback = False,
     meta: Mapping[str, Any] | None = None,
     seed: int | None = None,
+    user_engine: Engine | EngineFactory | None = None,
+    user_sampling: SamplingParams | None = None,
+    user_model: str | None = None,
 ) -> EvalSummary:
     """Evaluate a model on tasks: ``trials`` episodes per task, pass^1..k and breakdowns.
 
@@ -754,14 +863,16 @@ def evaluate(
             some trial is left to run (a rerun that finds every task done loads no model),
             and the engine it builds is closed at the end; an engine given as such is
             left open (it belongs to the caller).
-        tasks: The tasks (any installed domains; ids must be unique).
+        tasks: The tasks (of any installed domains and benchmarks; ids must be unique).
         k: pass^1..k is reported.
         trials: Trials per task, at least ``k`` (default ``k``).
         rollout: Sampling and limits (default :class:`RolloutConfig`). Its ``batch_size``
             is how many episodes run at once.
-        user: ``"scripted"`` (the default deterministic user), ``"llm"`` (the user is
-            played by the same engine, :class:`rods_agent.user.LLMUser`), or a function
-            that builds a user simulator.
+        user: ``"scripted"`` (the default deterministic user; a benchmark domain's
+            stand-in), ``"llm"`` (the user is played by a model,
+            :class:`rods_agent.user.LLMUser`, its replies batched across episodes),
+            ``"solo"`` (no user: a benchmark domain's solo mode), or a function that builds
+            a user simulator.
         out: A folder for resumable result files (see the module docstring); None writes
             nothing.
         progress: True shows a progress bar on stderr (turns and tokens within live
@@ -772,13 +883,21 @@ def evaluate(
         seed: Seeds each trial's sampling with ``derive_seed(seed, task id, trial)``, so
             the same weights give the same trials (a trainer's periodic evaluation, repeated
             exactly on resume); None leaves sampling to the engine.
+        user_engine: With ``user="llm"``: the model that plays the user (an engine, or a
+            function that builds it when some trial is left to run); None: the evaluated
+            engine plays it.
+        user_sampling: With ``user="llm"``: the user's sampling (default: LLMUser's).
+        user_model: The name of the user's model, recorded in ``config.json`` and the
+            summary (default: the evaluated model's, when it plays the user).
 
     Returns:
-        The summary; ``summary.results`` has one :class:`TaskResult` per task.
+        The summary; ``summary.results`` has one :class:`TaskResult` per task, and
+        ``summary.headline`` each benchmark's own numbers.
 
     Raises:
-        ConfigError: for bad arguments, tasks whose gold calls fail, or an ``out`` folder
-            holding another run.
+        ConfigError: for bad arguments, tasks whose gold calls fail, a user simulator for a
+            benchmark whose user turns are scripted, or an ``out`` folder holding another
+            run.
     """
     tasks = list(tasks)
     if not tasks:
@@ -792,11 +911,29 @@ def evaluate(
         raise ConfigError(f"need 1 <= k <= trials; got k={k}, trials={trials}")
     rollout = rollout or RolloutConfig()
     user_name = user if isinstance(user, str) else "custom"
-    if user_name not in ("scripted", "llm", "custom"):
-        raise ConfigError(f"unknown user simulator '{user}'; use 'scripted' or 'llm'")
-    domains = check_gold(tasks)
+    if user_name not in (*USER_MODES, "custom"):
+        raise ConfigError(f"unknown user simulator '{user}'; use {', '.join(USER_MODES)}")
+    families = check_gold(tasks)
+    mode = "llm" if user_name == "custom" else user_name
+    for family in families.values():
+        if not isinstance(family, BenchmarkDomain) and mode == "solo":
+            raise ConfigError(f"{family.name} has no solo mode: its tasks need a user")
+        if isinstance(family, BenchmarkDomain) and mode not in family.user_modes:
+            raise ConfigError(
+                f"{family.name} takes the users {', '.join(family.user_modes)}, not '{mode}'"
+                + (
+                    " (the benchmark scripts every user turn)"
+                    if family.user_modes == ("scripted",)
+                    else ""
+                )
+            )
     meta = dict(meta or {})
-    config = {**meta, **_settings(k, trials, rollout, user_name)}
+    if user_name == "llm" and user_model is None and user_engine is None:
+        user_model = str(meta.get("model")) if meta.get("model") is not None else None
+    meta.setdefault("user", user_name)
+    if user_model is not None:
+        meta.setdefault("user_model", user_model)
+    config = {**meta, **_settings(k, trials, rollout, user_name, user_model)}
     folder = RunFolder(out) if out is not None else None
     resumed = _Resumed({}, {})
     if folder is not None:
@@ -822,8 +959,18 @@ def evaluate(
     if specs:
         owned = not isinstance(engine, Engine)
         model: Engine = engine() if not isinstance(engine, Engine) else engine
+        user_owned = user_engine is not None and not isinstance(user_engine, Engine)
+        users: Engine | None = None
         bar: _Bar | None = None
         try:
+            if user_name == "llm":
+                users = (
+                    model
+                    if user_engine is None
+                    else user_engine()
+                    if not isinstance(user_engine, Engine)
+                    else user_engine
+                )
             if folder is not None:
                 folder.write_config(config, tasks)
             report: ProgressCallback = _quiet
@@ -834,16 +981,32 @@ def evaluate(
                 report = bar
             tracker = _Tracker(report, len(tasks), len(resumed.done), len(specs))
             results.update(
-                _run(model, domains, todo, specs, resumed, trials, rollout, user, folder, tracker)
+                _run(
+                    model,
+                    families,
+                    todo,
+                    specs,
+                    resumed,
+                    trials,
+                    rollout,
+                    user,
+                    folder,
+                    tracker,
+                    users,
+                    user_sampling,
+                )
             )
         finally:
             if bar is not None:
                 bar.close()
             if owned:
                 model.close()
+            if user_owned and users is not None:
+                users.close()
     elif folder is not None:
         folder.write_config(config, tasks)
-    summary = EvalSummary.from_results([results[t.id] for t in tasks], k, meta)
+    ordered = [results[t.id] for t in tasks]
+    summary = EvalSummary.from_results(ordered, k, meta, headline_scores(ordered, families))
     if folder is not None:
         folder.write_summary(summary)
     return summary
@@ -851,23 +1014,37 @@ def evaluate(
 
 def _run(
     engine: Engine,
-    domains: Mapping[str, Domain],
+    families: Mapping[str, AnyDomain],
     todo: Sequence[Task],
     specs: Sequence[EpisodeSpec],
     resumed: _Resumed,
     trials: int,
     rollout: RolloutConfig,
-    user: Literal["scripted", "llm"] | UserFactory,
+    user: Literal["scripted", "llm", "solo"] | UserFactory,
     folder: RunFolder | None,
     tracker: _Tracker,
+    user_engine: Engine | None = None,
+    user_sampling: SamplingParams | None = None,
 ) -> dict[str, TaskResult]:
-    """Run ``specs`` domain by domain; write each trial and each finished task at once."""
+    """Run ``specs`` domain by domain (benchmark by benchmark); write each trial and each
+    finished task at once."""
     by_id = {t.id: t for t in todo}
     groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for tid, recs in resumed.trials.items():
         groups[tid].extend(recs)
     finished: dict[str, TaskResult] = {}
     metered = _MeteredEngine(engine, tracker)
+    batcher = None
+    if user == "llm":
+        from rods_agent.user import SCENARIO_MAX_TOKENS, LLMUser, UserBatcher
+
+        # the users' replies are batched across episodes; their tokens are not the agent's.
+        # rods' users cap their own replies; a benchmark's scenario users need more room
+        users_sampling = user_sampling or LLMUser(engine).sampling
+        batch_sampling = replace(
+            users_sampling, max_tokens=max(users_sampling.max_tokens, SCENARIO_MAX_TOKENS)
+        )
+        batcher = UserBatcher(user_engine or engine, batch_sampling)
 
     def on_record(record: EpisodeRecord) -> None:
         if folder is not None:
@@ -884,26 +1061,31 @@ def _run(
         del groups[record.task_id]
         tracker.task()
 
-    def user_for_env() -> UserSimulator | None:
-        if user == "scripted":
+    def user_for_env() -> Any:
+        if user in ("scripted", "solo"):
             return None
         if user == "llm":
             from rods_agent.user import LLMUser
 
-            return LLMUser(engine)  # the user's own turns are not counted as the agent's
+            assert batcher is not None
+            return LLMUser(batcher.engine, sampling=users_sampling, batcher=batcher)
+        assert callable(user)
         return user()
 
     t_start = time.perf_counter()
-    for name, domain in domains.items():
+    for name in families:
         mine = [s for s in specs if s.task.domain == name]
         if not mine:
             continue
 
-        def make_env(domain: Domain = domain) -> ToolEnv:
-            return ToolEnv(
-                domain, tasks=(), split=None, max_steps=rollout.max_turns, user=user_for_env()
-            )
+        def make(name: str = name) -> Any:
+            kwargs: dict[str, Any] = {"tasks": (), "split": None, "max_steps": rollout.max_turns}
+            if user == "solo":
+                kwargs["solo"] = True
+            else:
+                kwargs["user"] = user_for_env()
+            return make_env(name, **kwargs)  # a benchmark's require() runs there
 
-        run_rollouts(metered, make_env, mine, rollout, on_record=on_record)
+        run_rollouts(metered, make, mine, rollout, on_record=on_record, users=batcher)
     log.debug("evaluated %d tasks in %.1fs", len(finished), time.perf_counter() - t_start)
     return finished

@@ -62,6 +62,9 @@ class BenchmarkDomain(ABC):
             user at all).
         synthesis: None when rods' synthesis can grow its tasks; otherwise why it cannot
             (``rods train mode=rods`` refuses it with this reason).
+        max_episode_tokens: The conversation length (tokens, prompt included) its episodes
+            need, when more than ``rods eval``'s default of 8,192 (τ²-bench's policies and
+            tools alone take 5,000-9,000); None: the default.
     """
 
     name: str
@@ -71,6 +74,7 @@ class BenchmarkDomain(ABC):
     synthesis: str | None = "rods' synthesis has no skills for this benchmark's tasks"
     max_steps: int = 200
     description: str = ""
+    max_episode_tokens: int | None = None
 
     def missing(self) -> str | None:
         """None when the benchmark's own package is usable; otherwise one line saying what is

@@ -483,3 +483,14 @@ def render_messages(messages: Sequence[dict[str, Any]]) -> str:
             fn = tc.get("function", {})
             lines.append(f"[assistant -> {fn.get('name')}] {fn.get('arguments')}")
     return "\n".join(lines) + "\n"
+
+
+def clip_action(action: Any, limit: int = 2000) -> str:
+    """What the history keeps of an action that could not be used: its text without its
+    ``<think>`` reasoning, bounded (environments other than ToolEnv use it too).
+
+    Args:
+        action: The action as the agent gave it (text, a message dict, anything).
+        limit: Most characters kept before a note of how many were omitted.
+    """
+    return _clip(_visible(action), limit)

@@ -257,3 +257,37 @@ def test_a_lone_surrogate_in_a_write_leaves_no_trace(env_id):
         json.dumps(info["messages"], ensure_ascii=False).encode("utf-8")
     obs, *_ = env.step(tool_call_text(task.turns[0].calls[0]))
     assert not obs.startswith("Error")
+
+
+# -- benchmark domains (rods_env.benchmark): their own environment and scorer ---------------
+BENCHMARK_ENV_IDS = list(rods_env.BENCHMARK_ENV_IDS)
+
+
+def _benchmark(env_id):
+    from tests.requires import require
+
+    domain = rods_env.load_any_domain(env_id)
+    reason = domain.missing()
+    require(reason is None, f"benchmark '{domain.name}': {reason}", "bash scripts/setup_tests.sh")
+    return domain
+
+
+@pytest.mark.parametrize("env_id", BENCHMARK_ENV_IDS)
+def test_benchmark_envs_pass_check_env_and_their_oracle_solves_their_tasks(env_id):
+    domain = _benchmark(env_id)
+    env = gym.make(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped)
+    tasks = domain.seed_tasks()
+    assert tasks and all(t.domain == domain.name for t in tasks)
+    assert domain.check_tasks(tasks) == []
+    for task in tasks[:: max(1, len(tasks) // 10)]:
+        out = run_episode(env.unwrapped, domain.oracle_agent(task), task=task)
+        assert out["success"] and out["progress"] == 1.0, (task.id, out["turn_results"])
+
+
+@pytest.mark.parametrize("env_id", BENCHMARK_ENV_IDS)
+def test_benchmark_make_with_module_prefix_works_in_a_fresh_process(env_id):
+    _benchmark(env_id)
+    test_make_with_module_prefix_works_in_a_fresh_process(env_id)

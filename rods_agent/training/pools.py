@@ -11,9 +11,12 @@ def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
     """The starting pool and the test split (reserved from synthesis, used for evaluation).
 
     ``data.pool`` is ``seeds`` (each domain's seed tasks) or a JSONL task pool; a pool's
-    tasks without a split (synthesized pools) count as train tasks.
+    tasks without a split (synthesized pools) count as train tasks. A benchmark domain
+    gives its train split only, without the tasks an agent doing nothing passes (unless
+    ``data.keep_trivial``), and refuses a pool that holds one of its test tasks.
     """
-    from rods_env.registry import load_domain
+    from rods_env.benchmark import BenchmarkDomain
+    from rods_env.registry import load_any_domain
     from rods_env.task import load_tasks
 
     data = config.data
@@ -21,7 +24,21 @@ def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
     train: list[Task] = []
     test: list[Task] = []
     for env in config.env:
-        domain = load_domain(env)
+        domain = load_any_domain(env)
+        if isinstance(domain, BenchmarkDomain):
+            if pool_file is None:
+                tasks = domain.training_tasks(data.split, keep_trivial=data.keep_trivial)
+            else:
+                if data.split != "train":
+                    domain.training_tasks(data.split)  # refuses with the reason
+                tasks = [t for t in pool_file if t.domain == domain.name]
+                domain.check_training_pool(tasks)
+                if not data.keep_trivial:
+                    trivial = domain.trivial_task_ids()
+                    tasks = [t for t in tasks if t.id not in trivial]
+            train.extend(tasks)
+            test.extend(domain.seed_tasks("test"))
+            continue
         if pool_file is None:
             tasks = domain.seed_tasks(None if data.split == "all" else data.split)
         else:

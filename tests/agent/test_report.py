@@ -82,6 +82,7 @@ def test_several_runs_side_by_side(tmp_path, capsys):
         "pool.png",
         "report.md",
         "reward.png",
+        "terminations.png",
         "variance.png",
         "zones.png",
     ]

@@ -147,6 +147,37 @@ class TestInProcess:
             mask = torch.tensor(r.assistant_mask[1:], dtype=torch.bool)
             assert torch.allclose(lp[mask], torch.tensor(r.logprobs[1:])[mask], atol=1e-3)
 
+    def test_rollout_on_bfcl_keeps_exact_token_accounting(self, vllm_engine, hf_model):
+        """BFCL multi-turn through the in-process engine: BFCL's tools in the chat template,
+        no system prompt, the same token accounting as rods' own domains."""
+        import gymnasium as gym
+        import torch
+
+        import rods_env
+        from environments.bfcl import BASE
+        from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
+
+        assert "rods/BFCL-MultiTurn-v0" in rods_env.BENCHMARK_ENV_IDS
+        # one class (TradingBot): the shortest tools
+        [task] = [t for t in BASE.seed_tasks() if t.id == "multi_turn_base_100"]
+        config = RolloutConfig(
+            sampling=SamplingParams(max_tokens=8, seed=0), max_turns=2, max_tokens=16000
+        )
+        [r] = run_rollouts(
+            vllm_engine,
+            lambda: gym.make("rods/BFCL-MultiTurn-v0", disable_env_checker=True),
+            [EpisodeSpec(task)],
+            config,
+        )
+        assert r.n_steps >= 1 and r.termination != "error", r.errors
+        assert r.messages[0]["role"] == "user" and r.token_check in ("exact", "text")
+        ids = torch.tensor([r.token_ids])
+        with torch.inference_mode():
+            logits = hf_model(ids).logits[0, :-1].float()
+        lp = torch.log_softmax(logits, -1).gather(-1, ids[0, 1:, None]).squeeze(-1)
+        mask = torch.tensor(r.assistant_mask[1:], dtype=torch.bool)
+        assert torch.allclose(lp[mask], torch.tensor(r.logprobs[1:])[mask], atol=1e-3)
+
 
 # -- from the main environment -------------------------------------------------------------
 def test_in_process_engine_suite_in_the_vllm_venv(tmp_path):
@@ -304,3 +335,40 @@ def test_token_mode_rollouts_from_vllm_serve_are_trainable(served, retail_tasks)
         lp = torch.log_softmax(logits, -1).gather(-1, ids[0, 1:, None]).squeeze(-1)
         mask = torch.tensor(r.assistant_mask[1:], dtype=torch.bool)
         assert torch.allclose(lp[mask], torch.tensor(r.logprobs[1:])[mask], atol=2e-3)
+
+
+def test_a_vllm_outside_the_range_the_engine_was_written_for_is_refused(monkeypatch):
+    from rods_agent.engines.base import EngineError
+    from rods_agent.engines.vllm_engine import check_vllm_version
+
+    monkeypatch.delenv("RODS_VLLM_UNCHECKED", raising=False)
+    for fine in ("0.32.0", "0.32.3+cpu", "0.33.1"):
+        check_vllm_version(fine)
+    for old_or_new in ("0.8.5", "0.31.2", "0.34.0", "not-a-version"):
+        with pytest.raises(EngineError, match=r"outside the range .*vllm>=0\.32,<0\.34"):
+            check_vllm_version(old_or_new)
+    monkeypatch.setenv("RODS_VLLM_UNCHECKED", "1")
+    check_vllm_version("0.34.0")
+
+
+def test_bfcl_eval_against_vllm_serve(served):
+    """BFCL's OpenAI tool schemas (with their ``response`` field and ``format: float``) are
+    accepted by a real server, and its episodes are scored with BFCL's numbers."""
+    from environments.bfcl import BASE
+    from rods_agent.engines.openai_api import OpenAIEngine
+    from rods_agent.evaluate import evaluate
+    from rods_agent.rollout import RolloutConfig
+
+    # one class (TradingBot): the shortest tools
+    tasks = [t for t in BASE.seed_tasks() if t.id == "multi_turn_base_100"]
+    engine = OpenAIEngine(served.url, served.name)
+    config = RolloutConfig(
+        sampling=SamplingParams(max_tokens=16), max_turns=1, max_tokens=served.context - 100
+    )
+    try:
+        summary = evaluate(engine, tasks, rollout=config)
+    finally:
+        engine.close()
+    assert summary.errored_trials == 0, [r.termination for r in summary.results]
+    assert all(n >= 1 for r in summary.results for n in r.n_steps)
+    assert summary.headline["BFCL-MultiTurn-Base"]["base"] is not None

@@ -1,0 +1,158 @@
+"""BFCL multi-turn: the benchmark RODS is judged by, as rods environments scored by BFCL's rules.
+
+Each environment id is one :class:`~rods_env.benchmark.BenchmarkDomain` instance, declared
+under the entry-point group ``rods.benchmarks`` (an entry-point name with capitals is the
+id's title)::
+
+    BFCL                       rods/BFCL-v0                        all 800 tasks (`--env bfcl`)
+    BFCL-MultiTurn             rods/BFCL-MultiTurn-v0              all 800 tasks
+    BFCL-MultiTurn-Base        rods/BFCL-MultiTurn-Base-v0         base (200)
+    BFCL-MultiTurn-MissParam   rods/BFCL-MultiTurn-MissParam-v0    miss_param (200)
+    BFCL-MultiTurn-MissFunc    rods/BFCL-MultiTurn-MissFunc-v0     miss_func (200)
+    BFCL-MultiTurn-LongContext rods/BFCL-MultiTurn-LongContext-v0  long_context (200)
+
+    import gymnasium, rods_env
+    env = gymnasium.make("rods/BFCL-MultiTurn-MissFunc-v0")
+
+The data, the API classes and the function docs come from the installed ``bfcl-eval``
+package (``bash scripts/setup_bfcl.sh``), imported only when an environment or the tasks
+are made.
+
+Modules: :mod:`~environments.bfcl.apis` (the safe execution layer: dispatch, per-episode
+instances, bounded MathAPI, result texts, state, gold replay), :mod:`~environments.bfcl.tasks`
+(the tasks, their rods views, BFCL's leaderboard numbers), :mod:`~environments.bfcl.env`
+(the environment), :mod:`~environments.bfcl.agents` (oracle, perturbations, trivial agents)
+and :mod:`~environments.bfcl.export` (BFCL result files from rods' episodes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rods_env.benchmark import BenchmarkDomain
+from rods_env.errors import ConfigError
+from rods_env.task import Task
+
+MAX_STEPS = 8 * 21
+"""The most agent steps a task can take under BFCL's rules (8 turns, 21 steps each)."""
+
+NO_TRAIN_SPLIT = (
+    "BFCL multi-turn has no train split: its 800 tasks are its test set, never trained on "
+    "(train on a rods domain over its API classes)"
+)
+
+
+class BFCLDomain(BenchmarkDomain):
+    """BFCL multi-turn, one category or all four, scored by BFCL's checker rules.
+
+    Args:
+        name: The entry-point name in lower case (``"bfcl-multiturn-base"``).
+        title: The id's title (``"BFCL-MultiTurn-Base"``).
+        category: ``base``, ``miss_param``, ``miss_func``, ``long_context``, or None for all.
+    """
+
+    user_modes = ("scripted",)
+    synthesis = NO_TRAIN_SPLIT
+    max_steps = MAX_STEPS
+    description = "BFCL v4 multi-turn (8 API classes), scored by BFCL's own checker rules"
+
+    def __init__(self, name: str, title: str, category: str | None) -> None:
+        self.name = name
+        self.title = title
+        self.category = category
+        self._views: list[Task] | None = None
+
+    def missing(self) -> str | None:
+        """Why bfcl-eval cannot be used (with the install command), or None."""
+        from environments.bfcl.apis import bfcl_missing
+
+        return bfcl_missing()
+
+    def seed_tasks(self, split: str | None = None) -> list[Task]:
+        """BFCL's tasks as rods views (all are test tasks: the train split is empty)."""
+        if split == "train":
+            return []
+        if self._views is None:
+            from environments.bfcl.tasks import load_tasks, task_view
+
+            self._views = [task_view(t, self.name) for t in load_tasks(self.category)]
+        return list(self._views)
+
+    def make_env(self, **kwargs: Any) -> Any:
+        """A :class:`~environments.bfcl.env.BFCLEnv` of this category."""
+        from environments.bfcl.env import BFCLEnv
+
+        return BFCLEnv(self.category, **kwargs)
+
+    def check_tasks(self, tasks: Sequence[Task]) -> list[str]:
+        """Tasks that are not BFCL multi-turn tasks of this installation (the gold of every
+        BFCL task is checked against BFCL's own checker by the tests)."""
+        from environments.bfcl.tasks import task_index
+
+        index = task_index()
+        return [f"{t.id}: not a BFCL multi-turn task" for t in tasks if t.id not in index]
+
+    def oracle_agent(self, task: Task, *, user_mode: str = "scripted") -> Any:
+        """The gold replay (:class:`~environments.bfcl.agents.OracleAgent`)."""
+        from environments.bfcl.agents import OracleAgent
+        from environments.bfcl.tasks import get_task
+
+        return OracleAgent(get_task(task.id))
+
+    @property
+    def policy(self) -> str:
+        """Empty: BFCL's function-calling mode sends no system prompt."""
+        return ""
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """Every function of the classes this category's tasks involve (a task sees only
+        its own classes' functions)."""
+        from environments.bfcl.apis import functions_of, schemas
+        from environments.bfcl.tasks import load_tasks
+
+        classes = dict.fromkeys(c for t in load_tasks(self.category) for c in t.classes)
+        return list(schemas(functions_of(list(classes))))
+
+    def training_tasks(self, split: str = "train", *, keep_trivial: bool = False) -> list[Task]:
+        """None: BFCL's tasks are never trained on.
+
+        Raises:
+            ConfigError: always, saying why.
+        """
+        raise ConfigError(NO_TRAIN_SPLIT)
+
+    def scores(self, successes: Mapping[str, Sequence[bool]]) -> Mapping[str, float | None]:
+        """BFCL's leaderboard numbers (:func:`environments.bfcl.tasks.leaderboard`)."""
+        from environments.bfcl.tasks import leaderboard
+
+        return leaderboard(successes)
+
+
+BFCL = BFCLDomain("bfcl", "BFCL", None)
+BFCL_MULTI_TURN = BFCLDomain("bfcl-multiturn", "BFCL-MultiTurn", None)
+BASE = BFCLDomain("bfcl-multiturn-base", "BFCL-MultiTurn-Base", "base")
+MISS_PARAM = BFCLDomain("bfcl-multiturn-missparam", "BFCL-MultiTurn-MissParam", "miss_param")
+MISS_FUNC = BFCLDomain("bfcl-multiturn-missfunc", "BFCL-MultiTurn-MissFunc", "miss_func")
+LONG_CONTEXT = BFCLDomain(
+    "bfcl-multiturn-longcontext", "BFCL-MultiTurn-LongContext", "long_context"
+)
+
+DOMAINS: tuple[BFCLDomain, ...] = (BFCL, BFCL_MULTI_TURN, BASE, MISS_PARAM, MISS_FUNC, LONG_CONTEXT)
+"""Every BFCL environment, one per id."""
+
+ENV_IDS: Mapping[str, str | None] = {d.env_id: d.category for d in DOMAINS}
+"""Gymnasium id -> the category it serves (None: all 800 tasks)."""
+
+__all__ = [
+    "BASE",
+    "BFCL",
+    "BFCL_MULTI_TURN",
+    "DOMAINS",
+    "ENV_IDS",
+    "LONG_CONTEXT",
+    "MAX_STEPS",
+    "MISS_FUNC",
+    "MISS_PARAM",
+    "BFCLDomain",
+]

@@ -1,0 +1,282 @@
+"""BFCL multi-turn tasks, read from the installed bfcl-eval package (never copied into rods).
+
+Four categories of 200 tasks each (the same four kinds as rods' augmentations):
+
+============ ==================== ===========================================================
+category     rods variant         what changes
+============ ==================== ===========================================================
+base         base                 --
+miss_param   missing_parameter    a turn lacks a needed value; its gold is empty (the agent
+                                  should ask) and the next turn gives the value
+miss_func    missing_function     functions are held out from the start; the turn that needs
+                                  one has an empty gold (the agent should say it cannot), and
+                                  a later turn reveals them with BFCL's message
+long_context long_context         the classes load BFCL's long-context data (bigger states,
+                                  tool outputs up to 84.5K characters)
+============ ==================== ===========================================================
+
+A task's ``excluded_function`` field is recorded but, as in BFCL's own pipeline (which never
+reads it), does not change the tools the agent sees.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import Any
+
+from environments.bfcl.apis import Scenario, data_dir, functions, parse_call
+from rods_env.errors import ConfigError
+from rods_env.task import Task, ToolCall, Turn, UserProfile
+from rods_env.tools import FrozenDict
+
+CATEGORIES: tuple[str, ...] = ("base", "miss_param", "miss_func", "long_context")
+"""BFCL's multi-turn categories, in its leaderboard's order of columns after the overall."""
+
+VARIANTS: Mapping[str, str] = FrozenDict(
+    base="base",
+    miss_param="missing_parameter",
+    miss_func="missing_function",
+    long_context="long_context",
+)
+
+VERSION_PREFIX = "BFCL_v4"
+"""The prefix of bfcl-eval's data files."""
+
+REVEAL_MESSAGE = "I have updated some more functions you can choose from. What about now?"
+"""The user message of a turn that reveals held-out functions (BFCL's
+``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``; the tests check it is still BFCL's)."""
+
+
+def reveal_message(names: Sequence[str]) -> str:
+    """The user message of a turn that reveals the functions ``names``: their tool schemas,
+    one JSON per line, then BFCL's :data:`REVEAL_MESSAGE` (BFCL's prompting mode puts the
+    new functions' docs before the same sentence).
+
+    The schemas are in the text as well as in ``info["tools"]`` because an engine that
+    keeps the conversation as one token sequence (local models, training) renders the tool
+    list once, at the start: without them it would never see the new functions.
+    """
+    table = functions()
+    docs = "\n".join(json.dumps(table[n].schema) for n in names)
+    return f"{docs}\n{REVEAL_MESSAGE}" if docs else REVEAL_MESSAGE
+
+
+MAX_STEPS_PER_TURN = 20
+"""BFCL's ``MAXIMUM_STEP_LIMIT``: after this many tool-calling steps in one turn, the next
+one ends the conversation and the task fails."""
+
+
+@dataclass(frozen=True, eq=False)
+class BFCLTask:
+    """One BFCL multi-turn task, as BFCL's data has it (:func:`task_view` gives its rods
+    :class:`~rods_env.task.Task` view).
+
+    Attributes:
+        id: BFCL's id (``multi_turn_base_0``), so results match BFCL's own files.
+        category: ``base``, ``miss_param``, ``miss_func`` or ``long_context``.
+        turns: The user's messages of each turn (a turn that only reveals functions has
+            none in the data; the environment says :func:`reveal_message`).
+        ground_truth: BFCL's gold call strings of each turn (empty: the turn is not checked).
+        classes: The involved API classes.
+        config: JSON text of the initial configuration.
+        revealed: Turn index to the functions held out until that turn (miss_func).
+        excluded: BFCL's ``excluded_function`` field (not applied, as in BFCL).
+    """
+
+    id: str
+    category: str
+    turns: tuple[tuple[Mapping[str, Any], ...], ...]
+    ground_truth: tuple[tuple[str, ...], ...]
+    classes: tuple[str, ...]
+    config: str
+    revealed: Mapping[int, tuple[str, ...]]
+    excluded: tuple[str, ...] = ()
+
+    @property
+    def variant(self) -> str:
+        """The rods variant name of the category."""
+        return VARIANTS[self.category]
+
+    @property
+    def long_context(self) -> bool:
+        """Whether the classes load BFCL's long-context data."""
+        return self.category == "long_context"
+
+    @cached_property
+    def scenario(self) -> Scenario:
+        """The initial state (:class:`~environments.bfcl.apis.Scenario`)."""
+        return Scenario(self.classes, self.config, self.long_context)
+
+    @cached_property
+    def gold(self) -> tuple[tuple[ToolCall, ...], ...]:
+        """The ground truth as tool calls with named arguments (parsed, never evaluated)."""
+        return tuple(tuple(parse_call(c) for c in turn) for turn in self.ground_truth)
+
+    @property
+    def checked_turns(self) -> tuple[int, ...]:
+        """The turns BFCL checks (those with gold calls)."""
+        return tuple(i for i, calls in enumerate(self.ground_truth) if calls)
+
+    @cached_property
+    def held_out(self) -> frozenset[str]:
+        """Every function held out at the start (revealed at some later turn)."""
+        return frozenset(n for names in self.revealed.values() for n in names)
+
+    def initial_config(self) -> dict[str, Any]:
+        """The initial configuration (a fresh copy)."""
+        return json.loads(self.config)
+
+    def entry(self) -> dict[str, Any]:
+        """The task as BFCL's test entry (what BFCL's checker takes)."""
+        return {
+            "id": self.id,
+            "question": [[dict(m) for m in turn] for turn in self.turns],
+            "initial_config": self.initial_config(),
+            "involved_classes": list(self.classes),
+            "missed_function": {str(k): list(v) for k, v in self.revealed.items()},
+            "excluded_function": list(self.excluded),
+        }
+
+    def __repr__(self) -> str:
+        return f"BFCLTask({self.id!r}, {len(self.turns)} turns, {'+'.join(self.classes)})"
+
+
+def task_view(task: BFCLTask, domain: str) -> Task:
+    """The rods view of a BFCL task: the same id; skill = category; the variant of the
+    category; one turn per BFCL turn, its request the user's message (BFCL's reveal message
+    on a turn that only reveals functions), its calls the parsed ground truth, its
+    ``withheld_tools`` the functions not yet revealed.
+
+    Args:
+        task: The BFCL task.
+        domain: The name of the benchmark domain the view belongs to.
+    """
+    turns = []
+    for i, (messages, calls) in enumerate(zip(task.turns, task.gold, strict=True)):
+        request = "\n".join(str(m.get("content") or "") for m in messages)
+        if not messages and i in task.revealed:
+            request = reveal_message(task.revealed[i])
+        hidden = tuple(n for at, names in task.revealed.items() if at > i for n in names)
+        turns.append(Turn(request=request, calls=calls, withheld_tools=hidden))
+    return Task(
+        id=task.id,
+        domain=domain,
+        skill=task.category,
+        split="test",
+        user=UserProfile(name="BFCL user"),
+        turns=tuple(turns),
+        variant=task.variant,
+    )
+
+
+def _read_lines(path: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _task(category: str, row: Mapping[str, Any], answer: Mapping[str, Any]) -> BFCLTask:
+    if row["id"] != answer["id"]:
+        raise RuntimeError(f"bfcl-eval data out of order: {row['id']} vs {answer['id']}")
+    turns = tuple(tuple(FrozenDict(m) for m in turn) for turn in row["question"])
+    ground_truth = tuple(tuple(turn) for turn in answer["ground_truth"])
+    if len(turns) != len(ground_truth):
+        raise RuntimeError(f"{row['id']}: {len(turns)} turns but {len(ground_truth)} gold turns")
+    return BFCLTask(
+        id=row["id"],
+        category=category,
+        turns=turns,
+        ground_truth=ground_truth,
+        classes=tuple(row["involved_classes"]),
+        config=json.dumps(row.get("initial_config", {})),  # key order is state order
+        revealed=FrozenDict(
+            {int(k): tuple(v) for k, v in (row.get("missed_function") or {}).items()}
+        ),
+        excluded=tuple(row.get("excluded_function") or ()),
+    )
+
+
+@cache
+def category_tasks(category: str) -> tuple[BFCLTask, ...]:
+    """The tasks of one category, in BFCL's order (read once per process)."""
+    if category not in CATEGORIES:
+        raise ConfigError(
+            f"unknown BFCL category '{category}'; categories: {', '.join(CATEGORIES)}"
+        )
+    root = data_dir()
+    name = f"{VERSION_PREFIX}_multi_turn_{category}.json"
+    rows = _read_lines(root / name)
+    answers = _read_lines(root / "possible_answer" / name)
+    if len(rows) != len(answers):
+        raise RuntimeError(f"bfcl-eval: {len(rows)} tasks but {len(answers)} answers in {name}")
+    return tuple(_task(category, row, ans) for row, ans in zip(rows, answers, strict=True))
+
+
+def load_tasks(category: str | None = None, split: str | None = None) -> list[BFCLTask]:
+    """BFCL's multi-turn tasks: one category, or all four (800) in category order.
+
+    Args:
+        category: A category name, or None for all.
+        split: ``"test"``, ``"all"`` or None (BFCL has no train split).
+
+    Raises:
+        ConfigError: for an unknown category, or the train split.
+    """
+    if split not in (None, "test", "all"):
+        raise ConfigError(
+            f"BFCL multi-turn has no '{split}' split: all its tasks are test tasks "
+            "(train on the rods domain over its API classes instead)"
+        )
+    cats = CATEGORIES if category is None else (category,)
+    return [task for cat in cats for task in category_tasks(cat)]
+
+
+@cache
+def task_index() -> Mapping[str, BFCLTask]:
+    """Every task by id."""
+    return FrozenDict({t.id: t for t in load_tasks()})
+
+
+def get_task(task_id: str) -> BFCLTask:
+    """The task with id ``task_id``.
+
+    Raises:
+        ConfigError: for an unknown id.
+    """
+    try:
+        return task_index()[task_id]
+    except KeyError:
+        raise ConfigError(
+            f"unknown BFCL task id '{task_id}' (ids look like multi_turn_base_0)"
+        ) from None
+
+
+def leaderboard(successes: Mapping[str, Sequence[bool]]) -> dict[str, float | None]:
+    """BFCL's multi-turn leaderboard numbers from per-task trial successes.
+
+    Per category, the accuracy is the mean over its tasks of each task's success rate (one
+    trial each, as BFCL runs, gives BFCL's accuracy exactly). The overall is BFCL's
+    unweighted mean of the four category accuracies; like BFCL it is None ("N/A") unless
+    every category was evaluated on all of its tasks.
+
+    Args:
+        successes: Task id to the successes of its trials (tasks of other benchmarks or
+            domains are ignored).
+
+    Returns:
+        ``{"overall": ..., "base": ..., "miss_func": ..., "miss_param": ...,
+        "long_context": ...}`` (BFCL's column order); a category not evaluated is None.
+    """
+    index = task_index()
+    per: dict[str, list[float]] = {c: [] for c in CATEGORIES}
+    for task_id, trials in successes.items():
+        task = index.get(task_id)
+        if task is None or not trials:
+            continue
+        per[task.category].append(sum(bool(s) for s in trials) / len(trials))
+    acc: dict[str, float | None] = {c: (sum(v) / len(v) if v else None) for c, v in per.items()}
+    complete = all(len(per[c]) == len(category_tasks(c)) for c in CATEGORIES)
+    overall = sum(a for a in acc.values() if a is not None) / len(CATEGORIES) if complete else None
+    order = ("base", "miss_func", "miss_param", "long_context")
+    return {"overall": overall, **{c: acc[c] for c in order}}
