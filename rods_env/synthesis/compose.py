@@ -468,7 +468,6 @@ def extend(
     rng: random.Random,
     *,
     join: bool,
-    unfit: set[str] | None = None,
 ) -> tuple[str, Draft]:
     """``parent`` with one more request of its customer: ``(skill name, draft)``.
 
@@ -483,9 +482,6 @@ def extend(
         tables: The world skills draft from (the parent's split).
         rng: The variant's generator.
         join: Add the request to the last turn (False: in new turns).
-        unfit: Skills already seen to add nothing to this parent this way (skipped); the
-            skills that fail now are added to it. A synthesizer keeps one per parent and
-            layout, so later attempts do not draft them again.
 
     Raises:
         Reject: ``skill_unavailable`` when the parent is not of exactly one customer or
@@ -506,19 +502,14 @@ def extend(
     if join:  # a joined request has one turn: skills that always draft several cannot join
         several = _multi_turn_skills(domain)
         order = [s for s in order if s.name not in several]
-    unfit = set() if unfit is None else unfit
     why: list[str] = []
     for skill in order:
-        if skill.name in unfit:
-            continue
         draft = _draft(skill, conv, rng, random_shape(skill, rng))
         if draft is None:
-            unfit.add(skill.name)
             continue
         problem = conv.add(skill, draft, rng, join=join)
         if problem is None:
             return conv.skill_name, conv.draft()
-        unfit.add(skill.name)
         why.append(f"{skill.name}: {problem}")
     raise Reject(
         "skill_unavailable",

@@ -101,7 +101,6 @@ def execute(
     plan: Plan,
     rng: random.Random,
     seen_calls: Collection[str] = (),
-    unfit: set[str] | None = None,
 ) -> Candidate:
     """Generate a task for ``plan`` with new entities drawn by ``rng``, and replay its gold.
 
@@ -111,8 +110,6 @@ def execute(
         rng: The variant's own generator (the skill draws entities from it).
         seen_calls: :func:`calls_key` of tasks already in the pool: a draft with the same
             calls is a duplicate, known before its gold is replayed.
-        unfit: For ``join``/``append``: skills already seen to add nothing to this parent
-            this way (see :func:`rods_env.synthesis.compose.extend`).
 
     Raises:
         Reject: ``skill_unavailable`` when the skill finds no entities for the shape;
@@ -126,7 +123,7 @@ def execute(
         if plan.axis in ("join", "append"):
             gold = GOLD_CACHE.get(domain, plan.parent)
             skill_name, draft = extend(
-                domain, plan.parent, gold, db.base, rng, join=plan.axis == "join", unfit=unfit
+                domain, plan.parent, gold, db.base, rng, join=plan.axis == "join"
             )
         elif plan.axis == "deepen":
             draft = deepen(domain, plan.parent, GOLD_CACHE.get(domain, plan.parent), rng)

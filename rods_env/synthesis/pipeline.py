@@ -172,8 +172,6 @@ class Synthesizer:
         self.seen: set[str] = set(known)
         self._alternatives: dict[str, dict[str, set[str]]] = {}
         self._sorted: dict[str, dict[str, list[str]]] = {}  # _alternatives, sorted
-        # per (parent, step): skills that added nothing to it (composition skips them later)
-        self._unfit: dict[tuple[str, str], set[str]] = {}
         self._rounds: dict[str, int] = {}
         self._calls: set[str] = set()  # calls keys of known tasks: duplicates before replay
 
@@ -233,8 +231,7 @@ class Synthesizer:
         if p.variant == "long_context":
             # a long-context seed is a pair: draw new entities on its base world, then pair
             p = replace(p, db_size=BASE_SIZE)
-        unfit = self._unfit.setdefault((parent.id, str(p.axis)), set())
-        cand = execute(domain, p, self._rng(tag, "execute"), self._calls, unfit)
+        cand = execute(domain, p, self._rng(tag, "execute"), self._calls)
         # a step of STEPS keeps the parent's requests word for word (a new request is
         # phrased when it is added)
         if cfg.rewrite and p.axis not in STEPS:
