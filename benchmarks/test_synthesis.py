@@ -15,15 +15,20 @@ Run: ``pytest benchmarks/test_synthesis.py --benchmark-only -s``.
 
 from __future__ import annotations
 
+import datetime
 import os
 import statistics
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 import rods_env
 from rods_env.gold import GOLD_CACHE
 from rods_env.synthesis import AUGMENTS, SynthesisReport, synthesize
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DOMAINS = [n for n in ("retail", "airline") if n in rods_env.domain_names()]
 PER_SEED = 2
@@ -138,6 +143,15 @@ def test_generations(benchmark):
             assert min(counts) >= 0.5 * counts[0], counts
 
     benchmark.pedantic(run, rounds=1, iterations=1)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    print()
+    print(
+        f"Measured {datetime.date.today().isoformat()} at commit {commit or '?'} by "
+        "`RODS_BENCH_GENERATIONS=1 pytest benchmarks/test_synthesis.py -k generations "
+        "--benchmark-only -s`:"
+    )
     print()
     print("| domain | generation | accepted | depth | width | turns | skills | CPU s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
