@@ -310,6 +310,24 @@ def _numbers_in(text: str) -> set[float]:
     return {round(float(m.replace(",", "")), 6) for m in _NUMBER.findall(text)}
 
 
+_NUMBERS: OrderedDict[str, frozenset[float]] = OrderedDict()
+
+
+def _numbers_of(text: str) -> frozenset[float]:
+    """:func:`_numbers_in` of ``text``, kept for recent texts: a gold output's text (the same
+    string object for the same output, see :func:`_output_text`) and a policy are searched
+    for numbers by every task that reads them. Texts longer than 32,768 characters (a
+    long-context output) are searched each time, so the cache stays small."""
+    if len(text) > 32768:
+        return frozenset(_numbers_in(text))
+    hit = _NUMBERS.get(text)
+    if hit is None:
+        hit = _NUMBERS[text] = frozenset(_numbers_in(text))
+        while len(_NUMBERS) > 4096:
+            _NUMBERS.popitem(last=False)
+    return hit
+
+
 @cache
 def _policy_numbers(policy: str) -> frozenset[float]:
     return frozenset(_numbers_in(policy))
@@ -364,7 +382,7 @@ class _Known:
             return True
         if self.pending:
             for text in self.pending:
-                self.numbers |= _numbers_in(text)
+                self.numbers |= _numbers_of(text)
             self.pending = []
         return key in self.numbers
 
