@@ -360,8 +360,9 @@ def parse_text(text: str) -> ParsedAction:
             return ParsedAction(
                 "",
                 error=(
-                    f"could not parse the tool call JSON: {_short(stripped)}. Write calls as "
-                    '<tool_call>{"name": "...", "arguments": {...}}</tool_call>'
+                    f"could not parse the tool call JSON: {_short(stripped)}. Write each call "
+                    'as one JSON object, {"name": "...", "arguments": {...}}, alone or in a '
+                    "<tool_call> block, as the tool instructions show"
                 ),
             )
     return ParsedAction(stripped)

@@ -339,6 +339,33 @@ def test_engine_options_reject_bad_values_in_one_line():
     assert EngineOptions(engine="oracle").model_name == "oracle"
 
 
+def test_thinking_switch_reaches_every_engine_or_fails_in_one_line(tiny_model_dir, family_models):
+    """``--thinking on|off``: the server's template kwargs in chat mode, the local template
+    otherwise; a template without the switch is refused by name, not ignored."""
+    from rods_agent.engines import EngineError, EngineOptions, build_engine
+
+    with pytest.raises(ConfigError, match="thinking must be on or off, got 'yes'"):
+        EngineOptions(model="m", thinking="yes")  # type: ignore[arg-type]
+    assert EngineOptions(model="m").thinking_switch is None
+    served = build_engine(
+        EngineOptions(model="m", thinking="off", extra_body={"chat_template_kwargs": {"x": 1}})
+    )
+    try:
+        body = served.extra_body  # type: ignore[attr-defined]
+        assert body["chat_template_kwargs"] == {"x": 1, "enable_thinking": False}
+    finally:
+        served.close()
+    with pytest.raises(EngineError) as info:
+        build_engine(EngineOptions(engine="transformers", model=str(tiny_model_dir), thinking="on"))
+    assert "enable_thinking switch" in str(info.value) and "\n" not in str(info.value)
+    qwen3 = str(family_models.model("qwen3"))
+    for switch, empty_think in (("off", True), ("on", False)):
+        engine = build_engine(EngineOptions(engine="transformers", model=qwen3, thinking=switch))
+        prompt = engine.chat.render(OPENING, add_generation_prompt=True)  # type: ignore[attr-defined]
+        # Qwen3's template closes an empty reasoning block in the prompt when thinking is off
+        assert prompt.endswith("<think>\n\n</think>\n\n") is empty_think
+
+
 def test_model_folder_checks_name_what_is_missing(tmp_path, tiny_model_dir):
     from rods_agent.engines import EngineError, check_model_folder
 
