@@ -11,6 +11,7 @@ is one :class:`~rods_env.errors.ConfigError` line naming it::
 
 from __future__ import annotations
 
+import datetime
 import difflib
 from collections.abc import Sequence
 from pathlib import Path
@@ -113,6 +114,12 @@ class RolloutSection(Section):
         None,
         description="The chat template's enable_thinking switch (Qwen3): true or false; "
         "null keeps the template's default. An error for a template without the switch.",
+    )
+    template_date: datetime.date | None = Field(
+        None,
+        description="The date a chat template that prints today's date shows (gpt-oss's "
+        "'Current date'); null: the day the run starts, written into config.yaml so that a "
+        "resume on a later day renders the same prompts.",
     )
     thinking_tokens: int = Field(
         1024,

@@ -366,6 +366,21 @@ def test_thinking_switch_reaches_every_engine_or_fails_in_one_line(tiny_model_di
         assert prompt.endswith("<think>\n\n</think>\n\n") is empty_think
 
 
+def test_a_template_that_prints_the_date_shows_one_fixed_day(family_models):
+    """gpt-oss's real template calls ``strftime_now``: every rendering of one ChatTemplate
+    shows the day it was given (or made on), never the wall clock's."""
+    import datetime
+
+    tokenizer = family_models.tokenizer("gptoss")
+    fixed = ChatTemplate(tokenizer, date=datetime.date(2025, 3, 4))
+    text = fixed.render(OPENING, add_generation_prompt=True)
+    assert "Current date: 2025-03-04\n" in text
+    today = ChatTemplate(tokenizer).render(OPENING)
+    assert f"Current date: {datetime.date.today():%Y-%m-%d}\n" in today
+    qwen3 = ChatTemplate(family_models.tokenizer("qwen3"), date=datetime.date(2025, 3, 4))
+    assert "2025" not in qwen3.render(OPENING)  # a template without a date is untouched
+
+
 def test_model_folder_checks_name_what_is_missing(tmp_path, tiny_model_dir):
     from rods_agent.engines import EngineError, check_model_folder
 

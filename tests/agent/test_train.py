@@ -3,6 +3,7 @@ resume, refusals, and ``rods report``."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
@@ -66,7 +67,8 @@ def test_a_run_writes_every_output(tmp_path):
     out = tmp_path / "run"
     train(load_config(SIMULATED, small(out, "steps=10")))
     assert (out / "config.yaml").exists()
-    assert load_config(out / "config.yaml") == load_config(SIMULATED, small(out, "steps=10"))
+    today = f"rollout.template_date={datetime.date.today()}"  # settled at the start
+    assert load_config(out / "config.yaml") == load_config(SIMULATED, small(out, "steps=10", today))
     rows = read_jsonl(out / "metrics.jsonl")
     assert [r["step"] for r in rows] == list(range(10))
     for row in rows:
@@ -150,6 +152,34 @@ def test_resume_continues_with_more_steps(tmp_path):
     train(load_config(SIMULATED, small(extended, "steps=12")), resume=True)
     a, b = read_jsonl(unbroken / "metrics.jsonl"), read_jsonl(extended / "metrics.jsonl")
     assert untimed(a) == untimed(b)
+
+
+def test_a_resume_on_a_later_day_keeps_the_runs_template_date(tmp_path, monkeypatch):
+    """gpt-oss's template prints today's date: a run keeps the day it started, so a resume
+    tomorrow renders the same prompts (and is not refused as a changed configuration)."""
+    from rods_agent.training import run_dir
+
+    out = tmp_path / "r"
+    train(load_config(SIMULATED, small(out, "steps=4")))
+    started = load_config(out / "config.yaml").rollout.template_date
+    assert started == datetime.date.today()
+
+    class Tomorrow(datetime.date):
+        @classmethod
+        def today(cls) -> datetime.date:
+            return datetime.date(2099, 1, 1)
+
+    monkeypatch.setattr(run_dir.datetime, "date", Tomorrow)
+    train(load_config(SIMULATED, small(out, "steps=6")), resume=True)
+    assert load_config(out / "config.yaml").rollout.template_date == started
+    fresh = tmp_path / "fresh"
+    train(load_config(SIMULATED, small(fresh, "steps=1")))
+    assert load_config(fresh / "config.yaml").rollout.template_date == datetime.date(2099, 1, 1)
+    with pytest.raises(ConfigError, match=r"differs from .* in rollout\.template_date"):
+        train(
+            load_config(SIMULATED, small(out, "steps=8", "rollout.template_date=2030-05-05")),
+            resume=True,
+        )
 
 
 def test_the_simulated_policy_has_no_warm_start(tmp_path):
