@@ -33,12 +33,19 @@ class TurnGold:
         rivals: Required output (a word of a closed vocabulary of the domain, such as a
             flight status) to the other words of that vocabulary, which compete with it
             (:attr:`rods_env.tools.Toolkit.vocabularies`).
+        results: The output texts of the turn's gold calls, when the domain's rules check
+            results (:attr:`rods_env.domain.TurnRules.results`); else empty.
+        state: The changes of the whole gold state (relative to the base) after the turn,
+            when the domain's rules check the full state (:attr:`rods_env.domain.TurnRules.
+            state` ``"full"``); else None.
     """
 
     effect: dict[tuple[str, str], Any]
     outputs: tuple[str, ...]
     operations: tuple[str, ...] = ()
     rivals: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    results: tuple[str, ...] = ()
+    state: dict[tuple[str, str], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,8 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
     db = domain.database(task.db_seed, task.db_size)
     tools = domain.tools(db)
     tools.on_reset()
-    all_names = set(domain.toolkit.names())
+    all_names = set(domain.tools_for(task))
+    rules = domain.rules
     specs = domain.toolkit.specs()
     vocabularies = [tuple(w.lower() for w in v) for v in domain.toolkit.vocabularies]
     turns: list[TurnGold] = []
@@ -80,6 +88,7 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
     for t_index, turn in enumerate(task.turns):
         start = db.checkpoint()
         available = all_names - set(turn.withheld_tools)
+        texts: list[str] = []
         for call in turn.calls:
             result = tools.call(call.name, call.arguments, available=available)
             if not result.ok:
@@ -87,6 +96,7 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
                     f"task {task.id}: gold call {call.key()} in turn {t_index} failed: {result.output}"
                 )
             outputs.append(to_jsonable(result.value))
+            texts.append(result.output)
         changed = db.changed_since(start)
         effect = {key: db.get(*key, DELETED) for key in sorted(changed)}
         operations = tuple(
@@ -103,7 +113,14 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
             if out.lower() in vocabulary
         }
         turns.append(
-            TurnGold(effect=effect, outputs=turn.outputs, operations=operations, rivals=rivals)
+            TurnGold(
+                effect=effect,
+                outputs=turn.outputs,
+                operations=operations,
+                rivals=rivals,
+                results=tuple(texts) if rules.results else (),
+                state=db.changes() if rules.state == "full" else None,
+            )
         )
     return Gold(
         turns=tuple(turns),

@@ -66,13 +66,40 @@ def make_task(
     return task.model_copy(update={"signature": signature})
 
 
+def augmented_seed(
+    domain: Domain,
+    task: Task,
+    kind: str,
+    rng: random.Random,
+    alternatives: dict[str, list[str]],
+) -> Task:
+    """``task`` turned into its ``kind`` variant by synthesis's Augment stage (the same
+    function that augments synthesized tasks), keeping its id, split and seed provenance.
+
+    Raises:
+        rods_env.synthesis.Reject: when the augmentation does not apply to ``task``.
+    """
+    from rods_env.synthesis.augment import apply_augment
+    from rods_env.synthesis.execute import Candidate
+    from rods_env.synthesis.plan import plan
+
+    gold = replay_gold(domain, task)
+    cand = Candidate(task=task, gold=gold, plan=plan(domain, task, "resample"))
+    out = apply_augment(kind, domain, cand, rng, alternatives=alternatives).task
+    return out.model_copy(update={"provenance": Provenance(augment=kind)})
+
+
 def build_seed_tasks(
     domain: Domain, n: int = 200, seed: int = 0, test_every: int = 4, max_tries: int = 50
 ) -> list[Task]:
     """Generate ``n`` seed tasks round-robin over the domain's skills.
 
     Every ``test_every``-th task of each skill goes to the test split, the rest to train.
-    Tasks with the same gold effect and outputs as an earlier one are skipped.
+    Tasks with the same gold effect and outputs as an earlier one are skipped. In a domain
+    with :attr:`~rods_env.domain.Domain.seed_augments`, the tasks take the base variant and
+    each augmentation in turn (a task the augmentation does not apply to is drawn again);
+    with :attr:`~rods_env.domain.Domain.world_per_task`, each attempt draws on a world of its
+    own.
 
     Args:
         domain: The domain.
@@ -83,13 +110,18 @@ def build_seed_tasks(
     """
     if not domain.skills:
         raise RodsError(f"domain {domain.name} has no skills")
+    from rods_env.synthesis.plan import Reject
+
+    kinds = ("base", *domain.seed_augments)
     tasks: list[Task] = []
     seen: set[tuple[str, tuple[str, ...]]] = set()
     per_skill: dict[str, int] = {}
+    guesses: dict[str, set[str]] = {}  # facts of earlier seeds: plausible wrong values
     i = 0
     attempts = 0
     while len(tasks) < n:
         skill = domain.skills[i % len(domain.skills)]
+        kind = kinds[len(tasks) % len(kinds)]
         i += 1
         for attempt in range(max_tries):
             attempts += 1
@@ -101,16 +133,21 @@ def build_seed_tasks(
                 # half of the seeds take a random shape within the skill's limits, so the seed
                 # set spans structures, not only each skill's default
                 shape.update({axis: rng.randint(lo, hi) for axis, (lo, hi) in skill.limits.items()})
+            world = attempts if domain.world_per_task else 0
             try:
                 task = make_task(
                     domain,
                     skill,
                     rng,
                     task_id=f"{domain.name}-{len(tasks):04d}",
+                    db_seed=world,
                     split=split,
                     shape=shape,
                 )
-            except SkillUnavailable:
+                if kind != "base":
+                    bank = {label: sorted(values) for label, values in guesses.items()}
+                    task = augmented_seed(domain, task, kind, rng, bank)
+            except (SkillUnavailable, Reject):
                 continue
             gold = replay_gold(domain, task)
             key = (gold.fingerprint, tuple(o for t in task.turns for o in t.outputs))
@@ -118,6 +155,8 @@ def build_seed_tasks(
                 continue
             seen.add(key)
             per_skill[skill.name] = k + 1
+            for label, value in task.user.facts.items():
+                guesses.setdefault(label, set()).add(value)
             tasks.append(task)
             break
         else:

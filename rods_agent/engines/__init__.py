@@ -201,7 +201,7 @@ def oracle_engine(tasks: Sequence[Task]) -> Engine:
     benchmark domain's task is played by the benchmark's own oracle agent."""
     from rods_agent.engines.scripted import ScriptedAgent, ScriptedEngine
     from rods_env.benchmark import BenchmarkDomain
-    from rods_env.oracle import OracleAgent
+    from rods_env.oracle import oracle_agent
     from rods_env.registry import load_any_domain
 
     by_id = {t.id: t for t in tasks}
@@ -212,7 +212,7 @@ def oracle_engine(tasks: Sequence[Task]) -> Engine:
         family = families[task.domain]
         if isinstance(family, BenchmarkDomain):
             return family.oracle_agent(task)
-        return OracleAgent(task, family.toolkit.write_names())
+        return oracle_agent(family, task)
 
     return ScriptedEngine(make_agent)
 

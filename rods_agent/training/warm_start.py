@@ -59,15 +59,15 @@ def oracle_transcripts(
         batch_size: Episodes run at once.
     """
     from rods_agent.engines.scripted import ScriptedEngine
-    from rods_env.oracle import OracleAgent
+    from rods_env.oracle import oracle_agent
     from rods_env.registry import load_domain
 
     by_id = {t.id: t for t in tasks}
-    writes = {name: load_domain(name).toolkit.write_names() for name in {t.domain for t in tasks}}
+    domains = {name: load_domain(name) for name in {t.domain for t in tasks}}
 
     def make_agent(info: Any) -> Any:
         task = by_id[info["task_id"]]
-        return OracleAgent(task, writes[task.domain])
+        return oracle_agent(domains[task.domain], task)
 
     engine = ScriptedEngine(make_agent, chat=chat)
     config = RolloutConfig(

@@ -23,6 +23,19 @@ from rods_env.task import Provenance, Task
 PENDING_ID = "pending"
 """Id of a candidate until it is accepted (then :func:`content_id` names it)."""
 
+FRESH_WORLDS = 1_000_000
+"""In a domain where every task has its own world (:attr:`rods_env.domain.Domain.
+world_per_task`), a variant's world seed is drawn at or above this, apart from the seed
+tasks' (which count up from 1), so no variant ever shares a seed task's world."""
+
+
+def world_seed(domain: Domain, plan: Plan, rng: random.Random) -> int:
+    """The world a variant is drawn on: the parent's, or a fresh one where every task has
+    its own (drawn from the variant's generator, so the same candidate gets the same)."""
+    if not domain.world_per_task:
+        return plan.db_seed
+    return FRESH_WORLDS + rng.randrange(1_000_000_000)
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -104,8 +117,9 @@ def execute(
             ``duplicate`` when the draft's calls are in ``seen_calls``;
             ``execution_error`` when the skill or a gold call fails.
     """
+    db_seed = world_seed(domain, plan, rng)
     # entities are drawn from the customers of the parent's split only (rods_env.splits)
-    db = generation_database(domain, plan.db_seed, plan.db_size, plan.parent.split)
+    db = generation_database(domain, db_seed, plan.db_size, plan.parent.split)
     try:
         draft = plan.skill.generate(db, rng, dict(plan.shape))
         precheck_tools(plan, tuple(c.name for turn in draft.turns for c in turn.calls))
@@ -119,7 +133,7 @@ def execute(
             skill=plan.skill.name,
             shape=dict(plan.shape if drawn is None else drawn),
             split=parent.split,
-            db_seed=plan.db_seed,
+            db_seed=db_seed,
             db_size=plan.db_size,
             user=draft.user,
             turns=draft.turns,
