@@ -101,9 +101,9 @@ def scattered(items: Sequence[T], rng: random.Random) -> Iterator[T]:
 
 _BASE_CACHE: OrderedDict[tuple[str, int, str], Tables] = OrderedDict()
 _BASE_LOCK = RLock()  # a generator may ask for another size of its world
-BASE_CACHE_SIZE = 2048
-"""Generated bases kept per process (least recently used dropped). A domain whose every task
-has its own world (:attr:`Domain.world_per_task`) generates thousands of small ones."""
+BASE_CACHE_SIZE = 256
+"""Generated bases kept per process (least recently used dropped): a domain whose every task
+has its own world (:attr:`Domain.world_per_task`) generates thousands, a rods domain a few."""
 
 
 @dataclass(frozen=True)
@@ -115,13 +115,15 @@ class TurnRules:
             nothing else changed during the turn (rods' rule). ``"full"``: the whole state
             equals the gold's after that turn, whatever earlier turns did (BFCL's state
             check, stricter: an earlier mistake fails every later turn).
-        results: Each result text of the turn's gold calls must be among the agent's tool
-            results so far, with multiplicity (BFCL's response check): the agent made the
-            look-ups, not only guessed their answers.
+        results: ``"episode"``: each result text of the turn's gold calls must be among the
+            agent's tool results so far, with multiplicity (BFCL's response check: the
+            agent made the look-ups, not only guessed their answers); ``"turn"``: among
+            its results of this turn (stricter: work done a turn early does not count
+            again); ``"off"``: not checked.
     """
 
     state: Literal["effect", "full"] = "effect"
-    results: bool = False
+    results: Literal["off", "episode", "turn"] = "off"
 
 
 @dataclass(frozen=True, eq=False)

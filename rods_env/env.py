@@ -123,7 +123,8 @@ class ToolEnv(gym.Env[str, str]):
         self._schemas_all = FrozenList(domain.toolkit.schemas())
         self._task_tools = self._all_tool_names
         self._policy = domain.policy
-        self._count_results = domain.rules.results
+        self._count_results = domain.rules.results != "off"
+        self._per_turn_results = domain.rules.results == "turn"
         self._results_seen: Counter[str] = Counter()
 
         self._db: Database | None = None
@@ -307,6 +308,8 @@ class ToolEnv(gym.Env[str, str]):
         self._turn = index
         self._turn_message = len(self._messages) - 1  # the user message that opens it
         self._turn_start = self._db.checkpoint()
+        if self._per_turn_results:
+            self._results_seen = Counter()
         self._turn_text: list[str] = []
         self._turn_customer: list[str] = []
         self._said_memo: tuple[tuple[int, ...], OutputCheck] | None = None

@@ -118,7 +118,7 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
                 outputs=turn.outputs,
                 operations=operations,
                 rivals=rivals,
-                results=tuple(texts) if rules.results else (),
+                results=tuple(texts) if rules.results != "off" else (),
                 state=db.changes() if rules.state == "full" else None,
             )
         )

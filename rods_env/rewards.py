@@ -815,8 +815,9 @@ def evaluate_turn(
         turn_start: Checkpoint taken when the turn began.
         speech: The turn's messages and what the agent saw (or the agent's text alone).
         said: :func:`check_outputs` of this speech, when the caller has it already.
-        results: The agent's tool result texts so far, counted (read only when the
-            turn's gold records results: :attr:`TurnGold.results`).
+        results: The agent's tool result texts, counted (so far, or of this turn, as the
+            domain's rules say; read only when the turn's gold records results:
+            :attr:`TurnGold.results`).
     """
     ok, collateral = state_check(turn, db, turn_start)
     if said is None:

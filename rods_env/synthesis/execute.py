@@ -23,10 +23,10 @@ from rods_env.task import Provenance, Task
 PENDING_ID = "pending"
 """Id of a candidate until it is accepted (then :func:`content_id` names it)."""
 
-FRESH_WORLDS = 1_000_000
+FRESH_WORLDS = 1_000_000_000
 """In a domain where every task has its own world (:attr:`rods_env.domain.Domain.
 world_per_task`), a variant's world seed is drawn at or above this, apart from the seed
-tasks' (which count up from 1), so no variant ever shares a seed task's world."""
+tasks' (which stay far below it), so no variant ever shares a seed task's world."""
 
 
 def world_seed(domain: Domain, plan: Plan, rng: random.Random) -> int:
