@@ -249,9 +249,8 @@ class DataEngine:
         (test) tasks, and every task synthesized so far, retired or dropped ones included."""
         if self._keys is None:
             from rods_env.gold import GOLD_CACHE
-            from rods_env.synthesis import dedupe_key
-
             from rods_env.registry import domain_names
+            from rods_env.synthesis import dedupe_key
 
             rods = {name.lower() for name in domain_names()}
             keys = set()

@@ -168,7 +168,7 @@ def initial_states(task: Task) -> dict[str, str]:
     table = functions()
     involved = {table[n].owner for n in DOMAIN.tools_for(task)} - {"MathAPI"}
     base = DOMAIN.base(task.db_seed, task.db_size)
-    return {cls: state_digest(base[TABLE][cls].state) for cls in sorted(involved)}
+    return {cls: state_digest(getattr(base[TABLE][cls], "state", {})) for cls in sorted(involved)}
 
 
 def violations(task: Task) -> list[str]:

@@ -152,15 +152,15 @@ argument model, so they count as known constants, not guesses)."""
 def _annotation(function: str, name: str, prop: Mapping[str, Any]) -> Any:
     special = SPECIAL.get((function, name))
     if special:
-        return Literal[special] | _TYPES["string"]  # type: ignore[valid-type]
+        return Literal[special] | _TYPES["string"]
     values = _enum(function, name, prop)
     kind = prop.get("type", "any")
     if kind == "array":
         item = prop.get("items", {}).get("type", "any")
-        inner: Any = Literal[values] if values else _TYPES.get(item, Any)  # type: ignore[valid-type]
-        return list[inner]  # type: ignore[valid-type]
+        inner: Any = Literal[values] if values else _TYPES.get(item, Any)
+        return list[inner]
     if values:
-        return Literal[values]  # type: ignore[valid-type]
+        return Literal[values]
     return _TYPES.get(kind, Any)
 
 
@@ -309,7 +309,7 @@ def toolkit_class() -> type[BFCLTools]:
     }
     namespace["__module__"] = __name__
     namespace["__doc__"] = BFCLTools.__doc__
-    cls = type("BFCLTools", (BFCLTools,), namespace)
+    cls: type[BFCLTools] = type("BFCLTools", (BFCLTools,), namespace)
     # the agent sees BFCL's own schemas (rods' derived ones only validate)
     cls._specs = {
         name: replace(spec, schema=freeze(dict(table[name].schema)))
