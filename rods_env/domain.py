@@ -99,11 +99,13 @@ def scattered(items: Sequence[T], rng: random.Random) -> Iterator[T]:
     return (items[(start + i * stride) % n] for i in range(n))
 
 
-_BASE_CACHE: OrderedDict[tuple[str, int, str], Tables] = OrderedDict()
+_BASE_CACHE: dict[tuple[str, int, str], Tables] = {}
+_WORLD_CACHE: OrderedDict[tuple[str, int, str], Tables] = OrderedDict()
 _BASE_LOCK = RLock()  # a generator may ask for another size of its world
-BASE_CACHE_SIZE = 256
-"""Generated bases kept per process (least recently used dropped): a domain whose every task
-has its own world (:attr:`Domain.world_per_task`) generates thousands, a rods domain a few."""
+WORLD_CACHE_SIZE = 256
+"""Worlds kept per process for a domain whose every task has its own
+(:attr:`Domain.world_per_task`: thousands of them; least recently used dropped). Other
+domains have a few bases, kept for the process (views and indexes share them)."""
 
 
 @dataclass(frozen=True)
@@ -216,14 +218,23 @@ class Domain:
                 f"unknown size '{size}' for domain {self.name}; sizes: {', '.join(self.sizes)}"
             )
         key = (self.name, int(seed), size)
-        with _BASE_LOCK:
+        if not self.world_per_task:
             tables = _BASE_CACHE.get(key)
             if tables is None:
-                tables = _BASE_CACHE[key] = freeze_tables(self.generate(int(seed), size))
-                while len(_BASE_CACHE) > BASE_CACHE_SIZE:
-                    _BASE_CACHE.popitem(last=False)
+                with _BASE_LOCK:
+                    tables = _BASE_CACHE.get(key)
+                    if tables is None:
+                        tables = freeze_tables(self.generate(int(seed), size))
+                        _BASE_CACHE[key] = tables
+            return tables
+        with _BASE_LOCK:
+            tables = _WORLD_CACHE.get(key)
+            if tables is None:
+                tables = _WORLD_CACHE[key] = freeze_tables(self.generate(int(seed), size))
+                while len(_WORLD_CACHE) > WORLD_CACHE_SIZE:
+                    _WORLD_CACHE.popitem(last=False)
             else:
-                _BASE_CACHE.move_to_end(key)
+                _WORLD_CACHE.move_to_end(key)
         return tables
 
     def database(self, seed: int = 0, size: str = "default") -> Database:
@@ -277,6 +288,7 @@ def clear_base_cache() -> None:
     """Forget generated bases (tests use it to measure generation)."""
     with _BASE_LOCK:
         _BASE_CACHE.clear()
+        _WORLD_CACHE.clear()
 
 
 def describe(domain: Domain) -> dict[str, Any]:
