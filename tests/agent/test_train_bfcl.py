@@ -45,9 +45,7 @@ def test_only_the_train_split_trains_for_bfcl(bfcl_ids):
         load_pools(load_config(SIMULATED, ["env=[bfcl]", "data.split=all"]))
 
 
-def test_a_simulated_run_grows_a_pool_free_of_bfcl_tasks_and_evaluates_on_bfcl(
-    tmp_path, bfcl_ids
-):
+def test_a_simulated_run_grows_a_pool_free_of_bfcl_tasks_and_evaluates_on_bfcl(tmp_path, bfcl_ids):
     out = tmp_path / "run"
     overrides = [
         "env=[bfcl]", "mode=rods", "steps=8", f"out={out}", "seed=2",
