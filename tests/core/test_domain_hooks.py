@@ -62,11 +62,11 @@ def test_results_of_the_gold_must_come_in_their_own_turn():
     task = _task(STRICT)
     env = ToolEnv(STRICT, tasks=[task], split=None)
     balance = task.turns[1].outputs[0]
-    obs, info = env.reset(options={"task": task})
+    env.reset(options={"task": task})
     for call in task.turns[0].calls:
         env.step(tool_call_text(call))
     env.step("Done.")
-    obs, _, term, _, info = env.step(f"Your balance is {balance}.")
+    _, _, term, _, info = env.step(f"Your balance is {balance}.")
     (failure,) = info["turn_results"][1]["failures"]
     assert failure["rule"] == "result_missing" and term
     for name, info in run_panel(STRICT, task, names=("read_only", "late", "early")).items():
