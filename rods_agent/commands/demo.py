@@ -7,6 +7,7 @@ both; a talk-only agent and a random tool caller show how far from that doing li
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -70,7 +71,7 @@ def run_demo(options: DemoOptions) -> list[DemoRow]:
     """
     from rods_env import RandomToolAgent, TalkOnlyAgent, run_episode
     from rods_env.env import ToolEnv
-    from rods_env.errors import ConfigError
+    from rods_env.errors import BenchmarkUnavailableError, ConfigError
     from rods_env.gold import GOLD_CACHE
     from rods_env.oracle import oracle_agent
     from rods_env.registry import domain_names, load_domain
@@ -80,7 +81,13 @@ def run_demo(options: DemoOptions) -> list[DemoRow]:
     split = None if options.split == "all" else options.split
     rows = []
     for name in options.env or domain_names():
-        domain = load_domain(name)
+        try:
+            domain = load_domain(name)
+        except BenchmarkUnavailableError as exc:
+            if options.env:
+                raise
+            print(f"rods demo: skipping {name}: {exc}", file=sys.stderr)  # not installed
+            continue
         env = ToolEnv(domain, split=split)
         tasks = env.tasks[: options.limit]
         if not tasks:
