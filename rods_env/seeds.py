@@ -211,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m rods_env.seeds", description=__doc__.splitlines()[0]
     )
     parser.add_argument("domain", help="domain name, e.g. retail")
-    parser.add_argument("--n", type=int, default=200, help="number of seed tasks")
+    parser.add_argument(
+        "--n",
+        type=int,
+        default=None,
+        help="number of seed tasks (default: as many as the committed file holds, else 200)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="generation seed")
     parser.add_argument(
         "--out", type=Path, default=None, help="output file (default: the domain's seeds_path)"
@@ -226,7 +231,11 @@ def main(argv: list[str] | None = None) -> int:
         if out is None:
             print(f"error: domain {domain.name} has no seeds_path; pass --out", file=sys.stderr)
             return 2
-        tasks = build_seed_tasks(domain, n=args.n, seed=args.seed)
+        n = args.n
+        if n is None:
+            committed = Path(out)
+            n = sum(1 for line in committed.open() if line.strip()) if committed.exists() else 200
+        tasks = build_seed_tasks(domain, n=n, seed=args.seed)
         text = "".join(t.to_json() + "\n" for t in tasks)
         if args.check:
             current = Path(out).read_text(encoding="utf-8") if Path(out).exists() else ""

@@ -160,7 +160,11 @@ def generate(seed: int, size: str) -> dict[str, dict[str, Any]]:
 def _tables(configs: Mapping[str, Any], person: Person) -> dict[str, dict[str, Any]]:
     from environments.bfcl.apis import CLASS_NAMES
 
-    apis = {api: state_record(api, load_instance(api, configs.get(api))) for api in CLASS_NAMES}
+    # the configurations are this call's own: handed over, not copied
+    apis = {
+        api: state_record(api, load_instance(api, configs.get(api), copy_config=False))
+        for api in CLASS_NAMES
+    }
     return {TABLE: apis, PEOPLE: {OWNER: person}}
 
 

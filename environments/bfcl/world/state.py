@@ -112,9 +112,20 @@ def _canon(value: Any) -> Any:
     return copy.copy(value)
 
 
+def _plain(value: Any) -> Any:
+    kind = type(value)
+    if kind is set or kind is frozenset:
+        return sorted(value, key=repr)
+    if kind.__name__ in ("Directory", "File"):
+        return _canon(value)
+    if kind is dict or kind is list:  # plain JSON data: copied at C speed
+        return pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    return _canon(value)
+
+
 def public_state(instance: Any) -> dict[str, Any]:
     """The public attributes of an API instance as plain data (see :class:`ApiState`)."""
-    return {k: _canon(v) for k, v in vars(instance).items() if not k.startswith("_")}
+    return {k: _plain(v) for k, v in vars(instance).items() if not k.startswith("_")}
 
 
 def state_record(api: str, instance: Any) -> ApiState:
@@ -126,12 +137,15 @@ def state_record(api: str, instance: Any) -> ApiState:
     )
 
 
-def load_instance(api: str, config: Mapping[str, Any] | None) -> Any:
+def load_instance(api: str, config: Mapping[str, Any] | None, *, copy_config: bool = True) -> Any:
     """An instance of class ``api`` loaded with ``config`` as BFCL loads a scenario (a deep
-    copy of the configuration; MathAPI takes none)."""
+    copy of the configuration, unless the caller hands it over; MathAPI takes none)."""
     from environments.bfcl.apis import STATELESS, api_class
 
     instance = api_class(api)()
     if api not in STATELESS:
-        instance._load_scenario(copy.deepcopy(dict(config or {})), long_context=False)
+        scenario = dict(config or {})
+        instance._load_scenario(
+            copy.deepcopy(scenario) if copy_config else scenario, long_context=False
+        )
     return instance
