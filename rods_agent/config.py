@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rods_env.errors import ConfigError
 
+GrowStep = Literal["shape", "join", "append", "deepen"]
+GROW_STEPS: tuple[GrowStep, ...] = ("shape", "join", "append", "deepen")
 SynthMode = Literal["resample", "expand"]
 SYNTH_MODES: tuple[SynthMode, ...] = ("resample", "expand")
 
@@ -51,6 +53,11 @@ class ModelConfig(Section):
     )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="Learner weights: auto is float32 on CPU, bfloat16 on GPU."
+    )
+    master_weights: bool = Field(
+        True,
+        description="Keep float32 copies of bfloat16/float16 trainable weights for AdamW "
+        "(small updates are not rounded away; 4 more bytes per trainable parameter).",
     )
     device: str = Field("auto", description="torch device: auto, cpu, cuda, cuda:1, ...")
     threads: int = Field(1, ge=1, description="torch threads on CPU.")
@@ -96,7 +103,10 @@ class RolloutSection(Section):
     group_size: int = Field(8, ge=1, description="Rollouts per task (G, the GRPO group).")
     max_turns: int = Field(12, ge=1, description="Most agent completions per episode.")
     max_tokens: int = Field(
-        4096, ge=16, description="Most tokens in one conversation, prompt included."
+        16384,
+        ge=16,
+        description="Most tokens in one conversation, prompt included (a real model's "
+        "opening prompt of system message and tools takes 4-5k tokens).",
     )
     max_new_tokens: int = Field(128, ge=1, description="Most tokens of one completion.")
     thinking: bool | None = Field(
@@ -114,8 +124,10 @@ class RolloutSection(Section):
     temperature: float = Field(1.0, ge=0.0, description="Sampling temperature.")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="Nucleus sampling mass.")
     tool_format: str = Field("auto", description="Tool-call format (rods_agent.engines.formats).")
-    user: Literal["scripted", "llm"] = Field(
-        "scripted", description="Simulated user: deterministic script or the model itself."
+    user: Literal["scripted", "llm", "solo"] = Field(
+        "scripted",
+        description="Simulated user: deterministic script, the model itself, or none (solo: "
+        "a benchmark domain's solo mode, e.g. tau2-telecom).",
     )
     reward: Literal["progress", "success"] = Field(
         "progress", description="Episode reward for advantages: dense progress or strict success."
@@ -133,14 +145,20 @@ class GRPOConfig(Section):
 
     lr: float = Field(1e-5, gt=0.0, description="AdamW learning rate.")
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")
-    warmup_steps: int = Field(0, ge=0, description="Linear learning-rate warm-up steps.")
+    warmup_steps: int = Field(
+        0, ge=0, description="Linear learning-rate warm-up, in optimizer steps that happened."
+    )
     scheduler: Literal["constant", "linear", "cosine"] = Field(
-        "constant", description="Learning-rate schedule after warm-up."
+        "constant",
+        description="Learning-rate decay after warm-up, by the run's step (ends at `steps`).",
     )
     clip_low: float = Field(0.2, ge=0.0, description="Ratio clip below 1 (1 - clip_low).")
     clip_high: float = Field(0.28, ge=0.0, description="Ratio clip above 1 (1 + clip_high).")
     kl_coef: float = Field(
-        0.0, ge=0.0, description="Weight of the k3 KL penalty to the frozen reference (0: none)."
+        0.0,
+        ge=0.0,
+        description="Weight of the k3 KL penalty to the frozen reference, the model GRPO "
+        "starts from (after the warm start) (0: none).",
     )
     scale_std: bool = Field(True, description="Divide group-centred rewards by the group std.")
     loss_agg: Literal["token-mean", "seq-mean-token-mean"] = Field(
@@ -151,6 +169,12 @@ class GRPOConfig(Section):
     )
     max_grad_norm: float = Field(1.0, gt=0.0, description="Gradient clipping norm.")
     epochs: int = Field(1, ge=1, description="Passes of the update over each step's batch.")
+    max_untrained_steps: int = Field(
+        5,
+        ge=0,
+        description="Stop with an error after this many steps in a row whose groups had "
+        "reward variance but whose update trained no token (0: never).",
+    )
     tis_cap: float | None = Field(
         2.0,
         gt=0.0,
@@ -169,7 +193,14 @@ class DataConfig(Section):
 
     pool: str = Field(default="seeds", description="Starting pool: 'seeds' or a JSONL task pool.")
     split: Literal["train", "test", "all"] = Field(
-        default="train", description="Split of the starting pool trained on."
+        default="train",
+        description="Split of the starting pool trained on (a benchmark domain allows train "
+        "only: its test split is never trained on).",
+    )
+    keep_trivial: bool = Field(
+        default=False,
+        description="Keep a benchmark domain's tasks that an agent doing nothing passes "
+        "(tau2-airline: 19, tau2-retail: 7 of τ²-bench's tasks); they reward doing nothing.",
     )
     capacity: int = Field(
         default=800,
@@ -238,6 +269,13 @@ class DataConfig(Section):
     synth_augment: list[
         Literal["missing_parameter", "missing_function", "long_context", "distractor"]
     ] = Field(default_factory=list, description="Augmentations applied to synthesized variants.")
+    synth_grow: list[GrowStep] = Field(
+        default_factory=lambda: list(GROW_STEPS),
+        min_length=1,
+        description="What expand may grow: shape (a skill's own axes), join (one more request "
+        "in the last turn: width), append (one more request in a new turn: turns), deepen (a "
+        "value the customer knew is found with the tools: dependency depth).",
+    )
     expand_mastered: bool = Field(
         default=True,
         description="When a task is retired as mastered, synthesize its harder neighbours "
@@ -300,7 +338,7 @@ class WarmStartConfig(Section):
     lr: float = Field(1e-4, gt=0.0, description="AdamW learning rate.")
     tasks: int = Field(0, ge=0, description="Train tasks transcribed (0: every one).")
     batch_size: int = Field(4, ge=1, description="Sequences per optimizer step.")
-    max_tokens: int = Field(4096, ge=16, description="Transcripts longer than this are cut.")
+    max_tokens: int = Field(16384, ge=16, description="Transcripts longer than this are cut.")
     micro_batch_size: int = Field(
         1, ge=1, description="Transcripts per forward/backward (gradients are accumulated)."
     )
@@ -320,14 +358,21 @@ class WarmStartConfig(Section):
 
 
 class SimulatedConfig(Section):
-    """The simulated learner (policy: simulated): a stand-in for a model, not a model."""
+    """The simulated learner (policy: simulated): a stand-in for a model, not a model.
+
+    Its parameters, and why these values, are in docs/training.md ("The simulated learner").
+    """
 
     initial_logit: float = Field(
         default=2.0,
-        description="Mean, over skills, of the per-action success logit before training.",
+        description="Mean, over competence units, of the per-action success logit before "
+        "training (2.0: an action succeeds 88% of the time).",
     )
-    skill_spread: float = Field(
-        default=1.5, ge=0.0, description="Spread (std) of the skills' initial logits."
+    unit_spread: float = Field(
+        default=1.0,
+        ge=0.0,
+        description="Spread (std) of the units' initial logits: tools, skills' intents and "
+        "the talk actions differ in difficulty.",
     )
     task_spread: float = Field(
         default=0.5,
@@ -335,17 +380,11 @@ class SimulatedConfig(Section):
         description="Spread (std) of a task's fixed logit offset: tasks of one "
         "structure differ in difficulty by their entities.",
     )
-    skill_lr: float = Field(
+    lr: float = Field(
         default=1.0,
         ge=0.0,
-        description="Logit gained by a skill per unit of group reward std in an "
-        "update (averaged over the update's groups).",
-    )
-    signature_lr: float = Field(
-        default=2.0,
-        ge=0.0,
-        description="Logit gained by one skill-and-signature structure per unit of "
-        "group reward std in an update.",
+        description="Learning rate of the policy-gradient step on the unit logits (the "
+        "update is a mean over the update's groups).",
     )
 
 

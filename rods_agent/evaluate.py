@@ -37,7 +37,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from math import comb
 from pathlib import Path
 from typing import Any, Literal
@@ -51,13 +51,12 @@ from rods_agent.engines.base import (
 )
 from rods_agent.rollout import EpisodeRecord, EpisodeSpec, RolloutConfig, run_rollouts
 from rods_env.benchmark import BenchmarkDomain
-from rods_env.env import ToolEnv
 from rods_env.errors import ConfigError
 from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl
 from rods_env.gold import GOLD_CACHE, GoldError
-from rods_env.registry import AnyDomain, load_any_domain
+from rods_env.registry import AnyDomain, load_any_domain, make_env
 from rods_env.task import Task, dump_tasks, load_tasks
-from rods_env.user import UserSimulator
+from rods_env.user import ScenarioUser, UserSimulator
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +69,12 @@ SUMMARY_MD = "summary.md"
 PASS_K_PNG = "pass_k.png"
 
 IDENTITY_KEYS: tuple[str, ...] = (
-    "env", "pool", "split", "engine", "model", "trials", "max_turns", "user",
+    "env", "pool", "split", "engine", "model", "trials", "max_turns", "user", "user_model",
+    "user_temperature",
 )  # fmt: skip
 """Settings that make two runs different: a rerun into the same folder must match them."""
 
-UserFactory = Callable[[], UserSimulator]
+UserFactory = Callable[[], "UserSimulator | ScenarioUser"]
 """Builds the user simulator of one environment (one per live episode slot)."""
 
 EngineFactory = Callable[[], Engine]
@@ -380,6 +380,9 @@ class EvalSummary:
             f"Pool: {meta.get('pool', '?')} (split {meta.get('split', '?')}) -- "
             f"{self.tasks} tasks, {self.trials} trials; engine {meta.get('engine', '?')}."
         )
+        user = meta.get("user")
+        if user is not None:
+            lines += ["", user_line(str(user), meta.get("user_model"))]
         lines += ["", "| k | pass^k |", "|---|---|"]
         lines += [f"| {k} | {v:.3f} |" for k, v in self.pass_k.items()]
         lines += ["", f"Mean progress: {self.mean_progress:.3f}", ""]
@@ -793,10 +796,36 @@ def check_gold(tasks: Sequence[Task]) -> dict[str, AnyDomain]:
     return families
 
 
+USER_MODES: tuple[str, ...] = ("scripted", "llm", "solo")
+"""Who plays the user: rods' scripted user (a benchmark's deterministic stand-in), a
+model (:class:`rods_agent.user.LLMUser`), or nobody (a benchmark's solo mode)."""
+
+
+def user_line(user: str, user_model: Any = None) -> str:
+    """One line naming who played the user, for summaries: a benchmark's score depends on
+    its user model, so runs compare only with the same one."""
+    if user == "solo":
+        return "User: none (solo mode: the task is the first observation)."
+    if user == "llm":
+        return (
+            f"User: played by the model `{user_model or '?'}`. A different user model gives a "
+            "different score: compare runs with the same user model only."
+        )
+    if user == "scripted":
+        return (
+            "User: rods' scripted user (on a benchmark domain, a deterministic stand-in for "
+            "its user model where it has one: not the benchmark's own score)."
+        )
+    return f"User: {user}."
+
+
 # -- evaluate ----------------------------------------------------------------------------
-def _settings(k: int, trials: int, rollout: RolloutConfig, user: str) -> dict[str, Any]:
+def _settings(
+    k: int, trials: int, rollout: RolloutConfig, user: str, user_model: str | None
+) -> dict[str, Any]:
     s = rollout.sampling
     return {
+        "user_model": user_model,
         "k": k,
         "trials": trials,
         "max_turns": rollout.max_turns,
@@ -818,11 +847,14 @@ def evaluate(
     k: int = 1,
     trials: int | None = None,
     rollout: RolloutConfig | None = None,
-    user: Literal["scripted", "llm"] | UserFactory = "scripted",
+    user: Literal["scripted", "llm", "solo"] | UserFactory = "scripted",
     out: str | Path | None = None,
     progress: bool | ProgressCallback = False,
     meta: Mapping[str, Any] | None = None,
     seed: int | None = None,
+    user_engine: Engine | EngineFactory | None = None,
+    user_sampling: SamplingParams | None = None,
+    user_model: str | None = None,
 ) -> EvalSummary:
     """Evaluate a model on tasks: ``trials`` episodes per task, pass^1..k and breakdowns.
 
@@ -836,9 +868,11 @@ def evaluate(
         trials: Trials per task, at least ``k`` (default ``k``).
         rollout: Sampling and limits (default :class:`RolloutConfig`). Its ``batch_size``
             is how many episodes run at once.
-        user: ``"scripted"`` (the default deterministic user), ``"llm"`` (the user is
-            played by the same engine, :class:`rods_agent.user.LLMUser`), or a function
-            that builds a user simulator.
+        user: ``"scripted"`` (the default deterministic user; a benchmark domain's
+            stand-in), ``"llm"`` (the user is played by a model,
+            :class:`rods_agent.user.LLMUser`, its replies batched across episodes),
+            ``"solo"`` (no user: a benchmark domain's solo mode), or a function that builds
+            a user simulator.
         out: A folder for resumable result files (see the module docstring); None writes
             nothing.
         progress: True shows a progress bar on stderr (turns and tokens within live
@@ -849,6 +883,12 @@ def evaluate(
         seed: Seeds each trial's sampling with ``derive_seed(seed, task id, trial)``, so
             the same weights give the same trials (a trainer's periodic evaluation, repeated
             exactly on resume); None leaves sampling to the engine.
+        user_engine: With ``user="llm"``: the model that plays the user (an engine, or a
+            function that builds it when some trial is left to run); None: the evaluated
+            engine plays it.
+        user_sampling: With ``user="llm"``: the user's sampling (default: LLMUser's).
+        user_model: The name of the user's model, recorded in ``config.json`` and the
+            summary (default: the evaluated model's, when it plays the user).
 
     Returns:
         The summary; ``summary.results`` has one :class:`TaskResult` per task, and
@@ -871,11 +911,13 @@ def evaluate(
         raise ConfigError(f"need 1 <= k <= trials; got k={k}, trials={trials}")
     rollout = rollout or RolloutConfig()
     user_name = user if isinstance(user, str) else "custom"
-    if user_name not in ("scripted", "llm", "custom"):
-        raise ConfigError(f"unknown user simulator '{user}'; use 'scripted' or 'llm'")
+    if user_name not in (*USER_MODES, "custom"):
+        raise ConfigError(f"unknown user simulator '{user}'; use {', '.join(USER_MODES)}")
     families = check_gold(tasks)
     mode = "llm" if user_name == "custom" else user_name
     for family in families.values():
+        if not isinstance(family, BenchmarkDomain) and mode == "solo":
+            raise ConfigError(f"{family.name} has no solo mode: its tasks need a user")
         if isinstance(family, BenchmarkDomain) and mode not in family.user_modes:
             raise ConfigError(
                 f"{family.name} takes the users {', '.join(family.user_modes)}, not '{mode}'"
@@ -886,7 +928,12 @@ def evaluate(
                 )
             )
     meta = dict(meta or {})
-    config = {**meta, **_settings(k, trials, rollout, user_name)}
+    if user_name == "llm" and user_model is None and user_engine is None:
+        user_model = str(meta.get("model")) if meta.get("model") is not None else None
+    meta.setdefault("user", user_name)
+    if user_model is not None:
+        meta.setdefault("user_model", user_model)
+    config = {**meta, **_settings(k, trials, rollout, user_name, user_model)}
     folder = RunFolder(out) if out is not None else None
     resumed = _Resumed({}, {})
     if folder is not None:
@@ -912,8 +959,18 @@ def evaluate(
     if specs:
         owned = not isinstance(engine, Engine)
         model: Engine = engine() if not isinstance(engine, Engine) else engine
+        user_owned = user_engine is not None and not isinstance(user_engine, Engine)
+        users: Engine | None = None
         bar: _Bar | None = None
         try:
+            if user_name == "llm":
+                users = (
+                    model
+                    if user_engine is None
+                    else user_engine()
+                    if not isinstance(user_engine, Engine)
+                    else user_engine
+                )
             if folder is not None:
                 folder.write_config(config, tasks)
             report: ProgressCallback = _quiet
@@ -924,13 +981,28 @@ def evaluate(
                 report = bar
             tracker = _Tracker(report, len(tasks), len(resumed.done), len(specs))
             results.update(
-                _run(model, families, todo, specs, resumed, trials, rollout, user, folder, tracker)
+                _run(
+                    model,
+                    families,
+                    todo,
+                    specs,
+                    resumed,
+                    trials,
+                    rollout,
+                    user,
+                    folder,
+                    tracker,
+                    users,
+                    user_sampling,
+                )
             )
         finally:
             if bar is not None:
                 bar.close()
             if owned:
                 model.close()
+            if user_owned and users is not None:
+                users.close()
     elif folder is not None:
         folder.write_config(config, tasks)
     ordered = [results[t.id] for t in tasks]
@@ -948,9 +1020,11 @@ def _run(
     resumed: _Resumed,
     trials: int,
     rollout: RolloutConfig,
-    user: Literal["scripted", "llm"] | UserFactory,
+    user: Literal["scripted", "llm", "solo"] | UserFactory,
     folder: RunFolder | None,
     tracker: _Tracker,
+    user_engine: Engine | None = None,
+    user_sampling: SamplingParams | None = None,
 ) -> dict[str, TaskResult]:
     """Run ``specs`` domain by domain (benchmark by benchmark); write each trial and each
     finished task at once."""
@@ -960,6 +1034,17 @@ def _run(
         groups[tid].extend(recs)
     finished: dict[str, TaskResult] = {}
     metered = _MeteredEngine(engine, tracker)
+    batcher = None
+    if user == "llm":
+        from rods_agent.user import SCENARIO_MAX_TOKENS, LLMUser, UserBatcher
+
+        # the users' replies are batched across episodes; their tokens are not the agent's.
+        # rods' users cap their own replies; a benchmark's scenario users need more room
+        users_sampling = user_sampling or LLMUser(engine).sampling
+        batch_sampling = replace(
+            users_sampling, max_tokens=max(users_sampling.max_tokens, SCENARIO_MAX_TOKENS)
+        )
+        batcher = UserBatcher(user_engine or engine, batch_sampling)
 
     def on_record(record: EpisodeRecord) -> None:
         if folder is not None:
@@ -976,31 +1061,31 @@ def _run(
         del groups[record.task_id]
         tracker.task()
 
-    def user_for_env() -> UserSimulator | None:
-        if user == "scripted":
+    def user_for_env() -> Any:
+        if user in ("scripted", "solo"):
             return None
         if user == "llm":
             from rods_agent.user import LLMUser
 
-            return LLMUser(engine)  # the user's own turns are not counted as the agent's
+            assert batcher is not None
+            return LLMUser(batcher.engine, sampling=users_sampling, batcher=batcher)
+        assert callable(user)
         return user()
 
     t_start = time.perf_counter()
-    for name, family in families.items():
+    for name in families:
         mine = [s for s in specs if s.task.domain == name]
         if not mine:
             continue
 
-        def make_env(family: AnyDomain = family) -> Any:
-            if isinstance(family, BenchmarkDomain):
-                family.require()
-                return family.make_env(
-                    tasks=(), split=None, max_steps=rollout.max_turns, user=user_for_env()
-                )
-            return ToolEnv(
-                family, tasks=(), split=None, max_steps=rollout.max_turns, user=user_for_env()
-            )
+        def make(name: str = name) -> Any:
+            kwargs: dict[str, Any] = {"tasks": (), "split": None, "max_steps": rollout.max_turns}
+            if user == "solo":
+                kwargs["solo"] = True
+            else:
+                kwargs["user"] = user_for_env()
+            return make_env(name, **kwargs)  # a benchmark's require() runs there
 
-        run_rollouts(metered, make_env, mine, rollout, on_record=on_record)
+        run_rollouts(metered, make, mine, rollout, on_record=on_record, users=batcher)
     log.debug("evaluated %d tasks in %.1fs", len(finished), time.perf_counter() - t_start)
     return finished

@@ -137,7 +137,8 @@ def aggregate_loss(
     """Reduce per-token losses ``[B, T]`` to a scalar.
 
     * ``token-mean``: every loss token of the batch weighs the same
-      (``sum(loss * mask) / n_tokens``; DAPO; TRL's ``bnpo``/``dapo``);
+      (``sum(loss * mask) / n_tokens`` over the whole accumulated batch; DAPO; TRL's
+      ``dapo``, not ``bnpo``, which normalizes by each local micro-batch's tokens);
     * ``seq-mean-token-mean``: each sequence's token mean, averaged over sequences
       (``sum_i mean_t(loss_i) / n_sequences``; the original GRPO; TRL's ``grpo``).
 
@@ -474,7 +475,8 @@ def grpo_step(
     seqs = [s for s in sequences if s.n_loss_tokens > 0]
     n_tokens = float(sum(s.n_loss_tokens for s in seqs))
     n_seqs = float(len(seqs))
-    params = [p for p in model.parameters() if p.requires_grad]
+    # Clip what the optimizer updates: with float32 master weights the gradients are there.
+    params = [p for group in optimizer.param_groups for p in group["params"]]
     optimizer.zero_grad(set_to_none=True)
     sums = dict.fromkeys(("loss", "pg_loss", "kl", "clipped", "ratio", "entropy", "tis"), 0.0)
     model.train()

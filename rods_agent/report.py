@@ -10,7 +10,13 @@ over ``--window`` steps (thick), both in the legend; every y axis says what it c
   run (labelled by mode), with the 0.3 and 0.8 marks of the RODS target;
 - ``zones.png``: the zones of each step's groups over time, one panel per run;
 - ``pool.png``: the active pool by synthesis generation over time, one panel per run;
-- ``variance.png``: the mean reward variance of each zone's groups over time.
+- ``variance.png``: the mean reward variance of each zone's groups over time;
+- ``modes.png``: one panel per run (static, filter, rods), each with its effective group
+  ratio, reward and test progress on the same axes;
+- ``difficulty.png``: the active pool's mean difficulty knobs (dependency depth, requests
+  in one turn, turns, skills composed) over time, one colour per run;
+- ``terminations.png``: how each step's episodes ended and the tokens its update trained on
+  (:func:`plot_terminations`; runs logged before these counts get a note instead).
 
 ``report.md`` holds the numbers (and, given a ``static`` and a ``rods`` run, whether rods
 held an effective group ratio of at least 0.8 after static fell below 0.3). Runs of the
@@ -330,6 +336,126 @@ def plot_variance(runs: Sequence[Run], window: int, suffix: str) -> Any:
     return fig
 
 
+MODE_ORDER = ("static", "filter", "rods")
+KNOB_TITLES = {
+    "depth": "dependency depth (calls on the longest chain)",
+    "width": "requests in one turn (the most)",
+    "turns": "turns",
+    "skills": "skills composed",
+}
+"""The difficulty knobs of a task (:attr:`rods_env.task.Signature.knobs`) and their titles."""
+
+
+def plot_modes(runs: Sequence[Run], window: int, suffix: str) -> Any:
+    """``modes.png``: one panel per run, in the order static, filter, rods: its effective
+    group ratio and reward (raw and smoothed) and its test progress, on the same axes, with
+    the 0.3 and 0.8 marks of the RODS target, so the modes compare side by side."""
+    import matplotlib.pyplot as plt
+
+    ordered = sorted(
+        runs, key=lambda r: MODE_ORDER.index(r.mode) if r.mode in MODE_ORDER else len(MODE_ORDER)
+    )
+    fig, axes = plt.subplots(1, len(ordered), figsize=(4.8 * len(ordered), 3.9), squeeze=False,
+                             sharey=True)  # fmt: skip
+    for ax, run in zip(axes[0], ordered, strict=True):
+        _curve(ax, run.steps, run.series("effective_group_ratio"), window, color="C0",
+               label="effective group ratio")  # fmt: skip
+        _curve(ax, run.steps, run.series("reward"), window, color="C1", label="reward")
+        evals = [(r["step"], r["eval"].get("progress")) for r in run.rows if "eval" in r]
+        evals = [(s, v) for s, v in evals if isinstance(v, (int, float))]
+        if evals:
+            ax.plot(*zip(*evals, strict=True), "o--", color="C2", ms=4,
+                    label="test progress (evaluation steps)")  # fmt: skip
+        ax.axhline(HOLDS, color="grey", ls=":", lw=1)
+        ax.axhline(FELL_BELOW, color="grey", ls="--", lw=1)
+        ax.set(title=run.label, xlabel="step", ylabel="share of groups / mean reward",
+               ylim=(0, 1.02))  # fmt: skip
+        ax.legend(fontsize=6, loc="lower left")
+    fig.suptitle(f"the modes side by side{suffix}")
+    return fig
+
+
+def plot_difficulty(runs: Sequence[Run], window: int, suffix: str) -> Any:
+    """``difficulty.png``: the active pool's mean difficulty knobs at each step (raw and
+    smoothed), one colour per run: dependency depth, requests in one turn, turns, skills
+    composed (``pool.difficulty`` of the metrics lines; a run without it draws nothing)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(KNOB_TITLES), figsize=(4.3 * len(KNOB_TITLES), 3.7),
+                             squeeze=False)  # fmt: skip
+    for ax, (knob, title) in zip(axes[0], KNOB_TITLES.items(), strict=True):
+        drawn = False
+        for i, run in enumerate(runs):
+            values = run.series("pool", "difficulty", knob)
+            if any(v is not None for v in values):
+                _curve(ax, run.steps, values, window, color=f"C{i}", label=run.label)
+                drawn = True
+        ax.set(title=title, xlabel="step", ylabel="mean over the active pool")
+        if drawn:
+            ax.legend(fontsize=6)
+    fig.suptitle(f"the pool's difficulty{suffix}")
+    return fig
+
+
+# -- how episodes ended, and the tokens trained ---------------------------------------------------
+TERMINATION_COLORS = {
+    "user_stop": "#4c9a5b",
+    "terminal_tool": "#7fb77e",
+    "max_turns": "#e0a030",
+    "max_steps": "#f2c76e",
+    "max_tokens": "#8c6bb1",
+    "error": "#c0504d",
+}
+
+
+def termination_totals(run: Run) -> dict[str, int]:
+    """Episodes of the whole run by termination (empty for runs logged before the
+    metrics lines carried ``terminations``)."""
+    totals: dict[str, int] = {}
+    for row in run.rows:
+        for name, count in (row.get("terminations") or {}).items():
+            totals[name] = totals.get(name, 0) + int(count)
+    return totals
+
+
+def plot_terminations(runs: Sequence[Run], window: int, suffix: str) -> Any:
+    """``terminations.png``: per run, the share of each step's episodes by how they ended
+    (stacked), and the tokens each step's update trained on (raw and smoothed, on the right
+    axis); a run that trains nothing shows a flat zero, one whose episodes fail a red band."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(4.8 * len(runs), 3.8), squeeze=False)
+    for ax, run in zip(axes[0], runs, strict=True):
+        totals = termination_totals(run)
+        names = [n for n, count in totals.items() if count > 0]
+        episodes = [sum((r.get("terminations") or {}).values()) for r in run.rows]
+        layers = [
+            [
+                (r.get("terminations") or {}).get(name, 0) / total if total else 0.0
+                for r, total in zip(run.rows, episodes, strict=True)
+            ]
+            for name in names
+        ]
+        if layers:
+            ax.stackplot(run.steps, *layers, labels=names, alpha=0.85,
+                         colors=[TERMINATION_COLORS.get(n, "#999999") for n in names])  # fmt: skip
+            ax.legend(fontsize=7, loc="lower left")
+        else:
+            ax.text(0.5, 0.5, "no termination counts\n(metrics logged before they were)",
+                    ha="center", va="center", transform=ax.transAxes, fontsize=8)  # fmt: skip
+        ax.set(title=f"episodes: {run.label}", xlabel="step",
+               ylabel="share of the step's episodes, by ending", ylim=(0, 1.0))  # fmt: skip
+        tokens = ax.twinx()
+        trained = run.series("loss_tokens")
+        _curve(tokens, run.steps, trained, window, color="black", label="loss tokens")
+        tokens.set_ylabel("tokens the step's update trained on")
+        top = max([1.0, *(v for v in trained if v is not None)])
+        tokens.set_ylim(0, 1.1 * top)
+        tokens.legend(fontsize=7, loc="upper right")
+    fig.suptitle(f"how episodes ended, and the tokens trained{suffix}")
+    return fig
+
+
 Panel = Callable[[Sequence[Run], int, str], Any]
 PANELS: dict[str, Panel] = {
     "reward.png": plot_reward,
@@ -337,6 +463,9 @@ PANELS: dict[str, Panel] = {
     "zones.png": plot_zones,
     "pool.png": plot_pool,
     "variance.png": plot_variance,
+    "modes.png": plot_modes,
+    "difficulty.png": plot_difficulty,
+    "terminations.png": plot_terminations,
 }
 """The plots of ``rods report``, in order: file name to the function that draws it (from
 the runs, the smoothing window and the title suffix). ``rods view`` shows each of them."""
@@ -423,6 +552,7 @@ def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
                 f"{run.config.get('steps')}: its pool was exhausted (every task retired or "
                 "parked as hard)."
             )
+    lines += terminations_markdown(runs)
     statics = [r for r in runs if r.mode == "static"]
     rods = [r for r in runs if r.mode == "rods"]
     if statics and rods:
@@ -441,3 +571,31 @@ def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
                 f"{fmt(c['rods_min_rolling_after'])}): target {verdict}."
             )
     return "\n".join(lines) + "\n"
+
+
+def terminations_markdown(runs: Sequence[Run]) -> list[str]:
+    """The runs' episodes by termination, and the steps that trained no token (lines of
+    ``report.md``; none when no run has termination counts)."""
+    shown = [(r, termination_totals(r)) for r in runs if termination_totals(r)]
+    if not shown:
+        return []
+    names = list(dict.fromkeys(n for _, totals in shown for n, c in totals.items() if c))
+    lines = [
+        "",
+        "## How episodes ended",
+        "",
+        "| run | episodes | " + " | ".join(names) + " | steps with no loss token |",
+        "| --- | --- | " + " | ".join("---" for _ in names) + " | --- |",
+    ]
+    for run, totals in shown:
+        episodes = sum(totals.values())
+        shares = [f"{100 * totals.get(n, 0) / episodes:.1f}%" if episodes else "-" for n in names]
+        untrained = (
+            "-"
+            if run.simulated
+            else str(sum(1 for r in run.rows if not (r.get("loss_tokens") or 0)))
+        )
+        lines.append(
+            f"| {run.path.name} | {episodes} | " + " | ".join(shares) + f" | {untrained} |"
+        )
+    return lines

@@ -66,15 +66,31 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Termination = Literal["user_stop", "terminal_tool", "max_steps", "max_turns", "max_tokens", "error"]
+Termination = Literal[
+    "user_stop",
+    "terminal_tool",
+    "max_steps",
+    "max_turns",
+    "max_tokens",
+    "error",
+    "agent_stop",
+    "too_many_errors",
+    "agent_error",
+]
 TERMINATIONS: tuple[str, ...] = get_args(Termination)
 """How an episode ended: the user is done; a terminal tool ran; the environment's step limit
 (``max_steps``); the rollout's turn cap (``max_turns``) or token cap (``max_tokens``); an
-engine or environment error. The three caps score the same point of a conversation alike."""
+engine or environment error. The three caps score the same point of a conversation alike.
+Benchmark environments add their own ends: the agent stopped by itself (``agent_stop``,
+τ²-bench's solo mode), too many tool errors (``too_many_errors``), a message the benchmark
+refuses (``agent_error``)."""
 _ENV_TERMINATION = {
     "user_stop": "user_stop",
     "terminal_tool": "terminal_tool",
     "max_steps": "max_steps",
+    "agent_stop": "agent_stop",
+    "too_many_errors": "too_many_errors",
+    "agent_error": "agent_error",
 }
 
 
@@ -240,12 +256,15 @@ class DomainRouter:
     """An environment slot for tasks of any domain: ``route(task)`` gives the environment of
     the task's domain (one per domain, built on first use and reused).
 
-    The rollout calls ``route`` before each reset, so a batch can mix domains.
+    The rollout calls ``route`` before each reset, so a batch can mix domains, rods' own
+    and benchmark domains (their environments come from the registry).
 
     Args:
         max_steps: The environments' step limit.
-        make_user: Builds the user simulator of a new environment (None: ScriptedUser).
-        **env_kwargs: More ``ToolEnv`` arguments.
+        make_user: Builds the user simulator of a new environment (None: the environment's
+            default user).
+        solo: Run without a user (a benchmark domain's solo mode, e.g. τ²-bench's telecom).
+        **env_kwargs: More environment arguments.
     """
 
     def __init__(
@@ -253,10 +272,12 @@ class DomainRouter:
         *,
         max_steps: int = 40,
         make_user: Callable[[], Any] | None = None,
+        solo: bool = False,
         **env_kwargs: Any,
     ) -> None:
         self.max_steps = max_steps
         self.make_user = make_user
+        self.solo = solo
         self.env_kwargs = env_kwargs
         self._envs: dict[str, Any] = {}
 
@@ -264,10 +285,16 @@ class DomainRouter:
         """The environment of ``task``'s domain."""
         env = self._envs.get(task.domain)
         if env is None:
-            from rods_env.env import ToolEnv
+            from rods_env.registry import load_any_domain, make_env
 
-            user = self.make_user() if self.make_user is not None else None
-            env = ToolEnv(task.domain, max_steps=self.max_steps, user=user, **self.env_kwargs)
+            kwargs = dict(self.env_kwargs)
+            if self.solo:
+                if "solo" not in getattr(load_any_domain(task.domain), "user_modes", ()):
+                    raise ConfigError(f"{task.domain} has no solo mode: its tasks need a user")
+                kwargs["solo"] = True
+            else:
+                kwargs["user"] = self.make_user() if self.make_user is not None else None
+            env = make_env(task.domain, max_steps=self.max_steps, **kwargs)
             self._envs[task.domain] = env
         return env
 
@@ -343,6 +370,10 @@ class _Episode:
             return
         _, info = result
         self.info = info
+        if info.get("termination"):  # the conversation ended at once (a user who stops)
+            self.record.rewards.append(float(info.get("progress", 0.0)))
+            self._finish(_ENV_TERMINATION.get(str(info["termination"]), "max_steps"))
+            return
         messages = info["messages"]
         self._n_env_messages = len(messages)
         self.render = [dict(m) for m in messages]

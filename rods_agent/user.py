@@ -7,6 +7,12 @@ a persona, the user's facts and the current turn's request; when a turn ends is 
 by the scripted user, from the environment's view of the turn (goal reached, or patience
 used up), so rewards never depend on how the model phrases things.
 
+It also satisfies :class:`rods_env.user.ScenarioUser`, the protocol of benchmarks whose
+users follow written instructions (``gymnasium.make("rods/Tau2-Airline-v0",
+user=LLMUser(engine))``: τ²-bench's user guidelines and the task's scenario). There the
+environment keeps the conversation and its rules (the stop tokens end it), and the model
+writes every user message, tool calls included (τ²-bench's telecom user works a phone).
+
 **Batching across episodes.** The environment asks its user for a reply inside
 ``env.step``, one episode at a time, and the :class:`~rods_env.user.UserSimulator` protocol
 is synchronous. A :class:`UserBatcher` shared by the users of many environments batches
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,10 +40,20 @@ from rods_agent.engines.base import (
     SamplingParams,
     derive_seed,
 )
+from rods_agent.engines.formats import auto_format
+from rods_env.errors import RodsError
 from rods_env.task import Task
 from rods_env.user import TurnView, UserReply
 
 STOP_MARK = "###STOP###"
+
+USER_TEMPERATURE = 0.7
+"""The default sampling temperature of a model-played user."""
+
+SCENARIO_MAX_TOKENS = 512
+"""Most tokens of one message of a user playing a benchmark's scenario (longer messages and
+tool calls than rods' users write). A :class:`UserBatcher` that serves such users needs a
+cap at least this high: a request's own cap can only lower the batch's."""
 
 _SYSTEM = """You are playing a customer talking to a customer-service agent. Stay in character.
 Your name is {name}. {persona}
@@ -167,14 +183,17 @@ class LLMUser:
         patience: Replies in one turn without its goal reached before the user gives it up.
         batcher: Batch this user's model calls with other episodes' (see
             :class:`UserBatcher`); None asks the engine one reply at a time.
+        scenario_max_tokens: Most tokens of one message when playing a benchmark's
+            scenario (:meth:`respond`): its users write longer messages and tool calls.
     """
 
     engine: Engine
     sampling: SamplingParams = field(
-        default_factory=lambda: SamplingParams(max_tokens=96, temperature=0.7)
+        default_factory=lambda: SamplingParams(max_tokens=96, temperature=USER_TEMPERATURE)
     )
     patience: int = 4
     batcher: UserBatcher | None = None
+    scenario_max_tokens: int = SCENARIO_MAX_TOKENS
     _seed: int | None = field(default=None, init=False, repr=False)
     _calls: int = field(default=0, init=False, repr=False)
     _task: Task | None = field(default=None, init=False, repr=False)
@@ -235,6 +254,41 @@ class LLMUser:
             return self._answer(UserReply(text, advance=True, stop=True, kind="stop"))
         return self._answer(UserReply(text, kind="answer"))
 
+    # -- ScenarioUser (benchmarks' written user instructions) -----------------------------
+    def begin_scenario(self, task: Any) -> None:
+        """A new conversation starts (its replies are seeded from the episode's seed)."""
+        self._calls = 0
+
+    def respond(
+        self,
+        system: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> str | dict[str, Any]:
+        """The model's next message as the user of a benchmark's scenario: its text, or
+        its structured tool calls when the engine returns some.
+
+        Raises:
+            RodsError: when the engine fails (the episode cannot go on, and the failure is
+                not the agent's).
+        """
+        seed = None if self._seed is None else derive_seed(self._seed, "user", self._calls)
+        self._calls += 1
+        request = GenerationRequest(
+            messages=[{"role": "system", "content": system}, *messages],
+            tools=list(tools) if tools else None,
+            max_tokens=self.scenario_max_tokens,
+            seed=seed,
+        )
+        if self.batcher is not None:
+            completion = self.batcher.ask(request)
+        else:
+            completion = self.engine.generate([request], self.sampling)[0]
+        if completion.error:
+            self.errors.append(completion.error)
+            raise RodsError(f"the user's model failed: {completion.error}")
+        return auto_format(completion)
+
     # -- internals -------------------------------------------------------------------------
     def _answer(self, reply: UserReply) -> UserReply:
         self._history.append({"role": "assistant", "content": reply.text})
@@ -269,7 +323,10 @@ class LLMUser:
             messages.append({"role": "user", "content": "(continue)"})
         seed = None if self._seed is None else derive_seed(self._seed, "user", self._calls)
         self._calls += 1
-        request = GenerationRequest(messages=messages, seed=seed)
+        # its own cap: a batcher shared with scenario users has a higher one
+        request = GenerationRequest(
+            messages=messages, seed=seed, max_tokens=self.sampling.max_tokens
+        )
         if self.batcher is not None:
             completion = self.batcher.ask(request)
         else:

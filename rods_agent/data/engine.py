@@ -102,6 +102,8 @@ class DataEngine:
         self.thresholds = Thresholds(self.config.mastered, self.config.hard, self.config.min_std)
         self._seeds = seeds_by_id(tasks)
         self._reserved = list(reserved)
+        if self.synthesizes:
+            self._check_synthesis({t.domain for t in self._seeds.values()})
         self.buffer = ReplayBuffer(self.config, dynamic=self.synthesizes)
         order = list(self._seeds.values())
         if self.synthesizes:
@@ -236,6 +238,20 @@ class DataEngine:
         return self.buffer.tasks("active")
 
     # -- synthesis -------------------------------------------------------------------------
+    @staticmethod
+    def _check_synthesis(domains: Iterable[str]) -> None:
+        """Refuse mode ``rods`` on a benchmark domain that rods' synthesis cannot grow."""
+        from rods_env.benchmark import BenchmarkDomain
+        from rods_env.registry import benchmark_names, load_any_domain
+
+        benchmarks = set(benchmark_names())
+        for name in sorted(set(domains) & benchmarks):
+            domain = load_any_domain(name)
+            if isinstance(domain, BenchmarkDomain) and domain.synthesis is not None:
+                raise ConfigError(
+                    f"mode=rods synthesizes tasks, but {name} cannot: {domain.synthesis}"
+                )
+
     def _domain(self, name: str) -> Any:
         domain = self._domains.get(name)
         if domain is None:
@@ -314,6 +330,7 @@ class DataEngine:
                     augment=tuple(cfg.synth_augment),
                     seed=seed,
                     attempts=cfg.synth_attempts,
+                    grow=tuple(cfg.synth_grow),
                 ),
                 domains=self._domains,
                 known=keys,

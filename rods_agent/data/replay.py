@@ -269,7 +269,7 @@ class ReplayBuffer:
 
     def admit(self, step: int) -> dict[str, int]:
         """Fill the active pool: parked tasks due for a retry, synthesized candidates, then
-        waiting seeds.
+        waiting seeds; a full pool first evicts tasks last seen mastered to make room.
 
         Synthesized candidates go before waiting seeds (they were made around tasks just
         seen at the boundary; a waiting seed's zone is unknown), but enter at most
@@ -292,18 +292,24 @@ class ReplayBuffer:
             ),
             key=lambda e: e.parked_until or 0,
         )
-        for entry in due:
-            if room <= 0:
-                return done
-            self._activate(entry, step)
-            room -= 1
-            done["retried"] += 1
         waiting = [e for e in self.entries.values() if e.status == "waiting"]
-        room += self._evict(step, len(waiting) - max(room, 0))
         synth_cap = math.floor(cfg.p_max * cfg.capacity)
         synth_active = sum(
             1 for e in self.entries.values() if e.status == "active" and e.synthesized
         )
+        # A full pool makes room for what may enter this step (retries, candidates within
+        # the rate and the cap, seeds) by evicting tasks last seen mastered, before
+        # anything is admitted.
+        candidates = sum(1 for e in waiting if e.synthesized)
+        admissible = min(candidates, cfg.admit_per_step, max(0, synth_cap - synth_active))
+        wanted = len(due) + admissible + (len(waiting) - candidates)
+        room += self._evict(step, wanted - max(room, 0))
+        for entry in due:
+            if room <= 0:
+                break
+            self._activate(entry, step)
+            room -= 1
+            done["retried"] += 1
         for entry in waiting:
             if room <= 0 or done["synthesized"] >= cfg.admit_per_step or synth_active >= synth_cap:
                 break
@@ -380,13 +386,21 @@ class ReplayBuffer:
         """The pool's make-up: what ``pool`` in the step metrics holds.
 
         ``seed`` and ``synthesized`` count the active pool; ``generations`` splits it by
-        synthesis generation (0: the starting pool).
+        synthesis generation (0: the starting pool); ``difficulty`` is the mean of each
+        difficulty knob of its tasks (:attr:`rods_env.task.Signature.knobs`: dependency
+        depth, requests in a turn, turns, skills composed).
         """
         active = [e for e in self.entries.values() if e.status == "active"]
         generations: dict[str, int] = {}
+        knobs: dict[str, float] = {}
+        measured = 0
         for e in active:
             g = str(e.task.provenance.generation)
             generations[g] = generations.get(g, 0) + 1
+            if e.task.signature is not None:
+                measured += 1
+                for knob, value in e.task.signature.knobs.items():
+                    knobs[knob] = knobs.get(knob, 0.0) + value
         return {
             "seed": sum(1 for e in active if not e.synthesized),
             "synthesized": sum(1 for e in active if e.synthesized),
@@ -399,6 +413,7 @@ class ReplayBuffer:
             ),
             "retired": len(self.removed),
             "generations": dict(sorted(generations.items(), key=lambda kv: int(kv[0]))),
+            "difficulty": {k: v / measured for k, v in knobs.items()} if measured else {},
         }
 
     # -- persistence -----------------------------------------------------------------------

@@ -196,25 +196,34 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def oracle_engine(tasks: Sequence[Task]) -> Engine:
-    """An engine that replays each task's gold calls (a solvability check of a pool); a
-    benchmark domain's task is played by the benchmark's own oracle agent."""
-    from rods_agent.engines.scripted import ScriptedAgent, ScriptedEngine
+def oracle_agents(tasks: Sequence[Task]) -> Any:
+    """``make_agent`` of a :class:`~rods_agent.engines.scripted.ScriptedEngine` that solves
+    ``tasks``: rods' :class:`~rods_env.oracle.OracleAgent` for a rods domain's task, the
+    benchmark's own oracle for a benchmark domain's (in the user mode the environment
+    reports in ``info["user"]``)."""
     from rods_env.benchmark import BenchmarkDomain
     from rods_env.oracle import oracle_agent
     from rods_env.registry import load_any_domain
 
     by_id = {t.id: t for t in tasks}
-    families = {name: load_any_domain(name) for name in {t.domain for t in tasks}}
+    domains = {name: load_any_domain(name) for name in {t.domain for t in tasks}}
 
-    def make_agent(info: Mapping[str, Any]) -> ScriptedAgent:
+    def make_agent(info: Mapping[str, Any]) -> Any:
         task = by_id[str(info["task_id"])]
-        family = families[task.domain]
-        if isinstance(family, BenchmarkDomain):
-            return family.oracle_agent(task)
-        return oracle_agent(family, task)
+        domain = domains[task.domain]
+        if isinstance(domain, BenchmarkDomain):
+            mode = "solo" if info.get("user") == "solo" else "scripted"
+            return domain.oracle_agent(task, user_mode=mode)
+        return oracle_agent(domain, task)
 
-    return ScriptedEngine(make_agent)
+    return make_agent
+
+
+def oracle_engine(tasks: Sequence[Task]) -> Engine:
+    """An engine that replays each task's gold calls (a solvability check of a pool)."""
+    from rods_agent.engines.scripted import ScriptedEngine
+
+    return ScriptedEngine(oracle_agents(tasks))
 
 
 def random_engine(seed: int | None = None) -> Engine:
@@ -359,6 +368,7 @@ __all__ = [
     "check_model_folder",
     "get_tool_format",
     "make_engine",
+    "oracle_agents",
     "oracle_engine",
     "register_tool_format",
     "tool_formats",

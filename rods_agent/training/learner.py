@@ -39,13 +39,19 @@ def resolve_dtype(dtype: str, device: str) -> str:
 def tokenizer_texts(domains: Sequence[str]) -> list[str]:
     """Text the tiny model's tokenizer is trained on besides its generic corpus: each
     domain's policy and tool schemas (weighted, so they take few tokens)."""
-    from rods_env.registry import load_domain
+    from rods_env.benchmark import BenchmarkDomain
+    from rods_env.registry import load_any_domain
 
     texts: list[str] = []
     for name in domains:
-        domain = load_domain(name)
+        domain = load_any_domain(name)
         texts.append(domain.policy)
-        texts.extend(json.dumps(schema) for schema in domain.toolkit.schemas())
+        schemas = (
+            domain.tool_schemas()
+            if isinstance(domain, BenchmarkDomain)
+            else domain.toolkit.schemas()
+        )
+        texts.extend(json.dumps(schema) for schema in schemas)
     return texts * 5
 
 

@@ -8,7 +8,8 @@ One step::
     update = policy.update(kept)                GRPO (or the simulated learner's update)
     data   = engine.observe(groups)             zones -> synthesis -> inject / retire
     eval   = policy.evaluate(test)              every log.eval_every steps
-    log, checkpoint                             metrics.jsonl, TensorBoard, checkpoints/
+    log, guard, checkpoint                      metrics.jsonl, TensorBoard, stop a run
+                                                that cannot learn, checkpoints/
 
 The three modes are this loop with parts switched off (see :class:`DataEngine`): ``static``
 trains on every group of a fixed pool, ``filter`` drops zero-variance groups, ``rods``
@@ -37,6 +38,7 @@ from pathlib import Path
 from rods_agent.config import TrainConfig
 from rods_agent.data import DataEngine, GroupResult
 from rods_agent.progress import Progress
+from rods_agent.training.guards import StepGuard
 from rods_agent.training.metrics import Scalars, progress_bar, step_metrics
 from rods_agent.training.policy import Policy
 from rods_agent.training.pools import load_pools
@@ -50,7 +52,7 @@ from rods_agent.training.run_dir import (
 )
 from rods_agent.training.transcripts import RolloutLog, pool_statuses
 from rods_env.errors import ConfigError
-from rods_env.fileio import append_jsonl, write_json
+from rods_env.fileio import append_jsonl, read_jsonl, write_json
 from rods_env.task import dump_tasks
 
 
@@ -63,8 +65,11 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             when it has none).
 
     Raises:
-        ConfigError: a bad pool, a run directory that already holds another run, or a
-            resume whose configuration differs from the saved one.
+        ConfigError: a bad pool, a run directory that already holds another run, a
+            resume whose configuration differs from the saved one, or an opening prompt
+            longer than the token caps.
+        TrainingError: a step shows that the run cannot learn (see
+            :mod:`rods_agent.training.guards`); its metrics line is written first.
     """
     out = Path(config.out)
     prepare_run_dir(config, out, resume=resume)
@@ -77,10 +82,18 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
     scalars: Scalars | None = None
     bar: Progress | None = None
     try:
+        check_prompts = getattr(policy, "check_prompts", None)
+        if callable(check_prompts):  # before anything is written: a bad cap leaves nothing
+            check_prompts(train_tasks)
         write_run_config(config, out)
         checkpoint = latest_checkpoint(out) if resume else None
         start = restore(checkpoint, policy, engine) if checkpoint else 0
         keep_metrics_before(out / "metrics.jsonl", start)
+        guard = StepGuard(
+            config.grpo.max_untrained_steps, trains_tokens=not getattr(policy, "simulated", False)
+        )
+        if start and (out / "metrics.jsonl").exists():
+            guard.replay(read_jsonl(out / "metrics.jsonl"))
         if checkpoint is None and config.warm_start.enabled:
             warm_start = getattr(policy, "warm_start", None)
             if warm_start is None:
@@ -137,6 +150,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
                 scalars.write(row, step)
             transcripts.write_step(step, batch.groups, kept, engine)  # for rods view
             transcripts.write_events(step, statuses, removed, engine)
+            guard.check(row, batch)  # stops a run that cannot learn, naming the cause
             # 7. checkpoint
             done = step + 1
             every = config.log.checkpoint_every

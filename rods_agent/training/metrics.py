@@ -9,6 +9,7 @@ from typing import Any
 
 from rods_agent.config import TrainConfig
 from rods_agent.progress import Progress
+from rods_agent.rollout import TERMINATIONS
 from rods_agent.training.policy import RolloutBatch
 from rods_env.errors import ConfigError
 
@@ -26,7 +27,9 @@ def step_metrics(
     evaluation: Mapping[str, Any] | None,
     seconds: Mapping[str, float],
 ) -> dict[str, Any]:
-    """One ``metrics.jsonl`` line: the step's rewards, the data engine's report, timings."""
+    """One ``metrics.jsonl`` line: the step's rewards, how its episodes ended
+    (``terminations``), the tokens its update trained on (``loss_tokens``; 0 for the
+    simulated learner, which trains none), the data engine's report, timings."""
     episodes = [e for g in batch.groups for e in g.episodes]
     rewards = [r for g in batch.groups for r in g.rewards]
     generate = seconds.get("generate", 0.0)
@@ -47,6 +50,8 @@ def step_metrics(
         "retired": data["retired"],
         "parked": data["parked"],
         "retried": data["retried"],
+        "terminations": termination_counts(episodes),
+        "loss_tokens": int(update.get("loss_tokens", 0)),
         "update": dict(update),
         "time": dict(seconds),
         "tokens": batch.tokens,
@@ -55,6 +60,15 @@ def step_metrics(
     if evaluation is not None:
         row["eval"] = dict(evaluation)
     return row
+
+
+def termination_counts(episodes: Sequence[Any]) -> dict[str, int]:
+    """How many episodes ended each way: every termination of the rollout (0 when none
+    did), then any other (``simulated``)."""
+    counts = dict.fromkeys(TERMINATIONS, 0)
+    for episode in episodes:
+        counts[episode.termination] = counts.get(episode.termination, 0) + 1
+    return counts
 
 
 def _mean(values: Sequence[float]) -> float:

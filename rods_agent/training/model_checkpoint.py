@@ -1,33 +1,54 @@
 """The model policy's files: its part of a checkpoint, and a plain model folder.
 
 A checkpoint's ``policy/`` folder holds the trainable weights (``trainable.pt``), the
-optimizer, the scheduler, the random states and the weights version
-(``policy_state.pt``), and a small ``policy.json``; each file is written atomically.
-:func:`save_model_folder` writes the learner as a model folder that ``model.path`` loads.
+optimizer (AdamW's moments and the float32 master weights), the learning-rate schedule,
+the random states and the weights version (``policy_state.pt``), and a small
+``policy.json``; each file is written atomically. :func:`save_model_folder` writes the
+learner as a model folder that ``model.path`` loads.
+
+Host memory stays bounded: ``torch.save`` streams into the file (no whole-state buffer),
+and tensors on a GPU are copied to the host one storage at a time as they are written;
+loading memory-maps the files. Sizes per trainable parameter, full fine-tuning of a
+bf16 model with master weights: 2 bytes in ``trainable.pt``, 12 in ``policy_state.pt``
+(two AdamW moments and the master, float32): about 56 GB for Qwen3-4B's 4.0B parameters
+(docs/training.md, "Checkpoints").
 """
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from rods_env.errors import ConfigError
-from rods_env.fileio import atomic_write, write_json
+from rods_env.fileio import atomic_file, write_json
 
 WEIGHTS_FILE = "trainable.pt"
 STATE_FILE = "policy_state.pt"
 META_FILE = "policy.json"
+REFERENCE_FILE = "reference.pt"
+"""In the run directory: the KL reference's trainable weights after a warm start."""
 
 
-def _torch_bytes(obj: Any) -> bytes:
+def save_tensors(path: Path, obj: Any) -> None:
+    """``torch.save`` ``obj`` to ``path`` atomically, streamed (bounded host memory)."""
     import torch
 
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    return buffer.getvalue()
+    with atomic_file(path) as f:
+        torch.save(obj, f)
+
+
+def load_tensors(path: Path, *, device: str = "cpu", full: bool = False) -> Any:
+    """Load what :func:`save_tensors` wrote, memory-mapped, then onto ``device``
+    (``full``: any pickled object, e.g. random states; else tensors only)."""
+    import torch
+
+    obj = torch.load(path, map_location="cpu", mmap=True, weights_only=not full)
+    if device != "cpu" and isinstance(obj, Mapping):
+        return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in obj.items()}
+    return obj
 
 
 def save_training_state(
@@ -45,8 +66,10 @@ def save_training_state(
     import torch
 
     directory = Path(directory)
-    trainable = {n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad}
-    atomic_write(directory / WEIGHTS_FILE, _torch_bytes(trainable))
+    # Tensors stay where they are: torch.save copies a GPU storage to the host as it
+    # writes it, so the host never holds the whole state.
+    trainable = {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
+    save_tensors(directory / WEIGHTS_FILE, trainable)
     state = {
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
@@ -54,7 +77,7 @@ def save_training_state(
         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         "weights_version": weights_version,
     }
-    atomic_write(directory / STATE_FILE, _torch_bytes(state))
+    save_tensors(directory / STATE_FILE, state)
     write_json(
         directory / META_FILE,
         {
@@ -66,9 +89,7 @@ def save_training_state(
     )
 
 
-def load_training_state(
-    directory: Path, model: Any, optimizer: Any, scheduler: Any, *, device: str
-) -> int:
+def load_training_state(directory: Path, model: Any, optimizer: Any, scheduler: Any) -> int:
     """Restore what :func:`save_training_state` wrote into ``model``, ``optimizer``,
     ``scheduler`` and the random generators; returns the weights version.
 
@@ -82,7 +103,7 @@ def load_training_state(
     for name in (WEIGHTS_FILE, STATE_FILE):
         if not (directory / name).is_file():
             raise ConfigError(f"{directory}: not a model-policy checkpoint (no {name})")
-    trainable = torch.load(directory / WEIGHTS_FILE, map_location=device)
+    trainable = load_tensors(directory / WEIGHTS_FILE)
     params = dict(model.named_parameters())
     unknown = sorted(set(trainable) - set(params))
     if unknown:
@@ -92,7 +113,7 @@ def load_training_state(
     with torch.no_grad():
         for name, value in trainable.items():
             params[name].copy_(value.to(params[name].dtype))
-    state = torch.load(directory / STATE_FILE, map_location="cpu", weights_only=False)
+    state = load_tensors(directory / STATE_FILE, full=True)
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     torch.random.set_rng_state(state["torch_rng"])

@@ -14,7 +14,8 @@ model``. It composes the parts of this package:
 * **Update**: the learner re-scores every sampled token before the update (the PPO
   denominator); the gap to the engine's log-probabilities is logged and corrected by the
   truncated importance weight; then :func:`rods_agent.grpo.grpo_step` (``grpo.epochs``
-  times), a scheduler step, and the weights version goes up.
+  times, each an optimizer step when a token carries loss); the weights version goes up
+  when one happened.
 * **Warm start** (:mod:`~rods_agent.training.warm_start`): supervised fine-tuning on the
   oracle's transcripts before GRPO.
 * **Checkpoints** (:mod:`~rods_agent.training.model_checkpoint`): :meth:`save` /
@@ -60,11 +61,14 @@ from rods_agent.training.generator import (
 )
 from rods_agent.training.learner import frozen_copy, load_learner
 from rods_agent.training.model_checkpoint import (
+    REFERENCE_FILE,
+    load_tensors,
     load_training_state,
     save_model_folder,
+    save_tensors,
     save_training_state,
 )
-from rods_agent.training.numerics import make_optimizer, make_scheduler
+from rods_agent.training.numerics import LRSchedule, MasterWeightAdamW, make_optimizer
 from rods_agent.training.policy import Group, RolloutBatch
 from rods_env.errors import ConfigError
 from rods_env.task import Task
@@ -99,13 +103,14 @@ class ModelPolicy:
         self.lora = loaded.lora
         self.learner = loaded.model
         self.reference: Any = None
+        """The KL reference of full fine-tuning: a frozen copy of the model GRPO starts from."""
+        self.reference_adapters: dict[str, Any] | None = None
+        """With LoRA, the reference is the model with its adapters off, or, after a warm
+        start, with these (the warm-started) adapter values."""
+        self._reference_unsaved = False
         if g.kl_coef > 0 and not self.lora:
             self.reference = frozen_copy(self.learner)
-        params = [p for p in self.learner.parameters() if p.requires_grad]
-        self.optimizer = make_optimizer(params, lr=g.lr, weight_decay=g.weight_decay)
-        self.scheduler = make_scheduler(
-            self.optimizer, total=config.steps, warmup=g.warmup_steps, schedule=g.scheduler
-        )
+        self.optimizer, self.scheduler = self._make_optimizer()
         self.weights_version = 0
         self.update_seconds: dict[str, float] = {}
         """Where the last update's time went: ``score``, ``step``, ``sync``, ``total``."""
@@ -122,9 +127,35 @@ class ModelPolicy:
         )
         self.users: Any = None
         if rc.user == "llm":
-            from rods_agent.user import UserBatcher
+            from rods_agent.user import SCENARIO_MAX_TOKENS, UserBatcher
 
-            self.users = UserBatcher(self.engine, SamplingParams(max_tokens=96, temperature=0.7))
+            # rods' users cap their replies at 96 tokens themselves; a benchmark's scenario
+            # users write up to SCENARIO_MAX_TOKENS
+            self.users = UserBatcher(
+                self.engine, SamplingParams(max_tokens=SCENARIO_MAX_TOKENS, temperature=0.7)
+            )
+
+    def _make_optimizer(self) -> tuple[MasterWeightAdamW, LRSchedule]:
+        g = self.config.grpo
+        params = [p for p in self.learner.parameters() if p.requires_grad]
+        optimizer = make_optimizer(
+            params,
+            lr=g.lr,
+            weight_decay=g.weight_decay,
+            master_weights=self.config.model.master_weights,
+        )
+        schedule = LRSchedule(
+            optimizer, total=self.config.steps, warmup=g.warmup_steps, schedule=g.scheduler
+        )
+        return optimizer, schedule
+
+    def check_prompts(self, tasks: Sequence[Task]) -> dict[str, int]:
+        """Stop now if an opening prompt of ``tasks`` does not fit the token caps (see
+        :func:`rods_agent.training.guards.check_prompts_fit`); returns the longest opening
+        of each domain, in tokens."""
+        from rods_agent.training.guards import check_prompts_fit
+
+        return check_prompts_fit(self.config, self.engine.chat, tasks)
 
     # -- weights -------------------------------------------------------------------------------
     def generator_state(self) -> dict[str, Any]:
@@ -156,7 +187,11 @@ class ModelPolicy:
         users = self.users
         make_user = (lambda: LLMUser(self.engine, batcher=users)) if users is not None else None
         # The env's own step limit sits above the rollout's turn cap, which ends episodes.
-        return DomainRouter(max_steps=self.config.rollout.max_turns + 1, make_user=make_user)
+        return DomainRouter(
+            max_steps=self.config.rollout.max_turns + 1,
+            make_user=make_user,
+            solo=self.config.rollout.user == "solo",
+        )
 
     def _bar(self, total: int, desc: str, unit: str) -> Any:
         """A tqdm bar on stderr (None when ``log.progress`` is off; hidden off a terminal)."""
@@ -234,7 +269,7 @@ class ModelPolicy:
         import torch
 
         seqs: list[TrainSequence] = []
-        dropped = {"dropped_error": 0.0, "dropped_overlong": 0.0}
+        dropped = {"dropped_error": 0.0, "dropped_overlong": 0.0, "dropped_empty": 0.0}
         for group in groups:
             adv = group_advantages(
                 torch.tensor([group.rewards]), scale_std=self.config.grpo.scale_std
@@ -247,6 +282,7 @@ class ModelPolicy:
                     dropped["dropped_overlong"] += 1
                     continue
                 if not any(record.assistant_mask):
+                    dropped["dropped_empty"] += 1
                     continue
                 mask = torch.tensor(record.assistant_mask, dtype=torch.long)
                 seqs.append(
@@ -278,15 +314,21 @@ class ModelPolicy:
         metrics.update(mismatch_metrics(seqs))
         step_metrics: dict[str, float] = {}
         t_step = time.perf_counter()
+        stepped = 0
         for _ in range(self.config.grpo.epochs):
+            metrics["lr"] = self.scheduler.apply(step)
             step_metrics = grpo_step(
                 self.learner, seqs, self.optimizer, self.loss_config, self.sampling,
                 device=self.device, share_heads=self.config.model.share_heads,
             )  # fmt: skip
+            if step_metrics["tokens"] > 0:  # grpo_step stepped the optimizer
+                self.scheduler.stepped()
+                stepped += 1
         timings["step"] = time.perf_counter() - t_step
-        metrics["lr"] = float(self.optimizer.param_groups[0]["lr"])
-        self.scheduler.step()
-        self.weights_version += 1
+        metrics["optimizer_steps"] = float(stepped)
+        metrics["loss_tokens"] = float(sum(s.n_loss_tokens for s in seqs))
+        if stepped:
+            self.weights_version += 1
         wake = getattr(self.engine, "wake_up", None)
         if self.config.model.engine == "vllm" and callable(wake):
             wake(["weights"])
@@ -322,10 +364,44 @@ class ModelPolicy:
         )
 
     def _reference_scores(self, seqs: Sequence[TrainSequence]) -> list[Any]:
-        if self.lora:
+        if not self.lora:
+            return self._score(self.reference, seqs)
+        if self.reference_adapters is None:
             with self.learner.disable_adapter():
                 return self._score(self.learner, seqs)
-        return self._score(self.reference, seqs)
+        import torch
+
+        adapters = self._trainable()
+        current = {n: p.detach().clone() for n, p in adapters.items()}
+        with torch.no_grad():
+            for n, p in adapters.items():
+                p.copy_(self.reference_adapters[n])
+        try:
+            return self._score(self.learner, seqs)
+        finally:
+            with torch.no_grad():
+                for n, p in adapters.items():
+                    p.copy_(current[n])
+
+    def _trainable(self) -> dict[str, Any]:
+        return {n: p for n, p in self.learner.named_parameters() if p.requires_grad}
+
+    def _adopt_reference(self, trainable: dict[str, Any]) -> None:
+        """Make ``trainable`` (values of the learner's trainable weights) the KL reference."""
+        import torch
+
+        if self.lora:
+            self.reference_adapters = {
+                n: v.detach().to(self.device).clone() for n, v in trainable.items()
+            }
+            return
+        params = dict(self.reference.named_parameters())
+        missing = sorted(set(trainable) - set(params))
+        if missing:
+            raise ConfigError(f"the KL reference does not fit this model ({missing[0]}, ...)")
+        with torch.no_grad():
+            for n, v in trainable.items():
+                params[n].copy_(v)
 
     def evaluate(self, tasks: Sequence[Task], *, step: int) -> dict[str, Any]:
         """``log.eval_k`` seeded episodes per task with the current weights, through
@@ -335,7 +411,7 @@ class ModelPolicy:
         from rods_agent.evaluate import evaluate
 
         k = self.config.log.eval_k
-        user: Any = "scripted"
+        user: Any = "solo" if self.config.rollout.user == "solo" else "scripted"
         if self.config.rollout.user == "llm":
             from rods_agent.user import LLMUser
 
@@ -360,28 +436,63 @@ class ModelPolicy:
 
     def warm_start(self, tasks: Sequence[Task]) -> dict[str, float]:
         """Fine-tune the learner on the oracle's transcripts of ``tasks`` and sync the
-        generator (see :func:`rods_agent.training.warm_start.warm_start`)."""
+        generator (see :func:`rods_agent.training.warm_start.warm_start`).
+
+        GRPO then starts afresh from the warm-started model: a new optimizer (its master
+        weights copied from the warm-started weights) and, with ``grpo.kl_coef > 0``, the
+        warm-started model as the KL reference (written to ``<out>/reference.pt`` with the
+        first checkpoint, so a resumed run finds it).
+        """
         from rods_agent.training.warm_start import warm_start
 
-        return warm_start(
-            self.config, self.learner, self.engine, tasks,
-            device=self.device, on_fitted=self._sync_generator,
-        )  # fmt: skip
+        self.optimizer.close()  # the warm start's own optimizer takes the gradients
+        try:
+            out = warm_start(
+                self.config, self.learner, self.engine, tasks,
+                device=self.device, on_fitted=self._sync_generator,
+                master_weights=self.config.model.master_weights,
+            )  # fmt: skip
+        finally:
+            self.optimizer, self.scheduler = self._make_optimizer()
+        if self.config.grpo.kl_coef > 0:
+            self._adopt_reference(self._trainable())
+            self._reference_unsaved = True
+        return out
 
     # -- checkpoints ---------------------------------------------------------------------------
     def save(self, directory: Path) -> None:
         """Write the trainable weights, optimizer, scheduler, random states and weights
-        version to ``directory`` (each file atomically)."""
+        version to ``directory`` (each file atomically); the first time after a warm start
+        with a KL penalty, also the reference (``<out>/reference.pt``)."""
+        if self._reference_unsaved:
+            if self.lora:
+                reference = self.reference_adapters or {}
+            else:
+                names = set(self._trainable())
+                reference = {
+                    n: p.detach() for n, p in self.reference.named_parameters() if n in names
+                }
+            save_tensors(self.out_dir / REFERENCE_FILE, reference)
+            self._reference_unsaved = False
         save_training_state(
             directory, self.learner, self.optimizer, self.scheduler,
             weights_version=self.weights_version, model_path=self.model_path, lora=self.lora,
         )  # fmt: skip
 
     def load(self, directory: Path) -> None:
-        """Restore what :meth:`save` wrote (and sync the generator)."""
+        """Restore what :meth:`save` wrote (and sync the generator); a warm-started run
+        with a KL penalty also gets its reference back from ``<out>/reference.pt``."""
         self.weights_version = load_training_state(
-            directory, self.learner, self.optimizer, self.scheduler, device=self.device
+            directory, self.learner, self.optimizer, self.scheduler
         )
+        if self.config.warm_start.enabled and self.config.grpo.kl_coef > 0:
+            path = self.out_dir / REFERENCE_FILE
+            if not path.is_file():
+                raise ConfigError(
+                    f"{path}: missing; a warm-started run with grpo.kl_coef > 0 keeps its KL "
+                    "reference (the model after the warm start) there"
+                )
+            self._adopt_reference(load_tensors(path, device=self.device))
         self._sync_generator()
 
     def save_model(self, directory: Path) -> Path:
@@ -393,7 +504,8 @@ class ModelPolicy:
         return save_model_folder(self.learner, self.tokenizer, directory)
 
     def close(self) -> None:
-        """Release the generator and the models."""
+        """Release the generator, the optimizer's hooks and the models."""
+        self.optimizer.close()
         close = getattr(self.engine, "close", None)
         if callable(close):
             close()

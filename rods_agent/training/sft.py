@@ -26,6 +26,7 @@ def run_sft(config: TrainConfig, out: Path | str) -> dict[str, Any]:
     train_tasks, _ = load_pools(config)
     policy = ModelPolicy(config, out)  # a model that fails to load leaves no output behind
     try:
+        policy.check_prompts(train_tasks)  # and neither do openings longer than the caps
         atomic_write(out / "config.yaml", config_yaml(config))
         metrics = policy.warm_start(train_tasks)
         policy.save_model(out / "model")

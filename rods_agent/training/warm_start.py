@@ -35,7 +35,7 @@ from rods_agent.rollout import (
     run_rollouts,
 )
 from rods_agent.training.generator import turn_tokens
-from rods_agent.training.numerics import make_optimizer, make_scheduler
+from rods_agent.training.numerics import LRSchedule, clip_gradients, make_optimizer
 from rods_env.errors import ConfigError
 from rods_env.task import Task
 
@@ -58,18 +58,10 @@ def oracle_transcripts(
         max_turns: Most oracle steps per episode.
         batch_size: Episodes run at once.
     """
+    from rods_agent.engines import oracle_agents
     from rods_agent.engines.scripted import ScriptedEngine
-    from rods_env.oracle import oracle_agent
-    from rods_env.registry import load_domain
 
-    by_id = {t.id: t for t in tasks}
-    domains = {name: load_domain(name) for name in {t.domain for t in tasks}}
-
-    def make_agent(info: Any) -> Any:
-        task = by_id[info["task_id"]]
-        return oracle_agent(domains[task.domain], task)
-
-    engine = ScriptedEngine(make_agent, chat=chat)
+    engine = ScriptedEngine(oracle_agents(tasks), chat=chat)
     config = RolloutConfig(
         sampling=SamplingParams(max_tokens=max_tokens),
         max_turns=max_turns,
@@ -122,6 +114,7 @@ def supervised_finetune(
     seed: int = 0,
     device: Any = "cpu",
     share_heads: bool = True,
+    master_weights: bool = True,
     on_step: Callable[[int, float], None] | None = None,
 ) -> SFTResult:
     """Fine-tune ``model`` in place on the assistant tokens of ``records``.
@@ -140,6 +133,8 @@ def supervised_finetune(
         device: Where the model is.
         share_heads: Run a prompt head shared by many transcripts once per step
             (:func:`rods_agent.grpo.scored_micro_batches`).
+        master_weights: AdamW on float32 copies of bf16/fp16 weights
+            (:class:`rods_agent.training.numerics.MasterWeightAdamW`).
         on_step: Called with (step, loss) after each optimizer step.
 
     Raises:
@@ -162,44 +157,48 @@ def supervised_finetune(
             "warm_start.max_tokens)"
         )
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = make_optimizer(params, lr=lr, weight_decay=0.0)
+    optimizer = make_optimizer(params, lr=lr, weight_decay=0.0, master_weights=master_weights)
     total_steps = max(1, epochs * -(-len(rows) // batch_size))
-    scheduler = make_scheduler(optimizer, total=total_steps, schedule=schedule)
+    scheduler = LRSchedule(optimizer, total=total_steps, schedule=schedule)
     rng = random.Random(seed)
     t0 = time.perf_counter()
     step, first = 0, float("nan")
     last_epoch: list[float] = []
     model.train()
-    for _ in range(epochs):
-        order = list(range(len(rows)))
-        rng.shuffle(order)
-        last_epoch = []
-        for batch in micro_batches(order, batch_size):
-            n_tokens = float(sum(int(rows[i][1].sum()) for i in batch))
-            optimizer.zero_grad(set_to_none=True)
-            total = 0.0
-            for _, logp, _, mask in scored_micro_batches(
-                model,
-                [rows[i][0] for i in batch],
-                [rows[i][1] for i in batch],
-                Sampling(),
-                micro_batch_size=micro_batch_size,
-                device=device,
-                share_heads=share_heads,
-            ):
-                loss = -(logp * mask.float()).sum() / n_tokens
-                loss.backward()
-                total += float(loss.item())
-            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            if step == 0:
-                first = total
-            last_epoch.append(total)
-            step += 1
-            if on_step is not None:
-                on_step(step, total)
-    optimizer.zero_grad(set_to_none=True)
+    try:
+        for _ in range(epochs):
+            order = list(range(len(rows)))
+            rng.shuffle(order)
+            last_epoch = []
+            for batch in micro_batches(order, batch_size):
+                n_tokens = float(sum(int(rows[i][1].sum()) for i in batch))
+                optimizer.zero_grad(set_to_none=True)
+                scheduler.apply(step)
+                total = 0.0
+                for _, logp, _, mask in scored_micro_batches(
+                    model,
+                    [rows[i][0] for i in batch],
+                    [rows[i][1] for i in batch],
+                    Sampling(),
+                    micro_batch_size=micro_batch_size,
+                    device=device,
+                    share_heads=share_heads,
+                ):
+                    loss = -(logp * mask.float()).sum() / n_tokens
+                    loss.backward()
+                    total += float(loss.item())
+                clip_gradients(optimizer, max_grad_norm)
+                optimizer.step()
+                scheduler.stepped()
+                if step == 0:
+                    first = total
+                last_epoch.append(total)
+                step += 1
+                if on_step is not None:
+                    on_step(step, total)
+        optimizer.zero_grad(set_to_none=True)
+    finally:
+        optimizer.close()
     model.eval()
     return SFTResult(
         steps=step,
@@ -275,6 +274,7 @@ def warm_start(
     *,
     device: str,
     on_fitted: Callable[[], None],
+    master_weights: bool = True,
 ) -> dict[str, float]:
     """Fine-tune ``model`` on the oracle's transcripts of ``tasks`` (``warm_start`` section:
     its ``tasks`` of them, by ``select``), and measure the mean progress of ``engine`` on
@@ -289,6 +289,7 @@ def warm_start(
         device: Where ``model`` is.
         on_fitted: Called after the fit, before the second measurement (the generator
             catches up with the new weights).
+        master_weights: Float32 master weights for a bf16/fp16 model.
 
     Only whole transcripts are trained on (:func:`complete`): one cut by
     ``warm_start.max_tokens`` (or the turn cap) is left out with a line on stderr, and
@@ -359,6 +360,7 @@ def warm_start(
         seed=config.seed,
         device=device,
         share_heads=config.model.share_heads,
+        master_weights=master_weights,
     )
     if bar is not None:
         bar.close()

@@ -32,6 +32,27 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def broken_template_model(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model with a chat template that cannot render a message that follows an
+    assistant message (as Gemma 3's cannot render a ``tool`` message): the opening renders,
+    every observation fails, so every episode ends in ``error``."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    to = tmp_path_factory.mktemp("broken-template") / "model"
+    shutil.copytree(tiny_model_dir, to)
+    tokenizer = AutoTokenizer.from_pretrained(to)
+    tokenizer.chat_template = (
+        "{%- for m in messages %}{%- if not loop.first and loop.previtem.role == 'assistant' %}"
+        "{{ raise_exception('Conversation roles must alternate') }}{%- endif %}{%- endfor %}"
+        + tokenizer.chat_template
+    )
+    tokenizer.save_pretrained(to)
+    return to
+
+
+@pytest.fixture(scope="session")
 def tiny_engine(tiny_model_dir: Path):
     """The transformers engine on the tiny model (CPU, float32)."""
     from rods_agent.engines.hf import TransformersEngine

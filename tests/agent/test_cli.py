@@ -363,7 +363,7 @@ def test_an_unreachable_model_fails_loudly_and_is_retried_on_rerun(tmp_path):
 
 
 def test_eval_options_come_from_the_typed_dataclasses():
-    from rods_agent.commands.eval import PoolOptions, RunOptions
+    from rods_agent.commands.eval import PoolOptions, RunOptions, UserOptions
     from rods_agent.engines import EngineOptions
     from rods_agent.options import option_table
 
@@ -375,7 +375,7 @@ def test_eval_options_come_from_the_typed_dataclasses():
         line.split(" | ")[0].strip("| `") for line in doc.splitlines() if line.startswith("| `--")
     }
     flags = []
-    for cls in (PoolOptions, EngineOptions, RunOptions):
+    for cls in (PoolOptions, EngineOptions, RunOptions, UserOptions):
         for flag, default, text in option_table(cls):
             flags.append(flag)
             assert flag in help_text and " ".join(text.split()) in help_text, flag

@@ -228,7 +228,7 @@ def test_an_exhausted_pool_stops_the_run_early(tmp_path, capsys):
     mastered_from_the_start = [
         "steps=60",
         "simulated.initial_logit=12",
-        "simulated.skill_spread=0",
+        "simulated.unit_spread=0",
         "data.mastered_k=1",
         "data.expand_mastered=false",
     ]
@@ -258,7 +258,7 @@ def test_the_last_words_say_what_the_run_did(tmp_path, capsys):
         "rods train: trained steps 4-5 (2 steps, resumed at 4), mode rods"
     )
     dry = tmp_path / "dry"
-    mastered = ["steps=60", "simulated.initial_logit=12", "simulated.skill_spread=0",
+    mastered = ["steps=60", "simulated.initial_logit=12", "simulated.unit_spread=0",
                 "data.mastered_k=1", "data.expand_mastered=false"]  # fmt: skip
     assert cli.main(["train", "--config", str(SIMULATED), *small(dry, *mastered)]) == 0
     done = len(read_jsonl(dry / "metrics.jsonl"))

@@ -171,3 +171,23 @@ def test_a_failing_environment_call_inside_a_batched_round_is_data(retail_tasks)
     out = batcher.run([lambda: 1, boom, lambda: 3])
     assert [o[0] for o in out] == [1, None, 3]
     assert isinstance(out[1][1], KeyError) and out[0][1] is None
+
+
+def test_llm_user_caps_its_own_replies_below_a_shared_batchers_cap(retail_tasks):
+    """A batcher shared with benchmark users has a higher cap; rods' users keep theirs."""
+    from rods_agent.user import UserBatcher
+
+    model = FactsModel()
+    seen = []
+    original = model.generate
+
+    def generate(requests, params):
+        seen.extend((r.max_tokens, params.max_tokens) for r in requests)
+        return original(requests, params)
+
+    model.generate = generate
+    batcher = UserBatcher(model, SamplingParams(max_tokens=512, temperature=0.7))
+    user = LLMUser(model, batcher=batcher)
+    env = _env(user)
+    env.reset(options={"task": retail_tasks[0]})
+    assert seen and all(own == 96 and batch == 512 for own, batch in seen)

@@ -337,6 +337,20 @@ def test_token_mode_rollouts_from_vllm_serve_are_trainable(served, retail_tasks)
         assert torch.allclose(lp[mask], torch.tensor(r.logprobs[1:])[mask], atol=2e-3)
 
 
+def test_a_vllm_outside_the_range_the_engine_was_written_for_is_refused(monkeypatch):
+    from rods_agent.engines.base import EngineError
+    from rods_agent.engines.vllm_engine import check_vllm_version
+
+    monkeypatch.delenv("RODS_VLLM_UNCHECKED", raising=False)
+    for fine in ("0.32.0", "0.32.3+cpu", "0.33.1"):
+        check_vllm_version(fine)
+    for old_or_new in ("0.8.5", "0.31.2", "0.34.0", "not-a-version"):
+        with pytest.raises(EngineError, match=r"outside the range .*vllm>=0\.32,<0\.34"):
+            check_vllm_version(old_or_new)
+    monkeypatch.setenv("RODS_VLLM_UNCHECKED", "1")
+    check_vllm_version("0.34.0")
+
+
 def test_bfcl_eval_against_vllm_serve(served):
     """BFCL's OpenAI tool schemas (with their ``response`` field and ``format: float``) are
     accepted by a real server, and its episodes are scored with BFCL's numbers."""

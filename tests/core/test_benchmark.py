@@ -12,28 +12,14 @@ from rods_env import registry
 from rods_env.benchmark import BenchmarkDomain
 from rods_env.errors import BenchmarkUnavailableError, ConfigError, UnknownDomainError
 from rods_env.oracle import run_episode
-from tests.core.toy_benchmark import TOY_BENCH, ToyBenchEnv
+from tests.core.toy_benchmark import TOY_BENCH, ToyBenchEnv, install, uninstall
 
 
 @pytest.fixture
 def toy_installed(monkeypatch):
-    """The toy benchmark installed under ``rods.benchmarks`` (as an entry point would)."""
-    real = registry._entry_points
-
-    def entry_points(group: str = registry.ENTRY_POINT_GROUP) -> dict[str, EntryPoint]:
-        found = dict(real(group))
-        if group == registry.BENCHMARK_GROUP:
-            found["toy-bench"] = EntryPoint(
-                "toy-bench", "tests.core.toy_benchmark:TOY_BENCH", registry.BENCHMARK_GROUP
-            )
-        return found
-
-    monkeypatch.setattr(registry, "_entry_points", entry_points)
-    registry.load_any_domain.cache_clear()
-    ids = registry.register_envs(benchmarks=True)
-    yield ids
-    registry.load_any_domain.cache_clear()
-    gym.registry.pop("rods/Toy-Bench-v0", None)
+    """The toy benchmark installed under ``rods.benchmarks``."""
+    yield install(monkeypatch)
+    uninstall()
 
 
 def test_a_benchmark_registers_as_rods_env_id_and_makes_its_own_environment(toy_installed):

@@ -7,7 +7,14 @@ import stat
 
 import pytest
 
-from rods_env.fileio import UMASK, append_jsonl, atomic_write, read_jsonl, write_json
+from rods_env.fileio import (
+    UMASK,
+    append_jsonl,
+    atomic_file,
+    atomic_write,
+    read_jsonl,
+    write_json,
+)
 
 
 def _mode(path) -> int:
@@ -37,6 +44,20 @@ def test_a_failed_write_keeps_the_old_file(tmp_path):
         atomic_write(path, chunks())
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["a.txt"]
+
+
+def test_a_streamed_file_appears_whole_or_not_at_all(tmp_path):
+    path = tmp_path / "state.bin"
+    atomic_write(path, b"old")
+    with pytest.raises(RuntimeError), atomic_file(path) as f:
+        f.write(b"half of a new state")
+        assert path.read_bytes() == b"old"  # nothing visible while it is written
+        raise RuntimeError("killed")
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["state.bin"]
+    with atomic_file(path) as f:
+        for _ in range(3):
+            f.write(b"chunk")
+    assert path.read_bytes() == b"chunk" * 3 and _mode(path) == 0o666 & ~UMASK
 
 
 def test_jsonl_appends_and_a_cut_off_last_line_is_dropped(tmp_path):

@@ -189,3 +189,33 @@ class ToyBench(BenchmarkDomain):
 
 
 TOY_BENCH = ToyBench()
+
+
+def install(monkeypatch: Any) -> list[str]:
+    """Install the toy benchmark under ``rods.benchmarks`` for one test (as an entry point
+    would); returns the benchmark ids registered. Undo with :func:`uninstall`."""
+    from importlib.metadata import EntryPoint
+
+    from rods_env import registry
+
+    real = registry._entry_points
+
+    def entry_points(group: str = registry.ENTRY_POINT_GROUP) -> dict[str, EntryPoint]:
+        found = dict(real(group))
+        if group == registry.BENCHMARK_GROUP:
+            found["toy-bench"] = EntryPoint(
+                "toy-bench", "tests.core.toy_benchmark:TOY_BENCH", registry.BENCHMARK_GROUP
+            )
+        return found
+
+    monkeypatch.setattr(registry, "_entry_points", entry_points)
+    registry.load_any_domain.cache_clear()
+    return registry.register_envs(benchmarks=True)
+
+
+def uninstall() -> None:
+    """Forget the toy benchmark (after the monkeypatch is undone)."""
+    from rods_env import registry
+
+    registry.load_any_domain.cache_clear()
+    gym.registry.pop("rods/Toy-Bench-v0", None)

