@@ -78,7 +78,7 @@ def test_the_tiny_model_trains_on_the_world_and_is_evaluated_on_bfcl(
         "policy=model", "mode=filter", "env=[bfcl]", "steps=1", f"out={out}", "seed=1",
         f"model.path={tiny_model_dir}", "model.threads=1",
         "rollout.tasks_per_step=1", "rollout.group_size=2", "rollout.max_turns=2",
-        "rollout.max_new_tokens=8", "rollout.max_tokens=16000",
+        "rollout.max_new_tokens=8", "rollout.max_tokens=32768",
         "log.eval_every=1", "log.eval_tasks=2", "log.progress=false", "log.tensorboard=false",
         "log.checkpoint_every=0",
     ]  # fmt: skip
