@@ -281,7 +281,8 @@ _CONSTANTS: dict[type[Toolkit], dict[str, frozenset[Any]]] = {}
 
 
 def tool_constants(toolkit: type[Toolkit]) -> dict[str, frozenset[Any]]:
-    """Enum and const values of each tool's parameter schema (computed once per toolkit)."""
+    """Enum and const values of each tool's parameter schema and argument model (computed
+    once per toolkit)."""
     cached = _CONSTANTS.get(toolkit)
     if cached is not None:
         return cached
@@ -289,6 +290,8 @@ def tool_constants(toolkit: type[Toolkit]) -> dict[str, frozenset[Any]]:
     for name, spec in toolkit.specs().items():
         found: set[Any] = set()
         _schema_constants(spec.schema["function"]["parameters"], found)
+        # the argument model may state constants the agent's schema words in prose
+        _schema_constants(spec.params.model_json_schema(), found)
         out[name] = frozenset(found)
     _CONSTANTS[toolkit] = out
     return out
