@@ -91,6 +91,12 @@ class _Gold:
         self.calls.append(ToolCall(name=name, arguments=arguments))
         return to_jsonable(result.value)
 
+    def record(self, name: str, value: Any, **arguments: Any) -> Any:
+        """Record a read-only gold call whose value is already known (the same call on a
+        state this fork equals for it); its JSON output, as :meth:`call` returns it."""
+        self.calls.append(ToolCall(name=name, arguments=arguments))
+        return to_jsonable(value)
+
     def probe(self, name: str, **arguments: Any) -> bool:
         """Whether a call would succeed now (nothing is recorded or changed)."""
         saved = self.db.checkpoint()
@@ -246,6 +252,12 @@ def _card_for(res: Mapping[str, Any], pay: str | None, fresh: bool) -> frozenset
     return paid if fresh else frozenset()
 
 
+def _per_cabin(values: Any, cabin: str) -> int:
+    """A cabin's seats or price from an offer's JSON (a dict) or from the search tool's own
+    value (a :class:`CabinValues` record): :func:`_cheapest` decides the same on both."""
+    return values[cabin] if isinstance(values, Mapping) else values.of(cabin)
+
+
 def _cheapest(options: list[Any], cabin: str, n: int, after: int | None = None) -> Any:
     """The unique cheapest offer (a flight or a list of flights) with seats for ``n``."""
 
@@ -259,13 +271,13 @@ def _cheapest(options: list[Any], cabin: str, n: int, after: int | None = None) 
     fit = [
         o
         for o in options
-        if all(f["available_seats"][cabin] >= n for f in legs(o))
+        if all(_per_cabin(f["available_seats"], cabin) >= n for f in legs(o))
         and (after is None or dep_minutes(o) >= after)
     ]
     if not fit:
         raise _Skip("no flight fits")
-    fit.sort(key=lambda o: sum(f["prices"][cabin] for f in legs(o)))
-    prices = [sum(f["prices"][cabin] for f in legs(o)) for o in fit[:2]]
+    fit.sort(key=lambda o: sum(_per_cabin(f["prices"], cabin) for f in legs(o)))
+    prices = [sum(_per_cabin(f["prices"], cabin) for f in legs(o)) for o in fit[:2]]
     if len(prices) == 2 and prices[0] == prices[1]:
         raise _Skip("two cheapest flights cost the same")
     return legs(fit[0])
@@ -320,6 +332,29 @@ def _book(db: Database, rng: random.Random, shape: Mapping[str, int], stops: int
     if not users:
         raise SkillUnavailable(f"no user fits a booking of shape {dict(shape)}")
     search = "search_direct_flight" if stops == 0 else "search_onestop_flight"
+    searched: dict[tuple[str, str, str], Any] = {}
+    reader: list[AirlineTools] = []
+
+    def offered(origin: str, destination: str, day: str) -> Any:
+        """The search's value on ``db`` itself, remembered for this skill call: searches
+        read only, so a gold fork (which has run only look-ups before them) finds the same."""
+        key = (origin, destination, day)
+        if key not in searched:
+            if not reader:
+                reader.append(AirlineTools(db))
+            arguments = {"origin": origin, "destination": destination, "date": day}
+            result = reader[0].call(search, arguments, render=False)
+            searched[key] = result.value if result.ok else None
+        return searched[key]
+
+    def fits(origin: str, destination: str, day: str, cabin: str, after: int | None) -> None:
+        """Refuse, as the gold calls below would, an itinerary no search offers: before the
+        fork and the user look-up, and with no draw from ``rng`` (so the draws are those of
+        the full attempt)."""
+        offers = offered(origin, destination, day)
+        if offers is None:
+            raise _Skip(f"{search} failed")
+        _cheapest(offers, cabin, n, after)
 
     def build() -> Draft:
         uid = rng.choice(users)
@@ -333,12 +368,18 @@ def _book(db: Database, rng: random.Random, shape: Mapping[str, int], stops: int
         day = future[i]
         back = future[min(len(future) - 1, i + rng.randint(1, 4))] if round_trip else None
         after = rng.choice([None, None, 8 * 60, 12 * 60])
+        fits(origin, destination, day, cabin, after)
+        if back is not None:
+            fits(destination, origin, back, cabin, None)
         g = _Gold(db)
         user = g.call("get_user_details", user_id=uid)
-        offers = g.call(search, origin=origin, destination=destination, date=day)
+        # the searches already ran on ``db`` (fits); the fork has only looked the user up
+        out = offered(origin, destination, day)
+        offers = g.record(search, out, origin=origin, destination=destination, date=day)
         chosen = _cheapest(offers, cabin, n, after)
         if back is not None:
-            offers = g.call(search, origin=destination, destination=origin, date=back)
+            out = offered(destination, origin, back)
+            offers = g.record(search, out, origin=destination, destination=origin, date=back)
             chosen += _cheapest(offers, cabin, n)
         me = {
             "first_name": user["name"]["first_name"],

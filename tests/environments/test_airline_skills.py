@@ -11,13 +11,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from environments.airline import DOMAIN
+from environments.airline import DOMAIN, skills
+from environments.airline.schema import CABINS
 from environments.airline.tools import AirlineTools
 from rods_env import OracleAgent, TalkOnlyAgent, ToolEnv, run_episode
 from rods_env.domain import SkillUnavailable
 from rods_env.gold import replay_gold
 from rods_env.seeds import make_task
+from rods_env.tools import to_jsonable
 
 SEEDS = range(6)
 POLICY_CONSTANTS = {30, 50, 100}
@@ -222,3 +226,53 @@ def test_facts_are_what_a_customer_says_never_internal_ids():
             assert "_" not in value or label == "user id", (task.id, label, value)
     paying = [t for t in DOMAIN.seed_tasks() if "payment method" in t.user.facts]
     assert paying and any("ending in" in t.user.facts["payment method"] for t in paying)
+
+
+@pytest.fixture(scope="module")
+def world_tools():
+    db = DOMAIN.database(0, "default")
+    tools = AirlineTools(db)
+    dates = sorted(next(iter(db.values("flights"))).dates)
+    return tools, sorted(db.keys("airports")), dates
+
+
+def _decision(offers, cabin, n, after):
+    try:
+        return to_jsonable(skills._cheapest(offers, cabin, n, after))
+    except skills._Skip as skip:
+        return f"skip: {skip}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_cheapest_decides_the_same_on_the_search_value_and_its_json(world_tools, data):
+    """The booking skill refuses an itinerary before forking for the gold calls by running
+    ``_cheapest`` on the search tool's own value (``CabinValues`` records); it must decide
+    exactly as on the JSON the gold call returns, pick for pick and refusal for refusal."""
+    tools, airports, dates = world_tools
+    search = data.draw(st.sampled_from(["search_direct_flight", "search_onestop_flight"]))
+    origin, destination = data.draw(st.permutations(airports))[:2]
+    day = data.draw(st.sampled_from(dates))
+    result = tools.call(search, {"origin": origin, "destination": destination, "date": day})
+    assert result.ok
+    cabin = data.draw(st.sampled_from(CABINS))
+    n = data.draw(st.integers(1, 4))
+    after = data.draw(st.sampled_from([None, 8 * 60, 12 * 60]))
+    raw = _decision(result.value, cabin, n, after)
+    assert raw == _decision(to_jsonable(result.value), cabin, n, after)
+
+
+def test_cheapest_decides_the_same_on_every_direct_route(world_tools):
+    tools, _, dates = world_tools
+    routes = sorted({(f.origin, f.destination) for f in tools.db.values("flights")})
+    picked = 0
+    for origin, destination in routes:
+        for day in dates[:: max(1, len(dates) // 6)]:
+            value = tools.call(
+                "search_direct_flight", {"origin": origin, "destination": destination, "date": day}
+            ).value
+            for cabin in CABINS:
+                raw = _decision(value, cabin, 2, None)
+                assert raw == _decision(to_jsonable(value), cabin, 2, None)
+                picked += not isinstance(raw, str)
+    assert picked  # not every decision a refusal
