@@ -8,12 +8,17 @@ critique rejects it; the same hiding where the customer has other candidates is 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rods_env
 from rods_env.gold import GOLD_CACHE
 from rods_env.synthesis import AUGMENTS, synthesize
-from rods_env.synthesis.asking import no_ask_value
+from rods_env.synthesis.asking import no_ask_value, string_leaves
 from rods_env.synthesis.text import remove_value, states, text_problems
 from rods_env.task import Task
 
@@ -129,3 +134,52 @@ def test_every_augmentation_keeps_requests_readable(name):
         if o.accepted:
             for turn in o.task.turns:
                 assert not text_problems(turn.request), (o.task.variant, turn.request)
+
+
+def _leaves_by_definition(value, keys=True):
+    """The definition :func:`string_leaves` must agree with (its former generator)."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if keys:
+                yield str(k)
+            yield from _leaves_by_definition(v, keys)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves_by_definition(v, keys)
+    elif isinstance(value, str) and value:
+        yield value
+
+
+class _Text(str):
+    pass
+
+
+_JSONISH = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=6)
+    | st.builds(_Text, st.text(max_size=4)),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(max_size=4) | st.integers(), inner, max_size=4)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=3).map(MappingProxyType)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSONISH, st.booleans())
+def test_string_leaves_agree_with_their_definition(value, keys):
+    assert string_leaves(value, keys=keys) == list(_leaves_by_definition(value, keys))
+
+
+def test_string_leaves_of_real_outputs(airline):
+    """Every seed's gold outputs (long-context ones included) give the same leaves."""
+    for task in airline.seed_tasks()[:40]:
+        for out in GOLD_CACHE.get(airline, task).call_outputs:
+            assert string_leaves(out) == list(_leaves_by_definition(out))
+            assert string_leaves(out, keys=False) == list(_leaves_by_definition(out, False))
