@@ -126,22 +126,54 @@ def _token_regex(token: str, prefix: bool) -> str:
     return r"(?<![0-9a-z_])" + re.escape(token) + ("" if prefix else r"(?![0-9a-z_])")
 
 
-@lru_cache(maxsize=65536)
-def _token_pattern(token: str, prefix: bool) -> re.Pattern[str]:
-    return re.compile(_token_regex(token, prefix))
+_WORD_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyz_")
+_DIGIT_GLUE_BEFORE = _WORD_CHARS | frozenset(".,#/:%+-−")  # the class of _DIGITS_BEFORE
+_DIGIT_GLUE_AFTER = frozenset("0123456789abcdefghijklmnopqrstuvwxyz_%")
+_DIGIT_JOINERS = frozenset(".,-−/:")  # glue when a digit follows (_DIGITS_AFTER)
+_ASCII_DIGITS = frozenset("0123456789")
 
 
 def _has_token(lowered: str, token: str) -> bool:
     """Whether ``token`` (lower case) occurs in ``lowered`` as a whole token; a token ending
-    in ``*`` is a word stem (any word that starts with it)."""
+    in ``*`` is a word stem (any word that starts with it).
+
+    The match of :func:`_token_regex`, found by scanning the occurrences of ``token`` and
+    testing the characters around each as its look-behind and look-ahead do (a pattern
+    compiled per token cost more than the search: most tokens are new values);
+    ``tests/core/test_rewards.py`` checks the two agree (hypothesis).
+    """
     prefix = token.endswith("*")
     if prefix:
         token = token[:-1]
     if not token:
         return False
-    if token not in lowered:  # cheap and common: no need to build a pattern
+    at = lowered.find(token)
+    if at < 0:  # cheap and common
         return False
-    return _token_pattern(token, prefix).search(lowered) is not None
+    digits = token.isascii() and token.isdigit()
+    before = _DIGIT_GLUE_BEFORE if digits else _WORD_CHARS
+    size, end = len(token), len(lowered)
+    while at >= 0:
+        after = at + size
+        if (at == 0 or lowered[at - 1] not in before) and (
+            prefix or after == end or _free_after(lowered, after, digits)
+        ):
+            return True
+        at = lowered.find(token, at + 1)
+    return False
+
+
+def _free_after(lowered: str, after: int, digits: bool) -> bool:
+    """Whether the character at ``after`` (there is one) ends the token (the look-ahead of
+    :func:`_token_regex`)."""
+    char = lowered[after]
+    if not digits:
+        return char not in _WORD_CHARS
+    if char in _DIGIT_GLUE_AFTER:
+        return False
+    return not (
+        char in _DIGIT_JOINERS and after + 1 < len(lowered) and lowered[after + 1] in _ASCII_DIGITS
+    )
 
 
 @lru_cache(maxsize=4096)

@@ -341,3 +341,57 @@ def test_the_documented_failure_rules_are_the_rewards():
     text = text.strip().split("\n\n", 1)[0]  # the table, up to the first blank line
     rows = re.findall(r"^\| `(\w+)` \| ([^|]+) \|", text, flags=re.M)
     assert dict((rule, meaning.strip()) for rule, meaning in rows) == RULES
+
+
+# -- the token scan of _has_token is the pattern of _token_regex -----------------------------
+_GLUE = "ab09z_ -.,#/:%+−é*\n"
+
+
+def _by_pattern(lowered: str, token: str) -> bool:
+    """The definition: a search for the token's pattern (what ``_has_token`` compiled)."""
+    import re
+
+    from rods_env.rewards import _token_regex
+
+    prefix = token.endswith("*")
+    token = token[:-1] if prefix else token
+    return bool(token) and re.search(_token_regex(token, prefix), lowered) is not None
+
+
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(
+    st.text(alphabet=_GLUE, max_size=30),
+    st.text(alphabet=_GLUE, min_size=0, max_size=4)
+    | st.text(alphabet="0129", min_size=1, max_size=3).map(lambda t: t + "*")
+    | st.text(alphabet="0129", min_size=1, max_size=3),
+)
+def test_token_scan_agrees_with_the_token_pattern(text, token):
+    from rods_env.rewards import _has_token
+
+    # plant the token often enough that the boundaries, not its absence, decide
+    for lowered in (text, text + token.rstrip("*"), token.rstrip("*") + text):
+        assert _has_token(lowered, token) == _by_pattern(lowered, token), (lowered, token)
+
+
+@pytest.mark.parametrize(
+    ("text", "token", "said"),
+    [
+        ("2024-03-05", "03", False),
+        ("at 10:03", "03", False),
+        ("v1.03", "03", False),
+        ("code 03.", "03", True),
+        ("code 03-a", "03", True),
+        ("03-4", "03", False),
+        ("12%", "12", False),
+        ("#12", "12", False),
+        ("order #w12.", "#w12", True),
+        ("order #w123", "#w12", False),
+        ("insurance", "insur*", True),
+        ("reinsurance", "insur*", False),
+    ],
+)
+def test_token_scan_boundaries(text, token, said):
+    from rods_env.rewards import _has_token
+
+    assert _has_token(text, token) is said
+    assert _by_pattern(text, token) is said
