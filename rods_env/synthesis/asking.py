@@ -26,6 +26,7 @@ import json
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 from rods_env.domain import Domain
@@ -45,8 +46,10 @@ MIN_EVIDENCE = 3
 """Strings shorter than this in a record are not evidence (codes such as "no", "M")."""
 
 
+@lru_cache(maxsize=65536)
 def kind(value: str) -> tuple[int, bool, bool, bool, str]:
-    """Length, character classes and punctuation of a value: ids of one kind share it."""
+    """Length, character classes and punctuation of a value: ids of one kind share it
+    (remembered: the no-ask check classifies the same output values for every variant)."""
     return (
         len(value),
         any(c.isupper() for c in value),
