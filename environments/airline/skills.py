@@ -91,11 +91,10 @@ class _Gold:
         self.calls.append(ToolCall(name=name, arguments=arguments))
         return to_jsonable(result.value)
 
-    def record(self, name: str, value: Any, **arguments: Any) -> Any:
-        """Record a read-only gold call whose value is already known (the same call on a
-        state this fork equals for it); its JSON output, as :meth:`call` returns it."""
+    def record(self, name: str, **arguments: Any) -> None:
+        """Record a read-only gold call already made, with what it answers used, on a
+        state this fork equals for it (nothing is run or changed)."""
         self.calls.append(ToolCall(name=name, arguments=arguments))
-        return to_jsonable(value)
 
     def probe(self, name: str, **arguments: Any) -> bool:
         """Whether a call would succeed now (nothing is recorded or changed)."""
@@ -347,14 +346,18 @@ def _book(db: Database, rng: random.Random, shape: Mapping[str, int], stops: int
             searched[key] = result.value if result.ok else None
         return searched[key]
 
-    def fits(origin: str, destination: str, day: str, cabin: str, after: int | None) -> None:
-        """Refuse, as the gold calls below would, an itinerary no search offers: before the
-        fork and the user look-up, and with no draw from ``rng`` (so the draws are those of
-        the full attempt)."""
+    def cheapest(
+        origin: str, destination: str, day: str, cabin: str, after: int | None
+    ) -> list[dict[str, Any]]:
+        """The flights of the cheapest fitting offer, as JSON, or refused (as the gold
+        search would be) before the fork and the user look-up, with no draw from ``rng``:
+        the draws are those of the full attempt. ``_cheapest`` decides the same on the
+        search's value as on its JSON (``tests/environments/test_airline_skills.py``)."""
         offers = offered(origin, destination, day)
         if offers is None:
             raise _Skip(f"{search} failed")
-        _cheapest(offers, cabin, n, after)
+        chosen: list[dict[str, Any]] = to_jsonable(_cheapest(offers, cabin, n, after))
+        return chosen
 
     def build() -> Draft:
         uid = rng.choice(users)
@@ -368,19 +371,15 @@ def _book(db: Database, rng: random.Random, shape: Mapping[str, int], stops: int
         day = future[i]
         back = future[min(len(future) - 1, i + rng.randint(1, 4))] if round_trip else None
         after = rng.choice([None, None, 8 * 60, 12 * 60])
-        fits(origin, destination, day, cabin, after)
-        if back is not None:
-            fits(destination, origin, back, cabin, None)
+        chosen = cheapest(origin, destination, day, cabin, after)
+        returning = [] if back is None else cheapest(destination, origin, back, cabin, None)
         g = _Gold(db)
         user = g.call("get_user_details", user_id=uid)
-        # the searches already ran on ``db`` (fits); the fork has only looked the user up
-        out = offered(origin, destination, day)
-        offers = g.record(search, out, origin=origin, destination=destination, date=day)
-        chosen = _cheapest(offers, cabin, n, after)
+        # the searches ran on ``db`` above; this fork has only looked the user up since
+        g.record(search, origin=origin, destination=destination, date=day)
         if back is not None:
-            out = offered(destination, origin, back)
-            offers = g.record(search, out, origin=destination, destination=origin, date=back)
-            chosen += _cheapest(offers, cabin, n)
+            g.record(search, origin=destination, destination=origin, date=back)
+            chosen += returning
         me = {
             "first_name": user["name"]["first_name"],
             "last_name": user["name"]["last_name"],
