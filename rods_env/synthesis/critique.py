@@ -383,11 +383,14 @@ class _Known:
         key = round(float(value), 6)
         if key in self.numbers:
             return True
-        if self.pending:
-            for text in self.pending:
-                self.numbers |= _numbers_of(text)
-            self.pending = []
-        return key in self.numbers
+        # the texts not yet searched, the latest first (a calculation's numbers mostly come
+        # from the output just before it), until the number is found: the same answer as
+        # searching them all, which is done only when it is in none of them
+        while self.pending:
+            self.numbers |= _numbers_of(self.pending.pop())
+            if key in self.numbers:
+                return True
+        return False
 
     def string(self, value: str) -> bool:
         if value in self.text:

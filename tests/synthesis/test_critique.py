@@ -320,3 +320,36 @@ def test_the_numbers_of_a_text_are_remembered_exactly(text, repeat):
         assert _numbers_of(text) == _numbers_in(text)
     long = text + " " * 40000  # too long to remember: searched each time
     assert _numbers_of(long) == _numbers_in(long)
+
+
+# -- the derivable check's numbers: searched lazily, the same answers -------------------------
+_STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("text"), st.text(alphabet="0123456789.,- ab", max_size=24)),
+        st.tuples(st.just("output"), st.lists(st.integers(-5000, 5000), max_size=4)),
+        st.tuples(st.just("number"), st.integers(-3000, 3000) | st.floats(-3000, 3000)),
+    ),
+    max_size=14,
+)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.text(alphabet="0123456789., ab", max_size=20), _STEPS)
+def test_known_numbers_are_those_of_every_text_seen_so_far(policy, steps):
+    """``_Known.number`` searches the texts not yet searched one at a time and stops at the
+    first that states the number; it must answer as a search of every text seen so far."""
+    from rods_env.synthesis.critique import SMALL_NUMBER, _Known, _numbers_in, _output_text
+
+    known = _Known(policy, ["fact 12", "x"])
+    seen = [policy, "fact 12\x00x"]
+    for step, value in steps:
+        if step == "text":
+            known.add_text(value)
+            seen.append(value)
+        elif step == "output":
+            known.add_output(value)
+            seen.append(_output_text(value))
+        else:
+            everything = set().union(*(_numbers_in(t) for t in seen))
+            expected = abs(value) < SMALL_NUMBER or round(float(value), 6) in everything
+            assert known.number(value) == expected
