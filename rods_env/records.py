@@ -59,6 +59,7 @@ class _NotPlain(Exception):
 # ("dict", spec) ("models", {cls, ...}): what pydantic writes as the value itself.
 Spec = tuple[Any, ...]
 _SCALARS = {"str": ("str",), "int": ("int",), "float": ("float",), "bool": ("bool",)}
+_STR = _SCALARS["str"]
 
 
 class _Fields:
@@ -269,17 +270,20 @@ def _text(spec: Spec, value: Any) -> str:
     elif kind == "models":
         if vtype in spec[1]:
             return _record_text(value)
-    elif kind == "tuple":
-        if vtype is tuple:
+    elif kind == "tuple" or kind == "list":
+        if vtype is (tuple if kind == "tuple" else list):
             item = spec[1]
-            return "[" + ",".join([_text(item, v) for v in value]) + "]"
-    elif kind == "list":
-        if vtype is list:
-            item = spec[1]
+            if item == _STR and all(type(v) is str for v in value):
+                return "[" + ",".join(map(_string, value)) + "]"  # ids: _text of each, inlined
             return "[" + ",".join([_text(item, v) for v in value]) + "]"
     elif kind == "dict":
         if vtype is dict and all(type(k) is str for k in value):
             item = spec[1]
+            if item[0] == "models":
+                models = item[1]
+                if all(type(v) in models for v in value.values()):  # _text of each, inlined
+                    parts = [_string(k) + ":" + _record_text(value[k]) for k in sorted(value)]
+                    return "{" + ",".join(parts) + "}"
             return (
                 "{"
                 + ",".join([_string(k) + ":" + _text(item, value[k]) for k in sorted(value)])
@@ -343,13 +347,11 @@ def _dump(spec: Spec, value: Any) -> Any:
     elif kind == "models":
         if vtype in spec[1]:
             return _record_dump(value)
-    elif kind == "tuple":
-        if vtype is tuple:
+    elif kind == "tuple" or kind == "list":
+        if vtype is (tuple if kind == "tuple" else list):
             item = spec[1]
-            return [_dump(item, v) for v in value]
-    elif kind == "list":
-        if vtype is list:
-            item = spec[1]
+            if item == _STR and all(type(v) is str for v in value):
+                return list(value)  # ids: _dump of each, inlined
             return [_dump(item, v) for v in value]
     elif kind == "dict":
         if vtype is dict and all(type(k) is str for k in value):

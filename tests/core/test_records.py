@@ -149,7 +149,8 @@ _LEAVES = st.builds(
     o=st.none() | st.integers(),
     lit=st.sampled_from(["a", "b", 3, True, 3.0]),
     items=st.lists(st.integers() | st.booleans(), max_size=3) | st.tuples(st.integers()),
-    names=st.tuples(_TEXT) | st.lists(_TEXT, max_size=2),
+    # an enum member among ids: the list of strings written in one go must decline it
+    names=st.tuples(_TEXT) | st.lists(_TEXT | st.just(Colour.RED), max_size=3),
     table=st.dictionaries(_TEXT, _FLOATS, max_size=3),
     leaf=st.none() | _LEAVES,
     leaves=st.dictionaries(_TEXT, _LEAVES, max_size=2),
