@@ -11,7 +11,7 @@ import ast
 import math
 import operator
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rods_env.errors import InvalidArgumentError
@@ -255,7 +255,8 @@ def evaluate_python_arithmetic(expression: str) -> object:
             out: list[object] = []
             for elt, item in zip(node.elts, items, strict=True):
                 if isinstance(elt, ast.Starred):
-                    out.extend(item)  # type: ignore[call-overload]
+                    assert isinstance(item, Iterable)  # checked by its "star" frame
+                    out.extend(item)
                 else:
                     out.append(item)
             values.append(tuple(out))
