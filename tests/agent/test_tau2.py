@@ -143,16 +143,17 @@ def test_rods_eval_on_tau2_with_the_oracle(tmp_path):
     assert summary["headline"] == {"Tau2-Airline": {"avg_reward": 1.0}}
 
 
-def test_training_pools_of_tau2_exclude_silent_pass_tasks_and_test_tasks():
+def test_training_pools_of_tau2_exclude_exploitable_tasks_and_test_tasks():
     from rods_agent.training.pools import load_pools
 
     train, test = load_pools(load_config(None, ["env=[tau2-airline]", "mode=static"]))
     from environments.tau2 import AIRLINE
 
-    silent = AIRLINE.silent_pass()
-    assert len(train) == 30 - len(silent & {t.id for t in AIRLINE.seed_tasks("train")})
-    assert not {t.id for t in train} & silent and len(test) == 20
-    keep, _ = load_pools(load_config(None, ["env=[tau2-airline]", "data.keep_trivial=true"]))
+    exploitable = AIRLINE.exploitable_task_ids()
+    assert AIRLINE.silent_pass() < exploitable
+    assert len(train) == 30 - len(exploitable & {t.id for t in AIRLINE.seed_tasks("train")})
+    assert not {t.id for t in train} & exploitable and len(test) == 20
+    keep, _ = load_pools(load_config(None, ["env=[tau2-airline]", "data.keep_exploitable=true"]))
     assert len(keep) == 30
     with pytest.raises(ConfigError, match="cannot: τ²-bench's tasks rest on hand-written"):
         from rods_agent.data import DataEngine
