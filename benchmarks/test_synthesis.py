@@ -15,14 +15,20 @@ Run: ``pytest benchmarks/test_synthesis.py --benchmark-only -s``.
 
 from __future__ import annotations
 
+import datetime
+import os
 import statistics
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 import rods_env
 from rods_env.gold import GOLD_CACHE
 from rods_env.synthesis import AUGMENTS, SynthesisReport, synthesize
+
+ROOT = Path(__file__).resolve().parents[1]
 
 DOMAINS = [n for n in ("retail", "airline") if n in rods_env.domain_names()]
 PER_SEED = 2
@@ -95,3 +101,58 @@ def test_synthesis_rate(benchmark, domain, mode, augment):
         f"         accepted {info['accepted_by_kind']}  rejected {info['rejected_by_kind']}"
     )
     assert report.accepted
+
+
+@pytest.mark.skipif(
+    not os.environ.get("RODS_BENCH_GENERATIONS"),
+    reason="ten generations of expand on every train seed, both domains (a few minutes): set "
+    "RODS_BENCH_GENERATIONS=1 (tests/synthesis/test_generations.py checks a sample in CI)",
+)
+def test_generations(benchmark):
+    """Issue 19's table: each generation expanded from the previous one's output (per seed
+    1), ten generations, every train seed of both domains; accepted tasks per generation,
+    their mean difficulty knobs, and CPU seconds."""
+    rows: list[str] = []
+
+    def run() -> None:
+        for name in DOMAINS:
+            domain = rods_env.load_domain(name)
+            parents = domain.seed_tasks("train")
+            counts = []
+            for generation in range(1, 11):
+                start = time.process_time()
+                parents = [
+                    o.task
+                    for o in synthesize(parents, per_seed=1, mode="expand", domains=domain)
+                    if o.accepted
+                ]
+                cpu = time.process_time() - start
+                counts.append(len(parents))
+                knobs = [t.signature.knobs for t in parents if t.signature is not None]
+                mean = {k: sum(x[k] for x in knobs) / len(knobs) for k in knobs[0]} if knobs else {}
+                rows.append(
+                    f"| {name} | {generation} | {len(parents)} | "
+                    + " | ".join(
+                        f"{mean.get(k, 0):.2f}" for k in ("depth", "width", "turns", "skills")
+                    )
+                    + f" | {cpu:.1f} |"
+                )
+                if not parents:
+                    break
+            benchmark.extra_info[name] = counts
+            assert min(counts) >= 0.5 * counts[0], counts
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    print()
+    print(
+        f"Measured {datetime.date.today().isoformat()} at commit {commit or '?'} by "
+        "`RODS_BENCH_GENERATIONS=1 pytest benchmarks/test_synthesis.py -k generations "
+        "--benchmark-only -s`:"
+    )
+    print()
+    print("| domain | generation | accepted | depth | width | turns | skills | CPU s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n".join(rows))

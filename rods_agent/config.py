@@ -11,6 +11,7 @@ is one :class:`~rods_env.errors.ConfigError` line naming it::
 
 from __future__ import annotations
 
+import datetime
 import difflib
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rods_env.errors import ConfigError
 
+GrowStep = Literal["shape", "join", "append", "deepen"]
+GROW_STEPS: tuple[GrowStep, ...] = ("shape", "join", "append", "deepen")
 SynthMode = Literal["resample", "expand"]
 SYNTH_MODES: tuple[SynthMode, ...] = ("resample", "expand")
 
@@ -111,6 +114,12 @@ class RolloutSection(Section):
         None,
         description="The chat template's enable_thinking switch (Qwen3): true or false; "
         "null keeps the template's default. An error for a template without the switch.",
+    )
+    template_date: datetime.date | None = Field(
+        None,
+        description="The date a chat template that prints today's date shows (gpt-oss's "
+        "'Current date'); null: the day the run starts, written into config.yaml so that a "
+        "resume on a later day renders the same prompts.",
     )
     thinking_tokens: int = Field(
         1024,
@@ -269,6 +278,13 @@ class DataConfig(Section):
     synth_augment: list[
         Literal["missing_parameter", "missing_function", "long_context", "distractor"]
     ] = Field(default_factory=list, description="Augmentations applied to synthesized variants.")
+    synth_grow: list[GrowStep] = Field(
+        default_factory=lambda: list(GROW_STEPS),
+        min_length=1,
+        description="What expand may grow: shape (a skill's own axes), join (one more request "
+        "in the last turn: width), append (one more request in a new turn: turns), deepen (a "
+        "value the customer knew is found with the tools: dependency depth).",
+    )
     expand_mastered: bool = Field(
         default=True,
         description="When a task is retired as mastered, synthesize its harder neighbours "
@@ -361,14 +377,21 @@ class WarmStartConfig(Section):
 
 
 class SimulatedConfig(Section):
-    """The simulated learner (policy: simulated): a stand-in for a model, not a model."""
+    """The simulated learner (policy: simulated): a stand-in for a model, not a model.
+
+    Its parameters, and why these values, are in docs/training.md ("The simulated learner").
+    """
 
     initial_logit: float = Field(
         default=2.0,
-        description="Mean, over skills, of the per-action success logit before training.",
+        description="Mean, over competence units, of the per-action success logit before "
+        "training (2.0: an action succeeds 88% of the time).",
     )
-    skill_spread: float = Field(
-        default=1.5, ge=0.0, description="Spread (std) of the skills' initial logits."
+    unit_spread: float = Field(
+        default=1.0,
+        ge=0.0,
+        description="Spread (std) of the units' initial logits: tools, skills' intents and "
+        "the talk actions differ in difficulty.",
     )
     task_spread: float = Field(
         default=0.5,
@@ -376,17 +399,11 @@ class SimulatedConfig(Section):
         description="Spread (std) of a task's fixed logit offset: tasks of one "
         "structure differ in difficulty by their entities.",
     )
-    skill_lr: float = Field(
+    lr: float = Field(
         default=1.0,
         ge=0.0,
-        description="Logit gained by a skill per unit of group reward std in an "
-        "update (averaged over the update's groups).",
-    )
-    signature_lr: float = Field(
-        default=2.0,
-        ge=0.0,
-        description="Logit gained by one skill-and-signature structure per unit of "
-        "group reward std in an update.",
+        description="Learning rate of the policy-gradient step on the unit logits (the "
+        "update is a mean over the update's groups).",
     )
 
 

@@ -11,6 +11,10 @@ over ``--window`` steps (thick), both in the legend; every y axis says what it c
 - ``zones.png``: the zones of each step's groups over time, one panel per run;
 - ``pool.png``: the active pool by synthesis generation over time, one panel per run;
 - ``variance.png``: the mean reward variance of each zone's groups over time;
+- ``modes.png``: one panel per run (static, filter, rods), each with its effective group
+  ratio, reward and test progress on the same axes;
+- ``difficulty.png``: the active pool's mean difficulty knobs (dependency depth, requests
+  in one turn, turns, skills composed) over time, one colour per run;
 - ``terminations.png``: how each step's episodes ended and the tokens its update trained on
   (:func:`plot_terminations`; runs logged before these counts get a note instead).
 
@@ -332,6 +336,67 @@ def plot_variance(runs: Sequence[Run], window: int, suffix: str) -> Any:
     return fig
 
 
+MODE_ORDER = ("static", "filter", "rods")
+KNOB_TITLES = {
+    "depth": "dependency depth (calls on the longest chain)",
+    "width": "requests in one turn (the most)",
+    "turns": "turns",
+    "skills": "skills composed",
+}
+"""The difficulty knobs of a task (:attr:`rods_env.task.Signature.knobs`) and their titles."""
+
+
+def plot_modes(runs: Sequence[Run], window: int, suffix: str) -> Any:
+    """``modes.png``: one panel per run, in the order static, filter, rods: its effective
+    group ratio and reward (raw and smoothed) and its test progress, on the same axes, with
+    the 0.3 and 0.8 marks of the RODS target, so the modes compare side by side."""
+    import matplotlib.pyplot as plt
+
+    ordered = sorted(
+        runs, key=lambda r: MODE_ORDER.index(r.mode) if r.mode in MODE_ORDER else len(MODE_ORDER)
+    )
+    fig, axes = plt.subplots(1, len(ordered), figsize=(4.8 * len(ordered), 3.9), squeeze=False,
+                             sharey=True)  # fmt: skip
+    for ax, run in zip(axes[0], ordered, strict=True):
+        _curve(ax, run.steps, run.series("effective_group_ratio"), window, color="C0",
+               label="effective group ratio")  # fmt: skip
+        _curve(ax, run.steps, run.series("reward"), window, color="C1", label="reward")
+        evals = [(r["step"], r["eval"].get("progress")) for r in run.rows if "eval" in r]
+        evals = [(s, v) for s, v in evals if isinstance(v, (int, float))]
+        if evals:
+            ax.plot(*zip(*evals, strict=True), "o--", color="C2", ms=4,
+                    label="test progress (evaluation steps)")  # fmt: skip
+        ax.axhline(HOLDS, color="grey", ls=":", lw=1)
+        ax.axhline(FELL_BELOW, color="grey", ls="--", lw=1)
+        ax.set(title=run.label, xlabel="step", ylabel="share of groups / mean reward",
+               ylim=(0, 1.02))  # fmt: skip
+        ax.legend(fontsize=6, loc="lower left")
+    fig.suptitle(f"the modes side by side{suffix}")
+    return fig
+
+
+def plot_difficulty(runs: Sequence[Run], window: int, suffix: str) -> Any:
+    """``difficulty.png``: the active pool's mean difficulty knobs at each step (raw and
+    smoothed), one colour per run: dependency depth, requests in one turn, turns, skills
+    composed (``pool.difficulty`` of the metrics lines; a run without it draws nothing)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(KNOB_TITLES), figsize=(4.3 * len(KNOB_TITLES), 3.7),
+                             squeeze=False)  # fmt: skip
+    for ax, (knob, title) in zip(axes[0], KNOB_TITLES.items(), strict=True):
+        drawn = False
+        for i, run in enumerate(runs):
+            values = run.series("pool", "difficulty", knob)
+            if any(v is not None for v in values):
+                _curve(ax, run.steps, values, window, color=f"C{i}", label=run.label)
+                drawn = True
+        ax.set(title=title, xlabel="step", ylabel="mean over the active pool")
+        if drawn:
+            ax.legend(fontsize=6)
+    fig.suptitle(f"the pool's difficulty{suffix}")
+    return fig
+
+
 # -- how episodes ended, and the tokens trained ---------------------------------------------------
 TERMINATION_COLORS = {
     "user_stop": "#4c9a5b",
@@ -398,6 +463,8 @@ PANELS: dict[str, Panel] = {
     "zones.png": plot_zones,
     "pool.png": plot_pool,
     "variance.png": plot_variance,
+    "modes.png": plot_modes,
+    "difficulty.png": plot_difficulty,
     "terminations.png": plot_terminations,
 }
 """The plots of ``rods report``, in order: file name to the function that draws it (from

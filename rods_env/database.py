@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
@@ -60,11 +61,34 @@ def freeze_tables(tables: Mapping[str, Mapping[str, Record]]) -> Tables:
     )
 
 
+_DIGESTS: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+
+
 def record_digest(record: Record | Any) -> str:
-    """Canonical JSON text of a record (or of the deletion marker), used for hashing."""
+    """Canonical JSON text of a record (or of the deletion marker), used for hashing.
+
+    Kept for recent records by identity (records are immutable): the dedupe keys of a task
+    and of its augmented variants hash the same records again.
+    """
     if record is DELETED:
         return '"<deleted>"'
-    return json.dumps(record.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    hit = _DIGESTS.get(id(record))
+    if hit is not None and hit[0] is record:
+        return hit[1]
+    text = json.dumps(record.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    _DIGESTS[id(record)] = (record, text)
+    while len(_DIGESTS) > 8192:
+        _DIGESTS.popitem(last=False)
+    return text
+
+
+def changes_fingerprint(changes: Mapping[tuple[str, str], Any]) -> str:
+    """Hex sha256 of changes (``(table, key) -> record or DELETED``), in canonical order:
+    the fingerprint of a state with these changes (:meth:`Database.fingerprint`)."""
+    h = hashlib.sha256()
+    for (table, key), value in sorted(changes.items()):
+        h.update(f"{table}\x1f{key}\x1f{record_digest(value)}\x1e".encode())
+    return h.hexdigest()
 
 
 class Database:
@@ -260,10 +284,7 @@ class Database:
 
     def fingerprint(self) -> str:
         """Canonical hash of the state relative to its base (hex sha256 of the changes)."""
-        h = hashlib.sha256()
-        for (table, key), value in sorted(self.changes().items()):
-            h.update(f"{table}\x1f{key}\x1f{record_digest(value)}\x1e".encode())
-        return h.hexdigest()
+        return changes_fingerprint(self.changes())
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Database):

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from threading import Lock
 from typing import TYPE_CHECKING, Any
 
-from rods_env.database import DELETED
+from rods_env.database import DELETED, changes_fingerprint
 from rods_env.errors import RodsError
+from rods_env.leaves import record_json
 from rods_env.task import Task
-from rods_env.tools import to_jsonable
 
 if TYPE_CHECKING:
     from rods_env.domain import Domain
@@ -48,14 +49,18 @@ class Gold:
     Attributes:
         turns: Per-turn effects.
         final: Changes of the final gold state relative to the base.
-        fingerprint: Fingerprint of the final gold state.
         call_outputs: JSON value each gold call returned, in call order.
     """
 
     turns: tuple[TurnGold, ...]
     final: dict[tuple[str, str], Any]
-    fingerprint: str
     call_outputs: tuple[Any, ...]
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Fingerprint of the final gold state (computed when first asked: hashing the
+        changed records is most of a replay's cost, and synthesis never asks)."""
+        return changes_fingerprint(self.final)
 
     @property
     def writes_anything(self) -> bool:
@@ -81,12 +86,12 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
         start = db.checkpoint()
         available = all_names - set(turn.withheld_tools)
         for call in turn.calls:
-            result = tools.call(call.name, call.arguments, available=available)
+            result = tools.call(call.name, call.arguments, available=available, render=False)
             if not result.ok:
                 raise GoldError(
                     f"task {task.id}: gold call {call.key()} in turn {t_index} failed: {result.output}"
                 )
-            outputs.append(to_jsonable(result.value))
+            outputs.append(record_json(result.value))  # each record dumped once per process
         changed = db.changed_since(start)
         effect = {key: db.get(*key, DELETED) for key in sorted(changed)}
         operations = tuple(
@@ -108,7 +113,6 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
     return Gold(
         turns=tuple(turns),
         final=db.changes(),
-        fingerprint=db.fingerprint(),
         call_outputs=tuple(outputs),
     )
 

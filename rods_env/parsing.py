@@ -20,8 +20,9 @@ Parsing is linear in the length of the action (no backtracking regular expressio
 agent text), and everything that comes out is bounded plain JSON data: string keys, no
 value nested deeper than :data:`MAX_DEPTH`, no integer longer than :data:`MAX_INT_DIGITS`
 digits, no non-finite float, no lone surrogate (which no encoder can write), at most
-:data:`MAX_CALLS` calls per action. A dict action is measured like text: its strings count
-towards the same character bound.
+:data:`MAX_CALLS` calls per action. A dict action is measured like text: its strings, and its numbers and
+``true``/``false``/``null`` as JSON writes them, count towards the same character bound, so
+a message dict carries no more than the text action it stands for.
 """
 
 from __future__ import annotations
@@ -115,10 +116,11 @@ def check_json(value: Any, *, budget: int | None = None) -> int:
 
     Args:
         value: Decoded JSON or a Python structure from a dict action.
-        budget: Most characters its strings may hold in total (None: no bound).
+        budget: Most characters its strings, numbers and literals may hold in total,
+            numbers and literals counted as JSON writes them (None: no bound).
 
     Returns:
-        The number of string characters in ``value``.
+        The number of characters of strings, numbers and literals in ``value``.
 
     Raises:
         _BadValue: naming the first problem.
@@ -128,10 +130,14 @@ def check_json(value: Any, *, budget: int | None = None) -> int:
     return counts[0]
 
 
-def _text(item: str, counts: list[int], budget: int | None) -> None:
-    counts[0] += len(item)
+def _count(chars: int, counts: list[int], budget: int | None) -> None:
+    counts[0] += chars
     if budget is not None and counts[0] > budget:
         raise _BadValue(f"more than {budget:,} characters of text")
+
+
+def _text(item: str, counts: list[int], budget: int | None) -> None:
+    _count(len(item), counts, budget)
     if not item.isascii():
         at = _surrogate_at(item)
         if at >= 0:
@@ -146,13 +152,16 @@ def _walk(item: Any, depth: int, counts: list[int], budget: int | None) -> None:
     if kind is str:
         _text(item, counts, budget)
     elif kind is bool or item is None:
-        return
+        # written out as true, false or null: a dict action counts what its text form holds
+        _count(5 if item is False else 4, counts, budget)
     elif kind is int:
         if not -_INT_BOUND < item < _INT_BOUND:
             raise _BadValue(f"an integer has more than {MAX_INT_DIGITS} digits")
+        _count(len(str(item)), counts, budget)
     elif kind is float:
         if not math.isfinite(item):
             raise _BadValue(f"{item} is not a finite number")
+        _count(len(repr(item)), counts, budget)
     elif isinstance(item, dict):
         if depth >= MAX_DEPTH:
             raise _BadValue(f"values nested more than {MAX_DEPTH} deep")
@@ -351,8 +360,9 @@ def parse_text(text: str) -> ParsedAction:
             return ParsedAction(
                 "",
                 error=(
-                    f"could not parse the tool call JSON: {_short(stripped)}. Write calls as "
-                    '<tool_call>{"name": "...", "arguments": {...}}</tool_call>'
+                    f"could not parse the tool call JSON: {_short(stripped)}. Write each call "
+                    'as one JSON object, {"name": "...", "arguments": {...}}, alone or in a '
+                    "<tool_call> block, as the tool instructions show"
                 ),
             )
     return ParsedAction(stripped)

@@ -66,6 +66,7 @@ _NUMBER_IN_TEXT = re.compile(
     r"(?![\w%]|[.,][0-9]|[-−/:][0-9])"
 )
 _VALUE_TOKEN = re.compile(r"[0-9a-z_#@.:/\-]*[0-9][0-9a-z_#@.:/\-]*")
+_WORD = re.compile(r"[0-9a-z_]+")
 _WORD_EDGE = ".,;:!?()[]{}\"'`*<>«»“”‘’"
 _MAX_AMOUNT_DIGITS = 15  # longer digit strings are ids, compared as text
 
@@ -106,10 +107,23 @@ def numbers_in(text: str) -> set[Decimal]:
     return found
 
 
+# A code of digits only ("03", "02139") is a number written with a leading zero: like a
+# number of the text, it is not matched inside a date, a time, a range, a version or an id
+# ("03" is not said by "2024-03-05", "10:03" or "v1.03").
+_DIGITS_BEFORE = r"(?<![0-9a-z_.,#/:%+\-−])"
+_DIGITS_AFTER = r"(?![0-9a-z_%]|[.,][0-9]|[-−/:][0-9])"
+
+
+def _token_regex(token: str, prefix: bool) -> str:
+    """The pattern of one whole token (see :func:`mentions`); ``prefix``: a word stem."""
+    if token.isascii() and token.isdigit():
+        return _DIGITS_BEFORE + token + ("" if prefix else _DIGITS_AFTER)
+    return r"(?<![0-9a-z_])" + re.escape(token) + ("" if prefix else r"(?![0-9a-z_])")
+
+
 @lru_cache(maxsize=65536)
 def _token_pattern(token: str, prefix: bool) -> re.Pattern[str]:
-    tail = "" if prefix else r"(?![0-9a-z_])"
-    return re.compile(r"(?<![0-9a-z_])" + re.escape(token) + tail)
+    return re.compile(_token_regex(token, prefix))
 
 
 def _has_token(lowered: str, token: str) -> bool:
@@ -128,20 +142,38 @@ def _has_token(lowered: str, token: str) -> bool:
 @lru_cache(maxsize=4096)
 def _phrase_pattern(output: str) -> re.Pattern[str] | None:
     """One pattern for an output's alternatives when none is a number (None otherwise)."""
-    parts = []
+    words, digits = [], []
     for alternative in output.split("|"):
         token = alternative.strip().lower()
         if not token or amount_value(token) is not None:
             return None
-        if token.endswith("*"):
-            parts.append(re.escape(token[:-1]))
+        prefix = token.endswith("*")
+        if prefix:
+            token = token[:-1]
+        if token.isascii() and token.isdigit():
+            digits.append(_token_regex(token, prefix))
         else:
-            parts.append(re.escape(token) + r"(?![0-9a-z_])")
-    return re.compile(r"(?<![0-9a-z_])(?:" + "|".join(parts) + ")")
+            words.append(re.escape(token) + ("" if prefix else r"(?![0-9a-z_])"))
+    # one lookbehind for the word alternatives: a single alternation is searched much
+    # faster than one group per alternative
+    parts = [r"(?<![0-9a-z_])(?:" + "|".join(words) + ")"] if words else []
+    return re.compile("|".join([*parts, *digits]))
 
 
 Value = tuple[str, Any]
 """A value as the reward compares it: ``("n", cents)`` for an amount, ``("s", lower text)``."""
+
+Rivals = tuple[frozenset[Decimal], frozenset[str], tuple[str, ...]]
+"""Values split for a fast look-up (:meth:`Said.stated`): amounts, tokens of word
+characters only, other tokens."""
+
+
+def split_values(values: set[Value] | frozenset[Value]) -> Rivals:
+    """``values`` as :data:`Rivals`."""
+    numbers = frozenset(raw for kind, raw in values if kind == "n")
+    words = frozenset(raw for kind, raw in values if kind == "s" and _WORD.fullmatch(raw))
+    others = tuple(sorted(raw for kind, raw in values if kind == "s" and raw not in words))
+    return numbers, words, others
 
 
 _AMOUNT_START = frozenset("0123456789-−$€£")
@@ -191,11 +223,47 @@ class Said:
         text: The agent's text.
     """
 
-    __slots__ = ("_numbers", "lower")
+    __slots__ = ("_numbers", "_words", "lower")
 
     def __init__(self, text: str) -> None:
         self.lower = text.lower()
         self._numbers: set[Decimal] | None = None
+        self._words: frozenset[str] | None = None
+
+    def _token(self, token: str) -> bool:
+        """Whether ``token`` (lower case, not a stem) is said as a whole token.
+
+        A token of word characters only is said exactly when it is one of the text's
+        maximal runs of word characters, a set built once: a turn is judged against
+        thousands of competing values (a long-context world), and a pattern search for
+        each dominated the cost of the exploit panel.
+        """
+        if _WORD.fullmatch(token) is None:
+            return _has_token(self.lower, token)
+        if self._words is None:
+            self._words = frozenset(_WORD.findall(self.lower))
+        if token not in self._words:
+            return False
+        # a code of digits only also must not be glued to a date, range or id
+        return not token.isdigit() or _has_token(self.lower, token)
+
+    def stated(self, values: Rivals) -> list[Value]:
+        """Which of ``values`` are said (each by the rule of :meth:`has_value`).
+
+        Numbers and word-character tokens are matched by set intersection with what the
+        text states (a long-context turn has thousands of competing values); only the
+        other tokens are searched one by one.
+        """
+        numbers, words, others = values
+        found: list[Value] = [("n", n) for n in numbers & self.numbers] if numbers else []
+        if words:
+            if self._words is None:
+                self._words = frozenset(_WORD.findall(self.lower))
+            for word in words & self._words:
+                if not word.isdigit() or _has_token(self.lower, word):
+                    found.append(("s", word))
+        found.extend(("s", other) for other in others if _has_token(self.lower, other))
+        return found
 
     @property
     def numbers(self) -> set[Decimal]:
@@ -219,13 +287,14 @@ class Said:
         amount = amount_value(out)
         if amount is not None:
             return amount in self.numbers
-        return _has_token(self.lower, out.lower())
+        token = out.lower()
+        return _has_token(self.lower, token) if token.endswith("*") else self._token(token)
 
     def has_value(self, value: Value) -> bool:
         """Whether a tool-result value is stated."""
         if value[0] == "n":
             return value[1] in self.numbers
-        return _has_token(self.lower, value[1])
+        return self._token(value[1])
 
     def values(self) -> set[Value]:
         """The values stated: numbers, and tokens of 3+ characters with a digit (ids, codes,
@@ -245,7 +314,9 @@ def mentions(text: str, output: str) -> bool:
       text with the same value to the cent: ``"10"`` is matched by "10", "10.0", "$10.00"
       and "10.00 USD", not by "100", "10.5", "10:30", "10-20", "10%", "#10" or "010".
     * Any other output matches case-insensitively as a whole token: ``"1234"`` is not
-      matched inside "01234", ``"W12"`` not inside "W123".
+      matched inside "01234", ``"W12"`` not inside "W123". A code of digits only (``"03"``)
+      is also not matched where a number would be glued: inside a date ("2024-03-05"), a
+      time, a range, a version or an id.
     * An output with ``|`` is matched by any of its alternatives; an alternative ending in
       ``*`` is a word stem (``"cancel*"`` matches "cancellation").
     * An output starting with ``!`` is *forbidden*: it is satisfied when none of its
@@ -330,6 +401,7 @@ class SeenValues:
         self._raw: list[tuple[str, str]] = []
         self._indexed: list[tuple[str, OutputValues]] = []
         self._rivals: dict[Value, tuple[int, set[Value]]] = {}
+        self._split: dict[Value, tuple[int, Rivals]] = {}
 
     def add(self, tool: str, output: str) -> None:
         """Record the output text of a successful tool call."""
@@ -356,6 +428,15 @@ class SeenValues:
             return memo[1]
         found = self._competitors(value)
         self._rivals[value] = (len(self._raw), found)
+        return found
+
+    def competitor_sets(self, value: Value) -> Rivals:
+        """:meth:`competitors` split for :meth:`Said.stated` (kept until a result is added)."""
+        memo = self._split.get(value)
+        if memo is not None and memo[0] == len(self._raw):
+            return memo[1]
+        found = split_values(self.competitors(value))
+        self._split[value] = (len(self._raw), found)
         return found
 
     def _competitors(self, value: Value) -> set[Value]:
@@ -502,9 +583,10 @@ def check_outputs(turn: TurnGold, speech: Speech | str) -> OutputCheck:
             why.append((output, "no_evidence"))
     competing: list[str] = []
     rivals = [("s", word) for o in values for word in turn.rivals.get(o, ())]
+    said_rivals = [r for r in rivals if said.has_value(r)]
     for value in wanted:
-        for other in [*seen.competitors(value), *rivals]:
-            if other not in wanted and said.has_value(other):
+        for other in [*said.stated(seen.competitor_sets(value)), *said_rivals]:
+            if other not in wanted:
                 shown = show(other)
                 if shown not in competing:
                     competing.append(shown)

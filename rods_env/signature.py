@@ -9,54 +9,14 @@ so small quantities and flags do not create spurious edges.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Collection
-from typing import Any
 
 from rods_env.gold import Gold
-from rods_env.rewards import mentions
+from rods_env.leaves import value_leaves
+from rods_env.rewards import Said
 from rods_env.task import Signature, Task
 
-# One pass over a serialized JSON value: a string token (group 1; group 2 is set when it is
-# an object key), or a number outside strings (group 3). Strings are tried first at every
-# position, so digits inside a string never count as a number.
-_JSON_TOKEN = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:)?|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
-
-
-def _scalar_leaf(value: Any) -> str | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return repr(value) if abs(value) >= 10 else None
-    if isinstance(value, str):
-        return value if len(value) >= 3 else None
-    return None
-
-
-def value_leaves(value: Any) -> set[str]:
-    """The traceable scalar values inside a JSON value (see module docstring).
-
-    Containers are serialized once and scanned with one regular expression (object keys are
-    skipped): tool outputs can hold thousands of values, and a Python-level walk of them
-    dominated synthesis time.
-    """
-    if not isinstance(value, (dict, list, tuple)):
-        leaf = _scalar_leaf(value)
-        return set() if leaf is None else {leaf}
-    found: set[str] = set()
-    for text, key, number in _JSON_TOKEN.findall(json.dumps(value, ensure_ascii=False)):
-        if number:
-            parsed = float(number) if any(c in number for c in ".eE") else int(number)
-            leaf = _scalar_leaf(parsed)
-            if leaf is not None:
-                found.add(leaf)
-        elif not key:
-            if "\\" in text:
-                text = json.loads(f'"{text}"')
-            if len(text) >= 3:
-                found.add(text)
-    return found
+__all__ = ["compute_signature", "value_leaves"]
 
 
 def compute_signature(task: Task, gold: Gold, write_tools: Collection[str]) -> Signature:
@@ -68,24 +28,55 @@ def compute_signature(task: Task, gold: Gold, write_tools: Collection[str]) -> S
         write_tools: Names of the domain's write tools.
     """
     calls = task.gold_calls
-    facts = [v for v in task.user.facts.values()]
+    facts = [Said(v) for v in task.user.facts.values()]  # each fact analysed once
+    # one text for a plain value: a whole token or number is said by some fact exactly when
+    # the facts, one a line, say it (a line break bounds tokens and numbers)
+    all_facts = Said("\n".join(task.user.facts.values()))
+
+    def stated(leaf: str) -> bool:
+        if leaf[:1] == "!" or "|" in leaf:  # read as a forbidden phrase or alternatives
+            return any(fact.has(leaf) for fact in facts)
+        return all_facts.has(leaf)
+
     produced = [value_leaves(out) for out in gold.call_outputs]
+    parts = task.requests() if task.composed else []
+    # the first call of the request each call belongs to
+    opens = [0] * len(calls)
+    for k, part in enumerate(parts):
+        end = parts[k + 1].call if k + 1 < len(parts) else len(calls)
+        for j in range(part.call, min(end, len(calls))):
+            opens[j] = part.call
     edges: set[tuple[int, int]] = set()
     for j, call in enumerate(calls):
         for leaf in value_leaves(call.arguments):
-            if any(mentions(fact, leaf) for fact in facts):
+            if stated(leaf):
                 continue
-            for i in range(j - 1, -1, -1):
-                if leaf in produced[i]:
-                    edges.add((i, j))
-                    break
+            # within a request, a value comes from the latest call that returned it; a value
+            # from an earlier request of a composed task, from the call that first returned
+            # it (a user id that every later output repeats does not chain the requests)
+            start = opens[j]
+            source = next((i for i in range(j - 1, start - 1, -1) if leaf in produced[i]), None)
+            if source is None:
+                source = next((i for i in range(start) if leaf in produced[i]), None)
+            if source is not None:
+                edges.add((source, j))
     longest = [1] * len(calls)
     for i, j in sorted(edges, key=lambda e: e[1]):
         longest[j] = max(longest[j], longest[i] + 1)
+    requests = skills = None
+    if task.composed:
+        parts = task.requests()
+        opened = [0] * len(task.turns)
+        for part in parts:
+            if 0 <= part.turn < len(opened):
+                opened[part.turn] += 1
+        requests, skills = tuple(opened), tuple(p.skill for p in parts)
     return Signature(
         tools=tuple(c.name for c in calls),
         edges=tuple(sorted(edges)),
         depth=max(longest, default=0),
         writes=sum(1 for c in calls if c.name in write_tools),
         turns=len(task.turns),
+        requests=requests,
+        skills=skills,
     )

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from rods_env.errors import TaskFileError
 from rods_env.fileio import atomic_write
@@ -36,8 +44,19 @@ class ToolCall(Frozen):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
     def key(self) -> str:
-        """Canonical text of the call (sorted JSON arguments)."""
-        return f"{self.name}({json.dumps(self.arguments, sort_keys=True)})"
+        """Canonical text of the call (sorted JSON arguments); kept for recent calls (a
+        task's calls are keyed again and again by synthesis and its dedupe)."""
+        hit = _CALL_KEYS.get(id(self))
+        if hit is not None and hit[0] is self:
+            return hit[1]
+        key = f"{self.name}({json.dumps(self.arguments, sort_keys=True)})"
+        _CALL_KEYS[id(self)] = (self, key)
+        while len(_CALL_KEYS) > 16384:
+            _CALL_KEYS.popitem(last=False)
+        return key
+
+
+_CALL_KEYS: OrderedDict[int, tuple[ToolCall, str]] = OrderedDict()
 
 
 class Turn(Frozen):
@@ -82,6 +101,10 @@ class Signature(Frozen):
         depth: Calls on the longest dependency chain.
         writes: Number of write calls.
         turns: Number of user turns.
+        requests: For a composed task (several skills' requests of one customer, see
+            :mod:`rods_env.synthesis.compose`), how many requests open in each turn; None
+            for a task of one skill (one request). Left out of the JSON form when None.
+        skills: For a composed task, the skill of each request in order; None otherwise.
     """
 
     tools: tuple[str, ...]
@@ -89,12 +112,50 @@ class Signature(Frozen):
     depth: int
     writes: int
     turns: int
+    requests: tuple[int, ...] | None = None
+    skills: tuple[str, ...] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_composition(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # a task of one skill serializes exactly as before composition existed, so the
+        # committed seed sets stay bit-identical
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in ("requests", "skills"):
+                if data.get(name, 0) is None:
+                    del data[name]
+        return data
 
     @property
     def key(self) -> str:
         """Canonical string: equal for tasks of the same structure."""
         edges = ",".join(f"{i}>{j}" for i, j in self.edges)
-        return f"t{self.turns}|w{self.writes}|d{self.depth}|{'+'.join(self.tools)}|{edges}"
+        key = f"t{self.turns}|w{self.writes}|d{self.depth}|{'+'.join(self.tools)}|{edges}"
+        if self.requests is not None:
+            key += "|r" + ".".join(map(str, self.requests))
+        return key
+
+    @property
+    def width(self) -> int:
+        """The most requests one turn opens (1 for a task of one skill)."""
+        return max(self.requests, default=1) if self.requests else 1
+
+    @property
+    def composed(self) -> int:
+        """How many different skills the task composes (1 for a task of one skill)."""
+        return len(set(self.skills)) if self.skills else 1
+
+    @property
+    def knobs(self) -> dict[str, int]:
+        """The difficulty knobs synthesis moves along: ``depth`` (the longest dependency
+        chain, in calls), ``width`` (the most requests in one turn), ``turns`` and
+        ``skills`` (different skills composed)."""
+        return {
+            "depth": self.depth,
+            "width": self.width,
+            "turns": self.turns,
+            "skills": self.composed,
+        }
 
     @property
     def size(self) -> tuple[int, int, int, int]:
@@ -102,14 +163,88 @@ class Signature(Frozen):
         return (self.turns, len(self.tools), self.depth, self.writes)
 
 
+SKILL_SEPARATOR = "+"
+"""Joins the skills of a composed task's requests in :attr:`Task.skill`
+(``"cancel_order+product_info"``)."""
+
+
+class Request(Frozen):
+    """One request of a task: what one skill asked for, and the turn where it opens.
+
+    A task of one skill is one request; a composed task (see
+    :mod:`rods_env.synthesis.compose`) records each request's skill in :attr:`Task.skill`
+    (joined by :data:`SKILL_SEPARATOR`) and its shape under ``"<k>."`` keys of
+    :attr:`Task.shape`, with ``"<k>.turn"`` the turn it opens in and ``"<k>.call"`` the
+    index of its first gold call among the task's gold calls.
+    """
+
+    skill: str
+    shape: dict[str, int] = Field(default_factory=dict)
+    turn: int = 0
+    call: int = 0
+
+
+def encode_requests(requests: list[Request]) -> tuple[str, dict[str, int]]:
+    """The ``(skill, shape)`` of a task made of ``requests`` (one request: its own)."""
+    if len(requests) == 1 and requests[0].turn == 0:
+        return requests[0].skill, dict(requests[0].shape)
+    shape: dict[str, int] = {}
+    for k, request in enumerate(requests):
+        shape.update({f"{k}.{axis}": value for axis, value in request.shape.items()})
+        shape[f"{k}.turn"] = request.turn
+        shape[f"{k}.call"] = request.call
+    return SKILL_SEPARATOR.join(r.skill for r in requests), shape
+
+
+def decode_requests(skill: str, shape: Mapping[str, int]) -> list[Request]:
+    """The requests a task's ``(skill, shape)`` records (the inverse of
+    :func:`encode_requests`)."""
+    if SKILL_SEPARATOR not in skill:
+        return [Request(skill=skill, shape=dict(shape))]
+    names = skill.split(SKILL_SEPARATOR)
+    shapes: list[dict[str, int]] = [{} for _ in names]
+    places = [{"turn": 0, "call": 0} for _ in names]
+    for key, value in shape.items():
+        index, _, axis = key.partition(".")
+        if not index.isdigit() or int(index) >= len(names) or not axis:
+            continue
+        if axis in ("turn", "call"):
+            places[int(index)][axis] = value
+        else:
+            shapes[int(index)][axis] = value
+    return [
+        Request(skill=name, shape=shape, **place)
+        for name, shape, place in zip(names, shapes, places, strict=True)
+    ]
+
+
 class Provenance(Frozen):
-    """Where a task came from."""
+    """Where a task came from.
+
+    Attributes:
+        origin: ``"seed"`` or ``"synthesized"``.
+        parent_id: The task it was made from.
+        generation: Steps of synthesis from a seed task (a seed: 0).
+        mode: ``"resample"`` or ``"expand"``.
+        augment: The augmentation kind, None for a base variant.
+        step: What *expand* grew: a shape axis of the skill, or ``join``, ``append`` or
+            ``deepen`` (:data:`rods_env.synthesis.plan.STEPS`). Left out of the JSON form
+            when None.
+    """
 
     origin: Literal["seed", "synthesized"] = "seed"
     parent_id: str | None = None
     generation: int = 0
     mode: Literal["resample", "expand"] | None = None
     augment: str | None = None
+    step: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_step(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("step", 0) is None:
+            del data["step"]  # the committed seed sets stay bit-identical
+        return data
 
 
 class Task(Frozen):
@@ -142,6 +277,15 @@ class Task(Frozen):
     variant: Variant = "base"
     signature: Signature | None = None
     provenance: Provenance = Field(default_factory=Provenance)
+
+    @property
+    def composed(self) -> bool:
+        """Whether the task composes several requests (see :class:`Request`)."""
+        return SKILL_SEPARATOR in self.skill
+
+    def requests(self) -> list[Request]:
+        """The task's requests: one for a task of one skill, several for a composed one."""
+        return decode_requests(self.skill, self.shape)
 
     @property
     def gold_calls(self) -> tuple[ToolCall, ...]:

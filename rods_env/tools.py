@@ -411,6 +411,8 @@ class Toolkit:
         name: str,
         arguments: Mapping[str, Any] | None = None,
         available: Collection[str] | None = None,
+        *,
+        render: bool = True,
     ) -> ToolResult:
         """Run one tool call and return its result; never raises for the agent's mistakes.
 
@@ -419,6 +421,9 @@ class Toolkit:
             arguments: JSON arguments.
             available: When given, the tools the agent may call now; a tool of the toolkit
                 outside it is answered as not available in this conversation.
+            render: Render the value as the agent's observation (``output``). Gold replays
+                and skills read ``value`` only and pass False: ``output`` is then ``""``
+                (an error is always rendered).
         """
         spec = self._specs.get(name) if isinstance(name, str) else None
         if spec is None:
@@ -459,7 +464,7 @@ class Toolkit:
         try:
             value = spec.method(self, **kwargs)
             # rendering is part of the call: a value that cannot be shown must not stay written
-            output = clip_text(render_output(value), MAX_OUTPUT_CHARS)
+            output = clip_text(render_output(value), MAX_OUTPUT_CHARS) if render else ""
         except ToolError as err:
             if saved is not None:
                 self.db.rollback(saved)

@@ -245,6 +245,13 @@ class ScriptedUser:
         "Thank you, goodbye!",
     )
 
+    @classmethod
+    def fixed_phrases(cls) -> tuple[str, ...]:
+        """Its fixed phrases that can make up a short message: greetings (before a request),
+        confirmations and goodbyes (the exploit panel bounds what an echo can say with
+        them)."""
+        return (*cls._GREETINGS, *cls._YES, *cls._BYE)
+
     def start(self, task: Task) -> str:
         """Reset for ``task`` and return the first request."""
         self._task = task

@@ -53,11 +53,30 @@ def _run(site: Path, *cmd: str) -> subprocess.CompletedProcess:
     )
 
 
+EXPAND_GENERATIONS = """
+import rods_env
+from rods_env.synthesis import synthesize
+
+domain = rods_env.load_domain("bookshop")
+tasks = domain.seed_tasks("train")
+for _ in range(5):
+    tasks = [o.task for o in synthesize(tasks, per_seed=1, mode="expand") if o.accepted]
+    print(len(tasks))
+"""
+
+
 @pytest.mark.slow
 def test_the_skeleton_ships_as_a_package_and_passes_the_shared_checks(site):
     seeds = _run(site, "-m", "rods_env.seeds", "bookshop")
     assert seeds.returncode == 0, seeds.stderr
     assert (site / "rods_bookshop" / "seeds.jsonl").read_text().count("\n") == 200
+
+    # declaring its tools and its customers is all it takes to be expanded (issue 19): each
+    # generation expanded from the previous one's output, to generation 5
+    generations = _run(site, "-c", EXPAND_GENERATIONS)
+    assert generations.returncode == 0, generations.stderr
+    counts = [int(n) for n in generations.stdout.split()]
+    assert len(counts) == 5 and all(n > 0 for n in counts), counts
 
     demo = _run(site, "-m", "rods_agent.cli", "demo", "--env", "bookshop", "--split", "all")
     assert demo.returncode == 0, demo.stderr

@@ -85,7 +85,7 @@ class _Gold:
 
     def call(self, name: str, **arguments: Any) -> Any:
         """Run and record a gold call; its JSON output."""
-        result = self.tools.call(name, arguments)
+        result = self.tools.call(name, arguments, render=False)
         if not result.ok:
             raise _Skip(f"{name}: {result.output}")
         self.calls.append(ToolCall(name=name, arguments=arguments))
@@ -94,7 +94,7 @@ class _Gold:
     def probe(self, name: str, **arguments: Any) -> bool:
         """Whether a call would succeed now (nothing is recorded or changed)."""
         saved = self.db.checkpoint()
-        result = self.tools.call(name, arguments)
+        result = self.tools.call(name, arguments, render=False)
         self.db.rollback(saved)
         return result.ok
 

@@ -788,7 +788,7 @@ def _multi_turn_with_plan(
                 break
             turn_calls = calls + part.calls if index == 0 else part.calls
             for call in turn_calls:
-                result = tools.call(call.name, call.arguments)
+                result = tools.call(call.name, call.arguments, render=False)
                 if not result.ok:  # pragma: no cover - a bug in a builder
                     raise AssertionError(f"gold call failed: {call.key()}: {result.output}")
             for label, value in part.facts.items():
@@ -814,7 +814,7 @@ def _gold_replay(task: Task, db: Database) -> tuple[str, set[tuple[str, str]]]:
     fresh = Database(db.base)
     tools = RetailTools(fresh)
     for call in task.gold_calls:
-        result = tools.call(call.name, call.arguments)
+        result = tools.call(call.name, call.arguments, render=False)
         if not result.ok:
             raise ValueError(f"task {task.id}: gold call {call.key()} fails: {result.output}")
     if tools.verified_user_id is None:

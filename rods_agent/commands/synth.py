@@ -33,6 +33,7 @@ from rods_env.errors import ConfigError
 from rods_env.fileio import write_json
 
 AUGMENT_KINDS = ("missing_parameter", "missing_function", "long_context", "distractor")
+GROW_KINDS = ("shape", "join", "append", "deepen")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,9 @@ class SynthOptions:
         progress: Show a progress bar.
         round: Round number entering every random stream (new candidates per round).
         long_tokens: Size knob of long-context variants (tokens of padding).
+        grow: What ``expand`` may grow: ``shape`` (a skill's own axes), ``join`` (one more
+            request in the last turn), ``append`` (one more request in a new turn),
+            ``deepen`` (a value the customer knew is found with the tools instead).
         rewrite_model: Model that paraphrases the requests (None: templates only).
         rewrite_engine: Engine of that model: ``transformers``, ``vllm`` or ``openai``.
         rewrite_base_url: API root of an OpenAI-compatible server.
@@ -86,6 +90,7 @@ class SynthOptions:
     progress: bool = True
     round: int = 0
     long_tokens: int = 8000
+    grow: tuple[str, ...] = GROW_KINDS
     rewrite_model: str | None = None
     rewrite_engine: str = "transformers"
     rewrite_base_url: str | None = None
@@ -108,6 +113,12 @@ class SynthOptions:
             raise ConfigError(
                 f"--augment: unknown kind {', '.join(map(repr, bad))}; kinds: "
                 f"{', '.join(AUGMENT_KINDS)}"
+            )
+        bad = [k for k in self.grow if k not in GROW_KINDS]
+        if bad or not self.grow:
+            raise ConfigError(
+                f"--grow: unknown step {', '.join(map(repr, bad)) or '(none given)'}; steps: "
+                f"{', '.join(GROW_KINDS)}"
             )
 
     def run_config(self) -> dict[str, Any]:
@@ -153,7 +164,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"comma-separated augmentations of every accepted variant: {','.join(AUGMENT_KINDS)} "
         "(or 'all')",
     )
-    parser.add_argument("--out", type=Path, required=True, help="output pool (JSONL)")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output pool (JSONL); required unless --graph"
+    )
+    parser.add_argument(
+        "--grow",
+        default=",".join(GROW_KINDS),
+        help="what expand may grow, comma-separated: shape (a skill's own axes), join (one "
+        "more request in the last turn), append (one more request in a new turn), deepen (a "
+        "value the customer knew is found with the tools); default: all",
+    )
+    parser.add_argument(
+        "--graph",
+        action="store_true",
+        help="print the data-flow graph of the domain's tools (what expansion follows) and exit",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice")
     parser.add_argument(
         "--attempts", type=int, default=3, help="tries per wanted variant before giving up"
@@ -250,6 +275,7 @@ def options_from(args: argparse.Namespace) -> SynthOptions:
         progress=not args.no_progress,
         round=args.round,
         long_tokens=args.long_tokens,
+        grow=tuple(k.strip() for k in args.grow.split(",") if k.strip()),
         rewrite_model=args.rewrite_model,
         rewrite_engine=args.rewrite_engine,
         rewrite_base_url=args.rewrite_base_url,
@@ -424,6 +450,7 @@ def synth_pool(opts: SynthOptions) -> dict[str, Any]:
         attempts=opts.attempts,
         rewrite=opts.rewrite,
         long_tokens=opts.long_tokens,
+        grow=opts.grow,
     )
     domain = load_domain(opts.env)
     seeds = _seeds(opts, domain)
@@ -540,6 +567,14 @@ def run(args: argparse.Namespace) -> int:
     """Run ``rods synth`` from its parsed command line."""
     from rods_env.synthesis.report import format_summary
 
+    if args.graph:
+        from rods_env.registry import load_domain
+        from rods_env.synthesis.flow import flow_graph
+
+        print(flow_graph(load_domain(args.env)).format())
+        return 0
+    if args.out is None:
+        raise ConfigError("--out is required (the pool to write), unless --graph")
     opts = options_from(args)
     summary = synth_pool(opts)
     print(format_summary(summary))

@@ -326,6 +326,7 @@ class DataEngine:
                     augment=tuple(cfg.synth_augment),
                     seed=seed,
                     attempts=cfg.synth_attempts,
+                    grow=tuple(cfg.synth_grow),
                 ),
                 domains=self._domains,
                 known=keys,

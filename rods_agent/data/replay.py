@@ -386,13 +386,21 @@ class ReplayBuffer:
         """The pool's make-up: what ``pool`` in the step metrics holds.
 
         ``seed`` and ``synthesized`` count the active pool; ``generations`` splits it by
-        synthesis generation (0: the starting pool).
+        synthesis generation (0: the starting pool); ``difficulty`` is the mean of each
+        difficulty knob of its tasks (:attr:`rods_env.task.Signature.knobs`: dependency
+        depth, requests in a turn, turns, skills composed).
         """
         active = [e for e in self.entries.values() if e.status == "active"]
         generations: dict[str, int] = {}
+        knobs: dict[str, float] = {}
+        measured = 0
         for e in active:
             g = str(e.task.provenance.generation)
             generations[g] = generations.get(g, 0) + 1
+            if e.task.signature is not None:
+                measured += 1
+                for knob, value in e.task.signature.knobs.items():
+                    knobs[knob] = knobs.get(knob, 0.0) + value
         return {
             "seed": sum(1 for e in active if not e.synthesized),
             "synthesized": sum(1 for e in active if e.synthesized),
@@ -405,6 +413,7 @@ class ReplayBuffer:
             ),
             "retired": len(self.removed),
             "generations": dict(sorted(generations.items(), key=lambda kv: int(kv[0]))),
+            "difficulty": {k: v / measured for k, v in knobs.items()} if measured else {},
         }
 
     # -- persistence -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from rods_agent.engines.base import (
     Completion,
@@ -75,6 +75,9 @@ class EngineOptions:
         seed: Seed of local engines' sampling (not sent to servers).
         max_model_len: vLLM's context length (default: 8,192; ``rods eval`` passes
             ``--max-episode-tokens``).
+        thinking: The chat template's ``enable_thinking`` switch (Qwen3): ``on``, ``off`` or
+            None (the template's default). Local engines and the openai engine's token mode
+            render it themselves; its chat mode sends ``chat_template_kwargs`` (vLLM, SGLang).
     """
 
     engine: str = field(
@@ -130,8 +133,21 @@ class EngineOptions:
         default=None,
         metadata=option("vLLM context length (default: --max-episode-tokens)"),
     )
+    thinking: Literal["on", "off"] | None = field(
+        default=None,
+        metadata=option(
+            "the chat template's enable_thinking switch (Qwen3; default: the template's own)"
+        ),
+    )
+
+    @property
+    def thinking_switch(self) -> bool | None:
+        """``thinking`` as the template's ``enable_thinking`` value (None: leave it unset)."""
+        return None if self.thinking is None else self.thinking == "on"
 
     def __post_init__(self) -> None:
+        if self.thinking not in (None, "on", "off"):
+            raise ConfigError(f"thinking must be on or off, got '{self.thinking}'")
         if self.engine not in ENGINE_CHOICES:
             raise ConfigError(
                 f"unknown engine '{self.engine}'; engines: {', '.join(ENGINE_CHOICES)}"
@@ -262,8 +278,15 @@ def build_engine(
     if options.engine == "openai":
         from rods_agent.engines.openai_api import OpenAIEngine
 
+        extra_body = dict(options.extra_body or {})
         if options.tokenizer is not None:
             check_model_folder(options.tokenizer, weights=False)
+        elif options.thinking is not None:
+            # chat mode: the server renders the template, and takes its switches here
+            given = extra_body.get("chat_template_kwargs")
+            kwargs = dict(given) if isinstance(given, Mapping) else {}
+            kwargs["enable_thinking"] = options.thinking_switch
+            extra_body["chat_template_kwargs"] = kwargs
         return OpenAIEngine(
             options.base_url,
             model,
@@ -273,8 +296,9 @@ def build_engine(
             max_retries=options.retries,
             logprobs=options.logprobs,
             token_ids=options.token_ids,
-            extra_body=options.extra_body,
+            extra_body=extra_body,
             tokenizer=options.tokenizer,
+            thinking=options.thinking_switch,
         )
     if options.engine == "vllm":
         from rods_agent.engines.vllm_engine import vllm_available
@@ -300,7 +324,9 @@ def build_engine(
         if options.engine == "transformers":
             from rods_agent.engines.hf import TransformersEngine
 
-            return TransformersEngine(model, device=options.device, dtype=options.dtype)
+            return TransformersEngine(
+                model, device=options.device, dtype=options.dtype, thinking=options.thinking_switch
+            )
         from rods_agent.engines.vllm_engine import VLLMEngine
 
         return VLLMEngine(
@@ -308,6 +334,7 @@ def build_engine(
             dtype=options.dtype,
             max_model_len=options.max_model_len or 8192,
             seed=options.seed or 0,
+            thinking=options.thinking_switch,
         )
     except RodsError as exc:
         raise EngineError(" ".join(str(exc).split())) from None

@@ -48,6 +48,7 @@ the environment. ``thinking`` maps to the template's ``enable_thinking`` switch 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -156,6 +157,10 @@ class ChatTemplate:
             config EOS ids).
         thinking: The template's ``enable_thinking`` switch (Qwen3): True or False renders
             every prompt with it; None leaves the template's default.
+        date: The day a template that prints today's date (``strftime_now``, gpt-oss) shows
+            in every rendering; None: the day this object is made. One fixed day keeps
+            renderings of one run alike across midnight (and across a resume, given the
+            same date).
 
     Raises:
         EngineError: no chat template; a template that does not render assistant content;
@@ -169,7 +174,10 @@ class ChatTemplate:
         stop_ids: Sequence[int] = (),
         *,
         thinking: bool | None = None,
+        date: datetime.date | None = None,
     ) -> None:
+        self.date = date or datetime.date.today()
+        """The day the template's ``strftime_now`` shows."""
         template = getattr(tokenizer, "chat_template", None)
         if isinstance(template, Mapping):
             template = template.get("default")
@@ -295,6 +303,8 @@ class ChatTemplate:
         kwargs: dict[str, Any] = {}
         if self.thinking is not None:
             kwargs["enable_thinking"] = self.thinking
+        if "strftime_now" in self.template:  # shadows transformers' global of that name
+            kwargs["strftime_now"] = self._strftime
         return str(
             self.tokenizer.apply_chat_template(
                 _plain(messages),
@@ -304,6 +314,9 @@ class ChatTemplate:
                 **kwargs,
             )
         )
+
+    def _strftime(self, fmt: str) -> str:
+        return datetime.datetime.combine(self.date, datetime.time()).strftime(fmt)
 
     def adapt(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The messages rewritten to fit the template (see the module doc): tool results as

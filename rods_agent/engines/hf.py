@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -104,6 +105,7 @@ class TransformersEngine:
             only (Qwen2/3, Llama, ...).
         max_cached_tokens: Most tokens kept in that cache (least recently used dropped).
         thinking: The chat template's ``enable_thinking`` switch (None: its default).
+        template_date: The day a template that prints the date shows (None: today).
     """
 
     def __init__(
@@ -119,6 +121,7 @@ class TransformersEngine:
         reuse_kv: bool = False,
         max_cached_tokens: int = 1 << 20,
         thinking: bool | None = None,
+        template_date: datetime.date | None = None,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -146,7 +149,7 @@ class TransformersEngine:
         self.max_batch_tokens = int(max_batch_tokens)
         gen_eos = getattr(self.model.generation_config, "eos_token_id", None)
         gen_eos = [gen_eos] if isinstance(gen_eos, int) else list(gen_eos or [])
-        self.chat = ChatTemplate(tokenizer, stop_ids=gen_eos, thinking=thinking)
+        self.chat = ChatTemplate(tokenizer, stop_ids=gen_eos, thinking=thinking, date=template_date)
         self._stop_ids = sorted(self.chat.end_of_turn_ids)
         pad = tokenizer.pad_token_id
         self._pad_id = int(pad if pad is not None else self._stop_ids[0])

@@ -7,6 +7,7 @@ in this process (the constructor does it unless the variable is already set).
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -90,6 +91,7 @@ class VLLMEngine:
         enforce_eager: Skip graph capture (faster start; required on CPU here).
         seed: Seed of the engine's sampler (``SamplingParams.seed`` is not used per request).
         thinking: The chat template's ``enable_thinking`` switch (None: its default).
+        template_date: The day a template that prints the date shows (None: today).
         **llm_kwargs: Passed to ``vllm.LLM`` as is (e.g. ``gpu_memory_utilization``).
     """
 
@@ -102,6 +104,7 @@ class VLLMEngine:
         enforce_eager: bool = True,
         seed: int = 0,
         thinking: bool | None = None,
+        template_date: datetime.date | None = None,
         **llm_kwargs: Any,
     ) -> None:
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -138,7 +141,9 @@ class VLLMEngine:
         self.tokenizer = self.llm.get_tokenizer()
         gen_eos = self.llm.llm_engine.model_config.try_get_generation_config().get("eos_token_id")
         gen_eos = [gen_eos] if isinstance(gen_eos, int) else list(gen_eos or [])
-        self.chat = ChatTemplate(self.tokenizer, stop_ids=gen_eos, thinking=thinking)
+        self.chat = ChatTemplate(
+            self.tokenizer, stop_ids=gen_eos, thinking=thinking, date=template_date
+        )
         self.max_model_len = int(max_model_len)
         self.weights_version = 0
         self._sleeping = False

@@ -27,6 +27,7 @@ def make_engine(config: TrainConfig, learner: Learner) -> Any:
             device=learner.device,
             reuse_kv=mc.reuse_kv,
             thinking=config.rollout.thinking,
+            template_date=config.rollout.template_date,
         )
         learner.model.train()  # the engine switched it to eval; it switches per call
         return engine
@@ -44,6 +45,7 @@ def make_engine(config: TrainConfig, learner: Learner) -> Any:
         max_model_len=config.rollout.max_tokens,
         seed=config.seed,
         thinking=config.rollout.thinking,
+        template_date=config.rollout.template_date,
         **options,
     )
     if learner.lora:

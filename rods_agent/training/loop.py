@@ -48,6 +48,7 @@ from rods_agent.training.run_dir import (
     prepare_run_dir,
     restore,
     save_checkpoint,
+    with_template_date,
     write_run_config,
 )
 from rods_agent.training.transcripts import RolloutLog, pool_statuses
@@ -72,6 +73,7 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             :mod:`rods_agent.training.guards`); its metrics line is written first.
     """
     out = Path(config.out)
+    config = with_template_date(config, out, resume=resume)
     prepare_run_dir(config, out, resume=resume)
     train_tasks, test_tasks = load_pools(config)
     engine = DataEngine(

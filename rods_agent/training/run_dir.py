@@ -7,6 +7,7 @@ folder and renamed into place, so a kill never leaves half a checkpoint.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shutil
@@ -52,6 +53,23 @@ def prepare_run_dir(config: TrainConfig, out: Path, *, resume: bool) -> None:
             f"out: {out} already holds a run; pass --resume to continue it, or choose "
             "another out=DIR"
         )
+
+
+def with_template_date(config: TrainConfig, out: Path, *, resume: bool) -> TrainConfig:
+    """``config`` with ``rollout.template_date`` settled: the saved run's on a resume (a
+    gpt-oss prompt shows the same date on every day of the run), else today's.
+
+    Raises:
+        ConfigError: the saved ``config.yaml`` cannot be read.
+    """
+    if config.rollout.template_date is not None:
+        return config
+    saved = out / "config.yaml"
+    day: datetime.date | None = datetime.date.today()
+    if resume and saved.exists():
+        day = load_config(saved).rollout.template_date
+    rollout = config.rollout.model_copy(update={"template_date": day})
+    return config.model_copy(update={"rollout": rollout})
 
 
 def write_run_config(config: TrainConfig, out: Path) -> None:

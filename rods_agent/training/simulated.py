@@ -6,24 +6,22 @@ a number, so the whole of ``rods train`` except the model (sampling, zones, synt
 injection and retirement, metrics, checkpoints, reports) runs in seconds on a laptop. Every
 metrics line, report and progress bar of such a run says ``simulated``.
 
-The stand-in:
+The stand-in is honest about depth: a task's success follows from competence on its
+parts (docs/training.md, "The simulated learner", gives the reasons and the parameters).
 
-- Each *action* of a task succeeds with probability ``sigmoid(skill + structure + offset)``:
-  ``skill`` is a logit per (domain, skill), drawn once from
-  ``N(initial_logit, skill_spread)``; ``structure`` is a logit per (skill, variant,
-  signature), 0 until trained; ``offset`` is a fixed per-task logit from
-  ``N(0, task_spread)`` (tasks of one structure differ by their entities).
-- A turn needs every one of its actions: its gold calls, each fact the user holds back
-  (the agent must ask), saying the required outputs, and refusing a withheld tool. So a
-  turn with ``a`` actions passes with probability ``p ** a``, and a task synthesized one
-  step harder (*expand*: one more item, order or turn) is harder for the same skill.
-- An episode's progress is its share of passed turns; success is all turns passed.
-- The update follows the expected GRPO gradient on this model: for a success logit, the
-  group-normalized policy gradient of a group is proportional to the group's reward std,
-  and zero for a group whose rewards are all equal. Each group of the update raises its
-  skill's logit by ``skill_lr * std`` and its structure's by ``signature_lr * std``,
-  averaged over the groups in the update (the loss is a mean over the batch, so
-  zero-variance groups kept in the batch dilute it, as in the ``token-mean`` loss).
+- A turn asks for a sequence of *actions* (:func:`turn_units`): an *intent* per request
+  that opens in it (a unit per domain and skill), each gold *call* (per domain and tool),
+  each *binding* (a signature edge into a call of the turn: carrying a found value), each
+  held-back fact to *ask* for, *stating* the required outputs, *refusing* a withheld tool.
+- Action ``a`` of task ``t`` succeeds with ``sigmoid(theta[unit(a)] + delta[t])``;
+  ``theta[u]`` starts at a draw from ``N(initial_logit, unit_spread)``, ``delta[t]`` is a
+  fixed draw from ``N(0, task_spread)``. A turn passes when all of its actions succeed (a
+  chain of ``k`` calls: the product of per-call competences); progress is the share of
+  passed turns, success is every turn.
+- The update is the policy gradient of this factored Bernoulli policy with GRPO's
+  group-normalized advantages: ``theta[u] += lr * mean over groups of (1/G) sum_e A_e *
+  sum over the attempted actions of u in e of (s - p)``. Zero-variance groups teach nothing
+  but count in the mean (``static`` keeps them: its updates are diluted).
 
 Nothing here knows about the data engine or the modes: ``rods`` keeps the effective group
 ratio high only if the tasks it synthesizes really sit at this learner's boundary.
@@ -44,36 +42,65 @@ from rods_agent.rollout import EpisodeRecord
 from rods_agent.training.policy import Group, RolloutBatch
 from rods_env.errors import ConfigError, RodsError
 from rods_env.fileio import write_json
-from rods_env.task import Task, Turn
+from rods_env.task import Task
 
 STATE_FILE = "simulated_policy.json"
+
+ADVANTAGE_EPS = 1e-4
+"""Added to a group's standard deviation, as :func:`rods_agent.grpo.group_advantages` does."""
+
+Attempt = tuple[str, bool, float]
+"""One attempted action: its unit, whether it succeeded, its probability then."""
 
 
 def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
 
-def turn_actions(turn: Turn) -> int:
-    """Actions a turn needs: its gold calls, each held-back fact to ask for, the required
-    outputs (said once), and a refusal when a tool is withheld; at least one."""
-    actions = len(turn.calls) + len(turn.hidden_facts)
-    actions += 1 if turn.outputs else 0
-    actions += 1 if turn.withheld_tools else 0
-    return max(1, actions)
+def turn_units(task: Task) -> list[list[str]]:
+    """The competence unit of each action of each turn of ``task``, in order (see the module
+    docstring): intents, then per call its bindings and the call, then asking for held-back
+    facts, stating the outputs and refusing a withheld tool."""
+    domain = task.domain
+    requests = task.requests()
+    signature = task.signature
+    calls_before: list[int] = []
+    count = 0
+    for turn in task.turns:
+        calls_before.append(count)
+        count += len(turn.calls)
+    into: dict[int, int] = {}
+    for _, j in signature.edges if signature is not None else ():
+        into[j] = into.get(j, 0) + 1
+    out: list[list[str]] = []
+    current = requests[0].skill
+    for t, turn in enumerate(task.turns):
+        opening = [r.skill for r in requests if r.turn == t]
+        current = opening[-1] if opening else current
+        units = [f"intent:{domain}/{skill}" for skill in (opening or [current])]
+        for k, call in enumerate(turn.calls):
+            units += [f"bind:{domain}"] * into.get(calls_before[t] + k, 0)
+            units.append(f"call:{domain}/{call.name}")
+        units += [f"ask:{domain}"] * len(turn.hidden_facts)
+        if turn.outputs:
+            units.append(f"say:{domain}")
+        if turn.withheld_tools:
+            units.append(f"refuse:{domain}")
+        out.append(units)
+    return out
 
 
-def skill_key(task: Task) -> str:
-    """The skill a task exercises: ``domain/skill``."""
-    return f"{task.domain}/{task.skill}"
-
-
-def structure_key(task: Task) -> str:
-    """The task's structure: skill, variant and signature (or shape when it has none)."""
-    if task.signature is not None:
-        sig = task.signature.key
-    else:
-        sig = "shape:" + json.dumps(task.shape, sort_keys=True)
-    return f"{skill_key(task)}/{task.variant}/{sig}"
+def group_advantages(rewards: Sequence[float]) -> list[float]:
+    """GRPO's advantages of one group: reward minus the group mean, over the sample standard
+    deviation plus :data:`ADVANTAGE_EPS`; all zero for a group of one or of equal rewards."""
+    n = len(rewards)
+    if n < 2:
+        return [0.0] * n
+    mean = sum(rewards) / n
+    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / (n - 1))
+    if std == 0.0:
+        return [0.0] * n
+    return [(r - mean) / (std + ADVANTAGE_EPS) for r in rewards]
 
 
 SIMULATED_FAILURE = {
@@ -109,20 +136,20 @@ class SimulatedPolicy:
         self.group_size = config.rollout.group_size
         self.reward = config.rollout.reward
         self.eval_k = config.log.eval_k
-        self.skill_logit: dict[str, float] = {}
-        self.structure_logit: dict[str, float] = {}
+        self.unit_logit: dict[str, float] = {}
         self.updates = 0
         self._offsets: dict[str, float] = {}  # derived from the seed, not state
+        self._units: dict[str, list[list[str]]] = {}  # derived from the task, not state
+        self._attempts: dict[tuple[int, str, int], list[Attempt]] = {}  # this step's
 
     # -- the learner's competence ----------------------------------------------------------
-    def _skill(self, task: Task) -> float:
-        """The skill's logit: its initial draw until an update changes it (a read stores
+    def logit(self, unit: str) -> float:
+        """A unit's logit: its initial draw until an update changes it (a read stores
         nothing, so evaluating never changes the learner's state)."""
-        key = skill_key(task)
-        logit = self.skill_logit.get(key)
+        logit = self.unit_logit.get(unit)
         if logit is None:
-            rng = random.Random(f"rods-sim:skill:{self.seed}:{key}")
-            logit = rng.gauss(self.config.initial_logit, self.config.skill_spread)
+            rng = random.Random(f"rods-sim:unit:{self.seed}:{unit}")
+            logit = rng.gauss(self.config.initial_logit, self.config.unit_spread)
         return logit
 
     def _offset(self, task: Task) -> float:
@@ -132,15 +159,21 @@ class SimulatedPolicy:
             offset = self._offsets[task.id] = rng.gauss(0.0, self.config.task_spread)
         return offset
 
-    def action_probability(self, task: Task) -> float:
-        """Probability that one action of ``task`` is done right, now."""
-        logit = self._skill(task) + self.structure_logit.get(structure_key(task), 0.0)
-        return _sigmoid(logit + self._offset(task))
+    def units(self, task: Task) -> list[list[str]]:
+        """The task's actions by turn (:func:`turn_units`, kept per task)."""
+        found = self._units.get(task.id)
+        if found is None:
+            found = self._units[task.id] = turn_units(task)
+        return found
+
+    def action_probabilities(self, task: Task) -> list[list[float]]:
+        """Probability that each action of each turn of ``task`` succeeds, now."""
+        offset = self._offset(task)
+        return [[_sigmoid(self.logit(u) + offset) for u in turn] for turn in self.units(task)]
 
     def turn_probabilities(self, task: Task) -> list[float]:
-        """Probability that each turn of ``task`` passes, now."""
-        p = self.action_probability(task)
-        return [p ** turn_actions(turn) for turn in task.turns]
+        """Probability that each turn of ``task`` passes, now: the product of its actions'."""
+        return [math.prod(turn) for turn in self.action_probabilities(task)]
 
     def expected(self, task: Task) -> tuple[float, float]:
         """Expected progress and success probability of ``task``, now."""
@@ -148,10 +181,21 @@ class SimulatedPolicy:
         return sum(probs) / len(probs), math.prod(probs)
 
     # -- the Policy protocol ---------------------------------------------------------------
-    def _episode(self, task: Task, probs: list[float], rng: random.Random, trial: int) -> Any:
-        passed = [rng.random() < q for q in probs]
+    def _episode(
+        self, task: Task, rng: random.Random, trial: int
+    ) -> tuple[EpisodeRecord, list[Attempt]]:
+        attempts: list[Attempt] = []
+        passed = []
+        for units, probs in zip(self.units(task), self.action_probabilities(task), strict=True):
+            ok = True
+            for unit, p in zip(units, probs, strict=True):
+                ok = rng.random() < p
+                attempts.append((unit, ok, p))
+                if not ok:
+                    break  # the turn is lost: its later actions are not attempted
+            passed.append(ok)
         progress = sum(passed) / len(passed)
-        return EpisodeRecord(
+        record = EpisodeRecord(
             task_id=task.id,
             trial=trial,
             rewards=[progress],
@@ -163,48 +207,59 @@ class SimulatedPolicy:
                 for i, ok in enumerate(passed)
             ],
         )
+        return record, attempts
 
     def rollouts(self, tasks: Sequence[Task], *, step: int) -> RolloutBatch:
         """Draw ``group_size`` simulated episodes of each task (seeded by run, step, task,
         trial)."""
         started = time.perf_counter()
+        self._attempts = {}
         groups = []
         for task in tasks:
-            probs = self.turn_probabilities(task)
             episodes = []
             for trial in range(self.group_size):
                 rng = random.Random(f"rods-sim:rollout:{self.seed}:{step}:{task.id}:{trial}")
-                episodes.append(self._episode(task, probs, rng, trial))
+                record, attempts = self._episode(task, rng, trial)
+                self._attempts[(step, task.id, trial)] = attempts
+                episodes.append(record)
             rewards = [
                 e.progress if self.reward == "progress" else float(e.success) for e in episodes
             ]
             groups.append(Group(task=task, episodes=episodes, rewards=rewards))
         return RolloutBatch(groups, {"generate": time.perf_counter() - started, "env": 0.0}, 0)
 
+    def _attempts_of(self, task: Task, trial: int, step: int) -> list[Attempt]:
+        found = self._attempts.get((step, task.id, trial))
+        if found is None:  # not this step's rollout: draw the same episode again
+            rng = random.Random(f"rods-sim:rollout:{self.seed}:{step}:{task.id}:{trial}")
+            found = self._episode(task, rng, trial)[1]
+        return found
+
     def update(self, groups: Sequence[Group], *, step: int) -> dict[str, float]:
-        """Raise the skill and structure logits of each group by its reward std (see the
-        module docstring); returns the update's size."""
+        """One policy-gradient step on the unit logits (see the module docstring); returns
+        the update's size."""
         if not groups:
             return {"groups": 0.0, "signal": 0.0}
-        cfg = self.config
-        n = len(groups)
+        grad: dict[str, float] = {}
         signal = 0.0
         for group in groups:
-            task = group.task
-            std = group.std
-            signal += std
-            key = skill_key(task)
-            self.skill_logit[key] = self._skill(task) + cfg.skill_lr * std / n
-            skey = structure_key(task)
-            self.structure_logit[skey] = (
-                self.structure_logit.get(skey, 0.0) + cfg.signature_lr * std / n
-            )
+            advantages = group_advantages(group.rewards)
+            signal += sum(abs(a) for a in advantages) / max(len(advantages), 1)
+            size = len(group.episodes)
+            for episode, advantage in zip(group.episodes, advantages, strict=True):
+                if advantage == 0.0:
+                    continue
+                for unit, ok, p in self._attempts_of(group.task, episode.trial, step):
+                    grad[unit] = grad.get(unit, 0.0) + advantage * ((1.0 if ok else 0.0) - p) / size
+        n = len(groups)
+        for unit, g in grad.items():
+            self.unit_logit[unit] = self.logit(unit) + self.config.lr * g / n
         self.updates += 1
-        skills = list(self.skill_logit.values())  # the skills trained so far
+        trained = list(self.unit_logit.values())
         return {
             "groups": float(n),
             "signal": signal / n,
-            "trained_skill_p": sum(_sigmoid(x) for x in skills) / len(skills),
+            "trained_unit_p": sum(_sigmoid(x) for x in trained) / len(trained) if trained else 0.0,
         }
 
     def evaluate(self, tasks: Sequence[Task], *, step: int) -> dict[str, Any]:
@@ -215,10 +270,9 @@ class SimulatedPolicy:
         expected = [self.expected(t) for t in tasks]
         sampled = []
         for task in tasks:
-            probs = self.turn_probabilities(task)
             for trial in range(self.eval_k):
                 rng = random.Random(f"rods-sim:eval:{self.seed}:{step}:{task.id}:{trial}")
-                sampled.append(self._episode(task, probs, rng, trial))
+                sampled.append(self._episode(task, rng, trial)[0])
         return {
             "simulated": True,
             "tasks": len(tasks),
@@ -229,15 +283,10 @@ class SimulatedPolicy:
         }
 
     def save(self, directory: Path) -> None:
-        """Write the learner's logits."""
+        """Write the learner's unit logits."""
         write_json(
             Path(directory) / STATE_FILE,
-            {
-                "simulated": True,
-                "skill_logit": self.skill_logit,
-                "structure_logit": self.structure_logit,
-                "updates": self.updates,
-            },
+            {"simulated": True, "unit_logit": self.unit_logit, "updates": self.updates},
         )
 
     def load(self, directory: Path) -> None:
@@ -245,11 +294,10 @@ class SimulatedPolicy:
         path = Path(directory) / STATE_FILE
         try:
             state = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            self.unit_logit = {k: float(v) for k, v in state["unit_logit"].items()}
+            self.updates = int(state["updates"])
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise RodsError(f"{path}: cannot read the simulated policy's state ({exc})") from None
-        self.skill_logit = {k: float(v) for k, v in state["skill_logit"].items()}
-        self.structure_logit = {k: float(v) for k, v in state["structure_logit"].items()}
-        self.updates = int(state["updates"])
 
     def close(self) -> None:
         """Nothing to release."""

@@ -37,6 +37,10 @@ from rods_env.tools import Toolkit, to_jsonable
 CANDIDATES_TRIED = 8
 """Candidates replayed per hidden value before the value counts as pinned down."""
 
+CANDIDATES_EXHAUSTIVE = 48
+"""With ``exhaustive=True``, every candidate is replayed, up to this many (more: not
+pinned down)."""
+
 MIN_EVIDENCE = 3
 """Strings shorter than this in a record are not evidence (codes such as "no", "M")."""
 
@@ -178,17 +182,27 @@ _VERDICTS: OrderedDict[tuple[object, ...], tuple[weakref.ref[Gold], str | None]]
 variant (a weak reference tells the same gold from a new one that reuses its id)."""
 
 
-def no_ask_value(domain: Domain, task: Task, gold: Gold) -> str | None:
+def no_ask_value(domain: Domain, task: Task, gold: Gold, *, exhaustive: bool = False) -> str | None:
     """A hidden fact that an agent which never asks for it can still pin down, or None.
 
     Returns ``"<label>: <value>"`` for the first hidden value whose every candidate is ruled
     out (see the module docstring), None when every hidden fact needs asking.
+
+    Args:
+        domain: The task's domain.
+        task: The task, with hidden facts.
+        gold: Its gold replay.
+        exhaustive: Rule out every candidate before a value counts as pinned down (up to
+            :data:`CANDIDATES_EXHAUSTIVE`), not the first :data:`CANDIDATES_TRIED`: the
+            verdict "pinned down" is then sound, as *deepen* needs (the task must stay
+            solvable); the missing-parameter check only needs "not pinned down" sound.
     """
     hidden = [(t, label) for t, turn in enumerate(task.turns) for label in turn.hidden_facts]
     if not hidden:
         return None
     key = (
         id(gold),
+        exhaustive,
         domain.name,
         tuple(f"{t.request}\x1f{','.join(t.hidden_facts)}" for t in task.turns),
         tuple(sorted(task.user.facts.items())),
@@ -196,7 +210,7 @@ def no_ask_value(domain: Domain, task: Task, gold: Gold) -> str | None:
     hit = _VERDICTS.get(key)
     if hit is not None and hit[0]() is gold:
         return hit[1]
-    verdict = _no_ask_value(domain, task, gold, hidden)
+    verdict = _no_ask_value(domain, task, gold, hidden, exhaustive)
     _VERDICTS[key] = (weakref.ref(gold), verdict)
     while len(_VERDICTS) > 64:
         _VERDICTS.popitem(last=False)
@@ -204,7 +218,7 @@ def no_ask_value(domain: Domain, task: Task, gold: Gold) -> str | None:
 
 
 def _no_ask_value(
-    domain: Domain, task: Task, gold: Gold, hidden: list[tuple[int, str]]
+    domain: Domain, task: Task, gold: Gold, hidden: list[tuple[int, str]], exhaustive: bool
 ) -> str | None:
     writes = domain.toolkit.write_names()
     calls = task.gold_calls
@@ -218,7 +232,7 @@ def _no_ask_value(
             + [v for lb, v in task.user.facts.items() if lb not in hidden_labels]
         )
         for leaf in sorted(leaves):
-            if not _pinned(domain, task, gold, t, leaf, known, writes, calls, turn_of):
+            if not _pinned(domain, task, gold, t, leaf, known, writes, calls, turn_of, exhaustive):
                 break
         else:
             if leaves:
@@ -236,6 +250,7 @@ def _pinned(
     writes: frozenset[str],
     calls: tuple[ToolCall, ...],
     turn_of: list[int],
+    exhaustive: bool = False,
 ) -> bool:
     """Whether the no-ask agent can tell ``leaf`` (part of a hidden fact) from every other
     candidate it sees."""
@@ -267,7 +282,9 @@ def _pinned(
             if len(s) == target[0] and s != leaf and kind(s) == target
         )
     )
-    for cand in candidates[:CANDIDATES_TRIED]:
+    if exhaustive and len(candidates) > CANDIDATES_EXHAUSTIVE:
+        return False  # too many to rule out one by one: not provably pinned down
+    for cand in candidates if exhaustive else candidates[:CANDIDATES_TRIED]:
         trial = task.model_copy(
             update={
                 "turns": tuple(

@@ -40,9 +40,10 @@ from typing import Any
 
 from rods_env.domain import Domain
 from rods_env.gold import Gold, replay_gold
+from rods_env.leaves import value_leaves
 from rods_env.padding import long_size_tokens
 from rods_env.rewards import mentions
-from rods_env.signature import compute_signature, value_leaves
+from rods_env.signature import compute_signature
 from rods_env.synthesis.asking import kind as value_kind
 from rods_env.synthesis.asking import no_ask_value, replay_variant, string_leaves
 from rods_env.synthesis.execute import Candidate, replay

@@ -55,7 +55,7 @@ from rods_env.exploits import exploit_passes
 from rods_env.gold import Gold
 from rods_env.splits import leaked_customers
 from rods_env.synthesis.asking import no_ask_value
-from rods_env.synthesis.plan import Reject
+from rods_env.synthesis.plan import Reject, resolve
 from rods_env.synthesis.text import text_problems
 from rods_env.task import Signature, Task
 from rods_env.tools import Toolkit
@@ -95,7 +95,7 @@ _ARITHMETIC = re.compile(r"^[\d\s.,+\-*/()%]+$")
 # -- individual checks ---------------------------------------------------------------------
 def check_state_change(domain: Domain, task: Task, gold: Gold) -> None:
     """Reject when a writing skill (or a turn with write calls) changes nothing."""
-    skill = domain.skill_map.get(task.skill)
+    skill = resolve(domain, task.skill)
     if skill is not None and skill.writes and not gold.final:
         raise Reject("no_state_change", f"skill {task.skill} writes but the gold changes nothing")
     writes = domain.toolkit.write_names()
@@ -147,6 +147,37 @@ def check_one_step(old: Signature, new: Signature, axis: str | None) -> None:
         )
 
 
+def _requests(signature: Signature) -> int:
+    return sum(signature.requests) if signature.requests is not None else 1
+
+
+def check_extension(old: Signature, new: Signature, step: str) -> None:
+    """Reject unless ``new`` is ``old`` with one more request (``join``: in its last turn;
+    ``append``: in new turns), the calls of ``old`` first and their value flow unchanged."""
+    n = len(old.tools)
+    if new.tools[:n] != old.tools:
+        raise Reject("signature_mismatch", f"{step}: the parent's calls are not kept first")
+    if tuple(e for e in new.edges if e[1] < n) != old.edges:
+        raise Reject("signature_mismatch", f"{step}: the parent's value flow changed")
+    if _requests(new) != _requests(old) + 1:
+        raise Reject(
+            "signature_mismatch",
+            f"{step}: {_requests(new)} requests, expected {_requests(old) + 1}",
+        )
+    if step == "join" and new.turns != old.turns:
+        raise Reject("signature_mismatch", f"join: {new.turns} turns, expected {old.turns}")
+    if step == "append" and new.turns <= old.turns:
+        raise Reject("signature_mismatch", f"append: {new.turns} turns, not more than {old.turns}")
+
+
+def check_deeper(old: Signature, new: Signature) -> None:
+    """Reject unless ``new`` has ``old``'s calls and turns with a longer dependency chain."""
+    if (new.tools, new.turns, new.writes) != (old.tools, old.turns, old.writes):
+        raise Reject("signature_mismatch", f"deepen: {new.key} has other calls than {old.key}")
+    if new.depth <= old.depth:
+        raise Reject("signature_mismatch", f"deepen: depth {new.depth}, not more than {old.depth}")
+
+
 def check_signature(expected: Signature, actual: Signature, mode: str, axis: str | None) -> None:
     """Reject when ``actual`` is not the planned structure.
 
@@ -154,9 +185,14 @@ def check_signature(expected: Signature, actual: Signature, mode: str, axis: str
         expected: The seed's signature (or, for an augmentation, the implied one).
         actual: The candidate's signature.
         mode: ``"resample"`` (must be equal) or ``"expand"`` (one step larger).
-        axis: The grown shape axis (expand).
+        axis: The grown shape axis, or the expansion step (``join``, ``append``,
+            ``deepen``).
     """
-    if mode == "expand":
+    if mode == "expand" and axis in ("join", "append"):
+        check_extension(expected, actual, axis)
+    elif mode == "expand" and axis == "deepen":
+        check_deeper(expected, actual)
+    elif mode == "expand":
         check_one_step(expected, actual, axis)
     elif actual.key != expected.key:
         raise Reject("signature_mismatch", f"{actual.key} != {expected.key}")
@@ -279,6 +315,24 @@ def _policy_numbers(policy: str) -> frozenset[float]:
     return frozenset(_numbers_in(policy))
 
 
+_TEXTS: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+
+
+def _output_text(value: Any) -> str:
+    """A gold output's compact JSON text, kept for recent outputs by identity (gold outputs
+    are shared and never changed: a record returned again is the same object)."""
+    if not isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    hit = _TEXTS.get(id(value))
+    if hit is not None and hit[0] is value:
+        return hit[1]
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    _TEXTS[id(value)] = (value, text)
+    while len(_TEXTS) > 8192:
+        _TEXTS.popitem(last=False)
+    return text
+
+
 class _Known:
     """What the agent can know at some point: the text it has seen and the numbers in it.
 
@@ -298,7 +352,7 @@ class _Known:
         self.pending.append(text)
 
     def add_output(self, value: Any) -> None:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        text = _output_text(value)
         self.text = f"{self.text}\x00{text}"
         self.pending.append(text)
 
@@ -384,6 +438,7 @@ def dedupe_key(task: Task, gold: Gold) -> str:
         task.db_size,
         tuple((t.outputs, t.withheld_tools, t.hidden_facts) for t in task.turns),
         tuple(c.key() for c in task.gold_calls) if not gold.final else (),
+        tuple(sorted(task.user.facts)),
     )
     hit = _KEYS.get(memo)
     if hit is not None and hit[0]() is gold:
@@ -399,9 +454,11 @@ def compute_dedupe_key(task: Task, gold: Gold) -> str:
     """Key under which two tasks count as duplicates.
 
     Same domain, variant, database (seed and size), per-turn gold effect and required
-    outputs (and withheld tools / hidden facts). A task whose gold writes nothing is also
-    keyed by its gold calls, so look-ups of different entities that happen to give the same
-    answer stay distinct.
+    outputs (and withheld tools / hidden facts), and the same kinds of facts the customer
+    knows (their labels: a task whose customer no longer states the order id, so the agent
+    must find it, is another task than its parent). A task whose gold writes nothing is
+    also keyed by its gold calls, so look-ups of different entities that happen to give the
+    same answer stay distinct.
     """
     h = hashlib.sha256()
     h.update(f"{task.domain}\x1f{task.variant}\x1f{task.db_seed}\x1f{task.db_size}\x1e".encode())
@@ -414,6 +471,7 @@ def compute_dedupe_key(task: Task, gold: Gold) -> str:
             ).encode()
         )
         h.update(b"\x1d")
+    h.update(("\x1f".join(sorted(task.user.facts)) + "\x1d").encode())
     if not gold.final:
         h.update("\x1f".join(c.key() for c in task.gold_calls).encode())
     return h.hexdigest()[:32]

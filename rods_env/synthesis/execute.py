@@ -14,10 +14,12 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from rods_env.domain import Domain, SkillUnavailable
-from rods_env.gold import Gold, GoldError, replay_gold
+from rods_env.gold import GOLD_CACHE, Gold, GoldError, replay_gold
 from rods_env.signature import compute_signature
 from rods_env.splits import generation_database
-from rods_env.synthesis.plan import Plan, Reject
+from rods_env.synthesis.compose import extend
+from rods_env.synthesis.deepen import deepen
+from rods_env.synthesis.plan import STEPS, Plan, Reject
 from rods_env.task import Provenance, Task
 
 PENDING_ID = "pending"
@@ -67,7 +69,13 @@ def precheck_tools(plan: Plan, tools: tuple[str, ...]) -> None:
             call of the seed is missing).
     """
     old = plan.parent_signature.tools
-    if plan.mode == "resample":
+    if plan.axis in STEPS:
+        if tools[: len(old)] != old:
+            raise Reject(
+                "signature_mismatch",
+                f"expand by {plan.axis}: tools {'+'.join(tools)} do not start with {'+'.join(old)}",
+            )
+    elif plan.mode == "resample":
         if tools != old:
             raise Reject("signature_mismatch", f"tools {'+'.join(tools)} != {'+'.join(old)}")
     elif Counter(old) - Counter(tools):
@@ -78,9 +86,10 @@ def precheck_tools(plan: Plan, tools: tuple[str, ...]) -> None:
 
 
 def calls_key(task: Task) -> str:
-    """The gold calls of ``task`` on its database, turn by turn, with what each turn requires:
-    two tasks with the same calls key have the same gold effect, hence the same dedupe key."""
-    parts = [task.domain, task.variant, str(task.db_seed), task.db_size]
+    """The gold calls of ``task`` on its database, turn by turn, with what each turn requires
+    and the labels of the customer's facts: two tasks with the same calls key have the same
+    gold effect and facts, hence the same dedupe key."""
+    parts = [task.domain, task.variant, str(task.db_seed), task.db_size, *sorted(task.user.facts)]
     for turn in task.turns:
         parts.append("\x1e".join(c.key() for c in turn.calls))
         parts.append(repr((turn.outputs, turn.withheld_tools, sorted(turn.hidden_facts))))
@@ -88,7 +97,10 @@ def calls_key(task: Task) -> str:
 
 
 def execute(
-    domain: Domain, plan: Plan, rng: random.Random, seen_calls: Collection[str] = ()
+    domain: Domain,
+    plan: Plan,
+    rng: random.Random,
+    seen_calls: Collection[str] = (),
 ) -> Candidate:
     """Generate a task for ``plan`` with new entities drawn by ``rng``, and replay its gold.
 
@@ -106,8 +118,17 @@ def execute(
     """
     # entities are drawn from the customers of the parent's split only (rods_env.splits)
     db = generation_database(domain, plan.db_seed, plan.db_size, plan.parent.split)
+    skill_name = plan.skill.name
     try:
-        draft = plan.skill.generate(db, rng, dict(plan.shape))
+        if plan.axis in ("join", "append"):
+            gold = GOLD_CACHE.get(domain, plan.parent)
+            skill_name, draft = extend(
+                domain, plan.parent, gold, db.base, rng, join=plan.axis == "join"
+            )
+        elif plan.axis == "deepen":
+            draft = deepen(domain, plan.parent, GOLD_CACHE.get(domain, plan.parent), rng)
+        else:
+            draft = plan.skill.generate(db, rng, dict(plan.shape))
         precheck_tools(plan, tuple(c.name for turn in draft.turns for c in turn.calls))
         parent = plan.parent
         # The skill may report the complete shape it used (structural choices it drew
@@ -116,9 +137,11 @@ def execute(
         task = Task(
             id=PENDING_ID,
             domain=domain.name,
-            skill=plan.skill.name,
+            skill=skill_name,
             shape=dict(plan.shape if drawn is None else drawn),
             split=parent.split,
+            # a step of STEPS keeps the parent's turns, and so its augmentation
+            variant=parent.variant if plan.axis in STEPS else "base",
             db_seed=plan.db_seed,
             db_size=plan.db_size,
             user=draft.user,
@@ -128,6 +151,8 @@ def execute(
                 parent_id=parent.id,
                 generation=parent.provenance.generation + 1,
                 mode=plan.mode,
+                augment=parent.provenance.augment if plan.axis in STEPS else None,
+                step=plan.axis,
             ),
         )
     except SkillUnavailable as exc:

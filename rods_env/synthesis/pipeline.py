@@ -34,7 +34,7 @@ from rods_env.synthesis.augment import (
 )
 from rods_env.synthesis.critique import PolicyCheck, critique, dedupe_key
 from rods_env.synthesis.execute import Candidate, calls_key, content_id, execute
-from rods_env.synthesis.plan import MODES, Reject, plan
+from rods_env.synthesis.plan import GROW, MODES, STEPS, Reject, plan
 from rods_env.synthesis.rewrite import rewrite
 from rods_env.task import Task
 
@@ -65,6 +65,9 @@ class SynthesisConfig:
             wanted in a long-context variant's tool outputs, up to model context lengths
             (the domains offer 4k, 8k, 16k and 32k worlds; a larger size is taken when the
             smaller does not reach ``long_ratio``).
+        grow: What *expand* may grow (:data:`~rods_env.synthesis.plan.GROW`): ``shape``
+            (a skill's own axes), ``join`` (one more request in the last turn),
+            ``append`` (one more request in a new turn), ``deepen`` (a longer chain).
     """
 
     per_seed: int = 5
@@ -76,6 +79,7 @@ class SynthesisConfig:
     policy_checks: tuple[PolicyCheck, ...] = ()
     long_ratio: float = LONG_MIN_RATIO
     long_tokens: int = LONG_TOKENS
+    grow: tuple[str, ...] = GROW
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -92,6 +96,12 @@ class SynthesisConfig:
                 f"unknown augmentation {', '.join(map(repr, bad))}; kinds: {', '.join(AUGMENTS)}"
             )
         object.__setattr__(self, "augment", tuple(dict.fromkeys(self.augment)))
+        unknown = [g for g in self.grow if g not in GROW]
+        if unknown or not self.grow:
+            raise ConfigError(
+                f"grow must name one or more of {', '.join(GROW)}, got {', '.join(self.grow) or 'none'}"
+            )
+        object.__setattr__(self, "grow", tuple(dict.fromkeys(self.grow)))
 
 
 @dataclass(frozen=True)
@@ -161,6 +171,7 @@ class Synthesizer:
         self._domains: dict[str, Domain] = dict(domains or {})
         self.seen: set[str] = set(known)
         self._alternatives: dict[str, dict[str, set[str]]] = {}
+        self._sorted: dict[str, dict[str, list[str]]] = {}  # _alternatives, sorted
         self._rounds: dict[str, int] = {}
         self._calls: set[str] = set()  # calls keys of known tasks: duplicates before replay
 
@@ -192,7 +203,10 @@ class Synthesizer:
         bank = self._alternatives.setdefault(task.domain, {})
         for label, value in task.user.facts.items():
             if value:
-                bank.setdefault(label, set()).add(value)
+                known = bank.setdefault(label, set())
+                if value not in known:
+                    known.add(value)
+                    self._sorted.pop(task.domain, None)
 
     def _rng(self, tag: str, stage: str) -> random.Random:
         return random.Random(f"rods-synth:{tag}:{stage}")
@@ -209,16 +223,22 @@ class Synthesizer:
         return replace(cand, task=task)
 
     # -- stages ----------------------------------------------------------------------------
-    def _base(self, domain: Domain, parent: Task, index: int, tag: str) -> tuple[Candidate, str]:
+    def _base(
+        self, domain: Domain, parent: Task, index: int, attempt: int, tag: str
+    ) -> tuple[Candidate, str]:
         cfg = self.config
-        p = plan(domain, parent, cfg.mode, index)
+        p = plan(domain, parent, cfg.mode, index, attempt, cfg.grow)
         if p.variant == "long_context":
             # a long-context seed is a pair: draw new entities on its base world, then pair
             p = replace(p, db_size=BASE_SIZE)
         cand = execute(domain, p, self._rng(tag, "execute"), self._calls)
-        if cfg.rewrite:
+        # a step of STEPS keeps the parent's requests word for word (a new request is
+        # phrased when it is added)
+        if cfg.rewrite and p.axis not in STEPS:
             cand = replace(cand, task=rewrite(cand.task, self._rng(tag, "rewrite")))
-        if p.variant != "base":  # keep the seed's augmentation: it is part of its structure
+        # keep the seed's augmentation: it is part of its structure (a step of STEPS keeps
+        # the seed's turns, augmentation included)
+        if p.variant != "base" and p.axis not in STEPS:
             if p.variant == "long_context":
                 tokens = long_size_tokens(parent.db_size) or cfg.long_tokens
                 cand = long_context(domain, cand, self._rng(tag, "inherit"), cfg.long_ratio, tokens)
@@ -286,7 +306,13 @@ class Synthesizer:
         yield Accepted(aug.task, aug.gold, key)
 
     def _guesses(self, domain: str) -> dict[str, list[str]]:
-        return {label: sorted(vals) for label, vals in self._alternatives.get(domain, {}).items()}
+        # sorted once per change of the bank, not per augmentation (it holds every fact
+        # value of every task the synthesizer has seen)
+        found = self._sorted.get(domain)
+        if found is None:
+            bank = self._alternatives.get(domain, {})
+            found = self._sorted[domain] = {label: sorted(vals) for label, vals in bank.items()}
+        return found
 
     # -- entry points ----------------------------------------------------------------------
     def next_round(self, parent: Task) -> int:
@@ -322,7 +348,7 @@ class Synthesizer:
             for attempt in range(cfg.attempts):
                 tag = f"{cfg.seed}:{parent.id}:{cfg.mode}:{index}:{attempt}{suffix}"
                 try:
-                    base, key = self._base(domain, parent, index, tag)
+                    base, key = self._base(domain, parent, index, attempt, tag)
                 except Reject as r:
                     yield Rejection(parent.id, r.reason, r.detail, cfg.mode)
                     if r.reason in FINAL_PLAN_REASONS:

@@ -1,10 +1,15 @@
 """Plan: from a seed task, choose the structure of the next variant.
 
 *resample* keeps the seed's skill and shape (so the signature should come out equal);
-*expand* grows one shape axis of the skill by one step (one more item, one more passenger,
-one more turn). Axes are tried round-robin over the variant index, in the order the skill
-declares them in :attr:`rods_env.domain.Skill.limits`, skipping axes already at their
-maximum, so a seed's expansions cover every axis that can grow.
+*expand* takes one step: it grows one shape axis of the skill by one (one more item, one
+more passenger, one more turn, within :attr:`rods_env.domain.Skill.limits`), or adds one
+request of the same customer (:mod:`rods_env.synthesis.compose`: ``join``, in the last
+turn; ``append``, in a new turn), or makes a value the customer states one the agent must
+find (``deepen``, :mod:`rods_env.synthesis.deepen`). The steps open to a seed are tried
+round-robin over the variant index, the attempt and the seed's generation: the skill's
+axes first, in declared order, skipping axes at their maximum; then ``join``, ``append``
+and ``deepen``. So a seed's expansions cover every step that can grow it, and a chain of
+generations alternates between them.
 """
 
 from __future__ import annotations
@@ -19,6 +24,15 @@ from rods_env.task import Signature, Task
 
 Mode = Literal["resample", "expand"]
 MODES: tuple[str, ...] = ("resample", "expand")
+
+GROW: tuple[str, ...] = ("shape", "join", "append", "deepen")
+"""What *expand* may grow: ``shape`` (an axis of the skill's limits), ``join`` (one more
+request in the last turn: width), ``append`` (one more request in a new turn: turns),
+``deepen`` (a stated value the agent must now find: dependency depth)."""
+
+STEPS: tuple[str, ...] = ("join", "append", "deepen")
+"""The expansion steps that come from the domain's tools and customers, not a skill's
+limits (``Plan.axis`` names them)."""
 
 
 class Reject(Exception):
@@ -44,7 +58,8 @@ class Plan:
         skill: The skill that generates the variant (the parent's skill).
         mode: ``"resample"`` or ``"expand"``.
         shape: Shape passed to the skill.
-        axis: The shape axis grown by *expand* (None for *resample*).
+        axis: What *expand* grows: a shape axis of the skill, or one of :data:`STEPS`
+            (None for *resample*).
         db_seed: Database seed of the variant (the parent's).
         db_size: Database size of the variant (the parent's).
         variant: The parent's variant, re-applied to the new entities so the structure
@@ -61,6 +76,37 @@ class Plan:
     db_size: str
     variant: str
     parent_signature: Signature
+
+
+def resolve(domain: Domain, name: str) -> Skill | None:
+    """The domain's skill ``name``, or the composite of a composed task's skills."""
+    from rods_env.synthesis.compose import resolve_skill
+
+    return resolve_skill(domain, name)
+
+
+def steps(domain: Domain, parent: Task, skill: Skill, grow: tuple[str, ...] = GROW) -> list[str]:
+    """The expansion steps open to ``parent``, in the order they are tried: the skill's
+    axes below their maximum (a task of one skill), then ``join`` and ``append`` (in a
+    domain that declares its customers), then ``deepen`` (when a value the customer
+    states could be found with the tools instead).
+
+    The steps of :data:`STEPS` keep the parent's turns as they are, augmentation included
+    (a held-back fact, a withheld turn, a distractor stay where they are), so they apply to
+    every variant but long context (whose world is derived, not drawn from).
+    """
+    out: list[str] = []
+    if "shape" in grow and not parent.composed:
+        out += growable_axes(skill, dict(parent.shape))
+    if parent.variant != "long_context":
+        if domain.customers:
+            out += [step for step in ("join", "append") if step in grow]
+        if "deepen" in grow:
+            from rods_env.synthesis.deepen import can_deepen
+
+            if can_deepen(domain, parent):
+                out.append("deepen")
+    return out
 
 
 def task_signature(domain: Domain, task: Task) -> Signature:
@@ -86,37 +132,51 @@ def growable_axes(skill: Skill, shape: dict[str, int]) -> list[str]:
     return [axis for axis, (_lo, hi) in skill.limits.items() if shape[axis] < hi]
 
 
-def plan(domain: Domain, parent: Task, mode: str, index: int = 0) -> Plan:
+def plan(
+    domain: Domain,
+    parent: Task,
+    mode: str,
+    index: int = 0,
+    attempt: int = 0,
+    grow: tuple[str, ...] = GROW,
+) -> Plan:
     """Choose the structure of variant number ``index`` of ``parent``.
 
     Args:
         domain: The parent's domain.
         parent: The seed task.
         mode: ``"resample"`` or ``"expand"``.
-        index: Variant number; *expand* grows axis ``index mod (growable axes)``.
+        index: Variant number; *expand* takes step ``(index + attempt + generation) mod
+            (open steps)`` of :func:`steps`.
+        attempt: The try for this variant: a failed try moves on to the next step.
+        grow: What *expand* may grow (see :data:`GROW`).
 
     Raises:
         Reject: ``unknown_skill`` when the domain has no skill of that name,
-            ``cannot_expand`` when every axis is at its maximum (or the skill has none).
+            ``cannot_expand`` when no step can grow the task (every axis at its maximum,
+            and no customers to compose requests of, or an augmented variant).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    skill = domain.skill_map.get(parent.skill)
+    skill = resolve(domain, parent.skill)
     if skill is None:
         raise Reject("unknown_skill", f"domain {domain.name} has no skill '{parent.skill}'")
     shape = full_shape(skill, dict(parent.shape))
     axis = None
     if mode == "expand":
-        axes = growable_axes(skill, shape)
-        if not axes:
+        open_steps = steps(domain, parent, skill, grow)
+        if not open_steps:
             limits = ", ".join(f"{a}<={hi}" for a, (_lo, hi) in skill.limits.items())
             raise Reject(
                 "cannot_expand",
                 f"skill {skill.name} at shape {shape} has no axis below its limit"
-                + (f" ({limits})" if limits else " (it declares no limits)"),
+                + (f" ({limits})" if limits else " (it declares no limits)")
+                + ", and no other step applies",
             )
-        axis = axes[index % len(axes)]
-        shape[axis] += 1
+        generation = parent.provenance.generation
+        axis = open_steps[(index + attempt + generation) % len(open_steps)]
+        if axis not in STEPS:
+            shape[axis] += 1
     return Plan(
         parent=parent,
         skill=skill,

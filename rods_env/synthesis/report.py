@@ -137,16 +137,31 @@ class SynthesisReport:
         keys = sorted(set(seeds) | set(out), key=lambda k: (-(seeds[k] + out[k]), k))
         return {k: {"seeds": seeds[k], "output": out[k]} for k in keys}
 
+    def difficulty(self) -> dict[str, dict[str, float]]:
+        """Mean of each difficulty knob (:attr:`rods_env.task.Signature.knobs`) of the seeds
+        and of the output."""
+
+        def means(tasks: list[Task]) -> dict[str, float]:
+            knobs = [t.signature.knobs for t in tasks if t.signature is not None]
+            if not knobs:
+                return {}
+            return {k: round(sum(x[k] for x in knobs) / len(knobs), 3) for k in knobs[0]}
+
+        return {"seeds": means(self.seeds), "output": means(self.accepted)}
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able summary."""
         n = self.candidates
         secs = self.seconds
+        steps = Counter(t.provenance.step for t in self.accepted if t.provenance.step)
         return {
             "seeds": len(self.seeds),
             "candidates": n,
             "accepted": len(self.accepted),
             "acceptance_rate": round(len(self.accepted) / n, 4) if n else 0.0,
             "accepted_by_kind": dict(sorted(self.accepted_by_kind.items())),
+            "accepted_by_step": dict(sorted(steps.items())),
+            "difficulty": self.difficulty(),
             "rejected": dict(self.rejected.most_common()),
             "rejected_by_kind": {
                 k: dict(v.most_common()) for k, v in sorted(self.rejected_by_kind.items())
@@ -182,6 +197,16 @@ def format_summary(d: Mapping[str, Any]) -> str:
     if d["accepted_by_kind"]:
         kinds = ", ".join(f"{k} {v}" for k, v in d["accepted_by_kind"].items())
         lines.append(f"accepted by kind: {kinds}")
+    if d.get("accepted_by_step"):
+        steps = ", ".join(f"{k} {v}" for k, v in d["accepted_by_step"].items())
+        lines.append(f"accepted by expansion step: {steps}")
+    difficulty = d.get("difficulty", {})
+    if difficulty.get("output"):
+        knobs = ", ".join(
+            f"{k} {difficulty['seeds'].get(k, 0):.2f} -> {v:.2f}"
+            for k, v in difficulty["output"].items()
+        )
+        lines.append(f"difficulty (mean, seeds -> output): {knobs}")
     if d["rejected"]:
         lines.append("rejected by reason:")
         for reason, count in d["rejected"].items():

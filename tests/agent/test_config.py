@@ -74,12 +74,12 @@ def test_every_field_is_described():
 
 
 def test_simulated_learner_section_is_typed():
-    config = load_config(None, ["policy=simulated", "simulated.skill_lr=0.25"])
-    assert config.simulated.skill_lr == 0.25
-    with pytest.raises(ConfigError, match=r"^simulated\.skill_lr: "):
-        load_config(None, ["simulated.skill_lr=fast"])
-    with pytest.raises(ConfigError, match=r"^simulated\.skil_lr: unknown key"):
-        load_config(None, ["simulated.skil_lr=1"])
+    config = load_config(None, ["policy=simulated", "simulated.lr=0.25"])
+    assert config.simulated.lr == 0.25
+    with pytest.raises(ConfigError, match=r"^simulated\.lr: "):
+        load_config(None, ["simulated.lr=fast"])
+    with pytest.raises(ConfigError, match=r"^simulated\.lrr: unknown key"):
+        load_config(None, ["simulated.lrr=1"])
 
 
 def test_zone_thresholds_must_be_ordered():

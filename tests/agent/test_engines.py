@@ -339,6 +339,48 @@ def test_engine_options_reject_bad_values_in_one_line():
     assert EngineOptions(engine="oracle").model_name == "oracle"
 
 
+def test_thinking_switch_reaches_every_engine_or_fails_in_one_line(tiny_model_dir, family_models):
+    """``--thinking on|off``: the server's template kwargs in chat mode, the local template
+    otherwise; a template without the switch is refused by name, not ignored."""
+    from rods_agent.engines import EngineError, EngineOptions, build_engine
+
+    with pytest.raises(ConfigError, match="thinking must be on or off, got 'yes'"):
+        EngineOptions(model="m", thinking="yes")  # type: ignore[arg-type]
+    assert EngineOptions(model="m").thinking_switch is None
+    served = build_engine(
+        EngineOptions(model="m", thinking="off", extra_body={"chat_template_kwargs": {"x": 1}})
+    )
+    try:
+        body = served.extra_body  # type: ignore[attr-defined]
+        assert body["chat_template_kwargs"] == {"x": 1, "enable_thinking": False}
+    finally:
+        served.close()
+    with pytest.raises(EngineError) as info:
+        build_engine(EngineOptions(engine="transformers", model=str(tiny_model_dir), thinking="on"))
+    assert "enable_thinking switch" in str(info.value) and "\n" not in str(info.value)
+    qwen3 = str(family_models.model("qwen3"))
+    for switch, empty_think in (("off", True), ("on", False)):
+        engine = build_engine(EngineOptions(engine="transformers", model=qwen3, thinking=switch))
+        prompt = engine.chat.render(OPENING, add_generation_prompt=True)  # type: ignore[attr-defined]
+        # Qwen3's template closes an empty reasoning block in the prompt when thinking is off
+        assert prompt.endswith("<think>\n\n</think>\n\n") is empty_think
+
+
+def test_a_template_that_prints_the_date_shows_one_fixed_day(family_models):
+    """gpt-oss's real template calls ``strftime_now``: every rendering of one ChatTemplate
+    shows the day it was given (or made on), never the wall clock's."""
+    import datetime
+
+    tokenizer = family_models.tokenizer("gptoss")
+    fixed = ChatTemplate(tokenizer, date=datetime.date(2025, 3, 4))
+    text = fixed.render(OPENING, add_generation_prompt=True)
+    assert "Current date: 2025-03-04\n" in text
+    today = ChatTemplate(tokenizer).render(OPENING)
+    assert f"Current date: {datetime.date.today():%Y-%m-%d}\n" in today
+    qwen3 = ChatTemplate(family_models.tokenizer("qwen3"), date=datetime.date(2025, 3, 4))
+    assert "2025" not in qwen3.render(OPENING)  # a template without a date is untouched
+
+
 def test_model_folder_checks_name_what_is_missing(tmp_path, tiny_model_dir):
     from rods_agent.engines import EngineError, check_model_folder
 

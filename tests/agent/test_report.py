@@ -76,7 +76,9 @@ def test_several_runs_side_by_side(tmp_path, capsys):
         (folder / "config.yaml").write_text(f"mode: {mode}\npolicy: simulated\nsteps: 10\n")
     written = make_report([tmp_path / "static", tmp_path / "rods"], tmp_path / "out")
     assert sorted(p.name for p in written) == [
+        "difficulty.png",
         "effective_group_ratio.png",
+        "modes.png",
         "pool.png",
         "report.md",
         "reward.png",
@@ -131,3 +133,39 @@ def test_first_and_last_means_of_a_short_run_do_not_average_the_same_steps():
     assert summarize(run_of("rods", [0.5]), window=25)["means_over"] == 1
     text = report_markdown([run])
     assert "| rods | rods | 6 | 3 | 1.000 | 0.000 |" in text
+
+
+def test_the_modes_side_by_side_and_the_pools_difficulty():
+    """modes.png puts static, filter and rods in that order, whatever order they come in;
+    difficulty.png draws the pool's knobs, raw and smoothed, for the runs that report them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = []
+    for mode in ("rods", "static", "filter"):
+        run = run_of(mode, [0.9, 0.5, 0.2, 0.4])
+        for i, row in enumerate(run.rows):
+            row["pool"] = {**row.get("pool", {}),
+                           "difficulty": {"depth": 2 + i, "width": 1, "turns": 1 + i, "skills": 1}}  # fmt: skip
+        runs.append(run)
+    fig = PANELS["modes.png"](runs, 2, "")
+    assert [ax.get_title() for ax in fig.axes] == [
+        "static (static)",
+        "filter (filter)",
+        "rods (rods)",
+    ]
+    plt.close(fig)
+    fig = PANELS["difficulty.png"](runs, 2, "")
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].startswith("dependency depth") and titles[3] == "skills composed"
+    depth = fig.axes[0]
+    raw = depth.get_lines()[0]
+    assert list(raw.get_ydata()) == [2, 3, 4, 5]
+    assert "rods (rods): 2-step trailing mean" in _legend(depth)
+    plt.close(fig)
+    bare = run_of("static", [0.5, 0.5])
+    fig = PANELS["difficulty.png"]([bare], 2, "")  # no difficulty in its metrics: no curve
+    assert all(not ax.get_lines() for ax in fig.axes)
+    plt.close(fig)

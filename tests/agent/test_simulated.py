@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
 
 from rods_agent.config import load_config
 from rods_agent.training.loop import train
-from rods_agent.training.policy import Group, Policy
-from rods_agent.training.simulated import SimulatedPolicy, turn_actions
+from rods_agent.training.policy import Policy
+from rods_agent.training.simulated import SimulatedPolicy, turn_units
 from rods_env.errors import ConfigError
 from rods_env.fileio import read_jsonl
 
@@ -23,13 +24,16 @@ def retail_train(retail):
     return retail.seed_tasks("train")
 
 
+@pytest.fixture(scope="module")
+def airline():
+    from rods_env.registry import load_domain
+
+    return load_domain("airline")
+
+
 @pytest.fixture
 def policy():
     return SimulatedPolicy(load_config(SIMULATED))
-
-
-def group(task, rewards):
-    return Group(task=task, episodes=[], rewards=list(rewards))
 
 
 def test_it_is_a_policy_and_says_it_is_simulated(policy, retail_tasks):
@@ -51,54 +55,79 @@ def test_rollouts_are_seeded_by_step_task_and_trial(policy, retail_tasks):
     assert all(len(g.rewards) == 8 for g in a.groups)
 
 
-def test_training_on_a_skill_raises_its_success_and_only_with_signal(policy, retail_train):
+def test_training_raises_the_success_of_the_units_practised_and_only_with_signal(
+    policy, retail_train, airline
+):
     task = retail_train[0]
     sibling = next(t for t in retail_train if t.skill == task.skill and t.id != task.id)
-    other = next(t for t in retail_train if t.skill != task.skill)
-    before = {t.id: policy.action_probability(t) for t in (task, sibling, other)}
-    policy.update([group(task, [1.0] * 8)], step=0)  # all equal: no gradient
-    assert policy.action_probability(task) == before[task.id]
-    for step in range(5):
-        policy.update([group(task, [1.0, 0.0] * 4)], step=step)
-    assert policy.action_probability(task) > before[task.id]
-    assert policy.action_probability(sibling) > before[sibling.id]  # same skill
-    assert policy.action_probability(other) == before[other.id]
+    other_domain = airline.seed_tasks("train")[0]
+    before = {t.id: policy.expected(t)[0] for t in (task, sibling, other_domain)}
+    flat = policy.rollouts([task], step=0).groups[0]
+    flat.rewards = [1.0] * len(flat.rewards)  # all equal: no gradient
+    policy.update([flat], step=0)
+    assert policy.expected(task)[0] == before[task.id] and not policy.unit_logit
+    for step in range(1, 30):
+        groups = [g for g in policy.rollouts([task], step=step).groups if len(set(g.rewards)) > 1]
+        policy.update(groups, step=step)
+    assert policy.expected(task)[0] > before[task.id]
+    assert policy.expected(sibling)[0] > before[sibling.id]  # shares its units
+    assert policy.expected(other_domain)[0] == before[other_domain.id]  # shares none
 
 
-def test_zero_variance_groups_in_the_update_dilute_it(policy, retail_train):
+def test_zero_variance_groups_in_the_update_dilute_it(retail_train):
     """The update is a mean over its groups (like the token-mean loss): static, which
     keeps zero-variance groups, learns less per step than filter, which drops them."""
-    task, flat = retail_train[0], retail_train[1]
-    diluted = SimulatedPolicy(load_config(SIMULATED))
-    policy.update([group(task, [1.0, 0.0] * 4)], step=0)
-    diluted.update([group(task, [1.0, 0.0] * 4), group(flat, [1.0] * 8)], step=0)
-    start = SimulatedPolicy(load_config(SIMULATED)).action_probability(task)
-    gain, half = policy.action_probability(task) - start, diluted.action_probability(task) - start
-    assert 0 < half < gain
+    task, other = retail_train[0], retail_train[1]
+    alone, diluted = (SimulatedPolicy(load_config(SIMULATED)) for _ in range(2))
+    step = next(
+        s for s in range(100) if len(set(alone.rollouts([task], step=s).groups[0].rewards)) > 1
+    )
+    signal = alone.rollouts([task], step=step).groups[0]
+    flat = diluted.rollouts([other], step=step).groups[0]
+    flat.rewards = [0.0] * len(flat.rewards)
+    alone.update([signal], step=step)
+    diluted.rollouts([task, other], step=step)
+    diluted.update([signal, flat], step=step)
+    start = SimulatedPolicy(load_config(SIMULATED)).logit
+    gains = {
+        u: (alone.unit_logit[u] - start(u), diluted.unit_logit[u] - start(u))
+        for u in alone.unit_logit
+    }
+    assert gains and all(abs(d - a / 2) < 1e-12 for a, d in gains.values())
 
 
-def test_more_actions_make_a_turn_harder(policy, retail_train):
-    task = max(retail_train, key=lambda t: len(t.turns))
-    probs = policy.turn_probabilities(task)
-    p = policy.action_probability(task)
-    assert probs == [p ** turn_actions(t) for t in task.turns]
-    assert all(0.0 < q < 1.0 for q in probs)
+def test_a_turn_passes_with_the_product_of_its_actions(policy, retail_train):
+    task = max(retail_train, key=lambda t: len(t.gold_calls))
+    units = turn_units(task)
+    probs = policy.action_probabilities(task)
+    assert [len(u) for u in units] == [len(p) for p in probs]
+    assert policy.turn_probabilities(task) == [math.prod(p) for p in probs]
+    calls = [u for turn in units for u in turn if u.startswith("call:")]
+    assert calls == [f"call:retail/{c.name}" for c in task.gold_calls]
+    binds = sum(u == "bind:retail" for turn in units for u in turn)
+    assert binds == len(task.signature.edges)
 
 
-def test_evaluation_changes_nothing_and_state_round_trips(
-    policy, retail_train, retail_tasks, tmp_path
-):
-    for step in range(3):
-        policy.update([group(t, [1.0, 0.0] * 4) for t in retail_train[:5]], step=step)
-    policy.evaluate(retail_tasks, step=3)
-    policy.save(tmp_path)
-    again = SimulatedPolicy(load_config(SIMULATED))
-    again.load(tmp_path)
-    assert again.skill_logit == policy.skill_logit
-    assert again.structure_logit == policy.structure_logit
-    assert [g.rewards for g in again.rollouts(retail_train[:6], step=9).groups] == [
-        g.rewards for g in policy.rollouts(retail_train[:6], step=9).groups
+def test_a_composed_task_is_harder_by_the_product_of_what_it_adds(retail, retail_train):
+    """Honest about depth: a request joined to the last turn multiplies that turn's
+    probability by its own actions'; an appended turn adds a turn at most as likely as
+    that request's actions; nothing the parent asked gets easier (tasks compared without
+    their entity offsets)."""
+    from rods_env.synthesis import synthesize
+
+    policy = SimulatedPolicy(load_config(SIMULATED, ["simulated.task_spread=0"]))
+    parents = {t.id: t for t in retail_train[:40]}
+    grown = [
+        o.task
+        for o in synthesize(list(parents.values()), per_seed=2, mode="expand", domains=retail)
+        if o.accepted and o.task.provenance.step in ("join", "append")
     ]
+    assert {t.provenance.step for t in grown} == {"join", "append"}
+    for child in grown:
+        parent = parents[child.provenance.parent_id]
+        old, new = policy.turn_probabilities(parent), policy.turn_probabilities(child)
+        assert [a >= b for a, b in zip(old, new, strict=False)] == [True] * len(old)
+        assert policy.expected(child)[1] < policy.expected(parent)[1]  # success
 
 
 @pytest.mark.slow

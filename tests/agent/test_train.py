@@ -3,6 +3,7 @@ resume, refusals, and ``rods report``."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
@@ -66,7 +67,8 @@ def test_a_run_writes_every_output(tmp_path):
     out = tmp_path / "run"
     train(load_config(SIMULATED, small(out, "steps=10")))
     assert (out / "config.yaml").exists()
-    assert load_config(out / "config.yaml") == load_config(SIMULATED, small(out, "steps=10"))
+    today = f"rollout.template_date={datetime.date.today()}"  # settled at the start
+    assert load_config(out / "config.yaml") == load_config(SIMULATED, small(out, "steps=10", today))
     rows = read_jsonl(out / "metrics.jsonl")
     assert [r["step"] for r in rows] == list(range(10))
     for row in rows:
@@ -152,6 +154,34 @@ def test_resume_continues_with_more_steps(tmp_path):
     assert untimed(a) == untimed(b)
 
 
+def test_a_resume_on_a_later_day_keeps_the_runs_template_date(tmp_path, monkeypatch):
+    """gpt-oss's template prints today's date: a run keeps the day it started, so a resume
+    tomorrow renders the same prompts (and is not refused as a changed configuration)."""
+    from rods_agent.training import run_dir
+
+    out = tmp_path / "r"
+    train(load_config(SIMULATED, small(out, "steps=4")))
+    started = load_config(out / "config.yaml").rollout.template_date
+    assert started == datetime.date.today()
+
+    class Tomorrow(datetime.date):
+        @classmethod
+        def today(cls) -> datetime.date:
+            return datetime.date(2099, 1, 1)
+
+    monkeypatch.setattr(run_dir.datetime, "date", Tomorrow)
+    train(load_config(SIMULATED, small(out, "steps=6")), resume=True)
+    assert load_config(out / "config.yaml").rollout.template_date == started
+    fresh = tmp_path / "fresh"
+    train(load_config(SIMULATED, small(fresh, "steps=1")))
+    assert load_config(fresh / "config.yaml").rollout.template_date == datetime.date(2099, 1, 1)
+    with pytest.raises(ConfigError, match=r"differs from .* in rollout\.template_date"):
+        train(
+            load_config(SIMULATED, small(out, "steps=8", "rollout.template_date=2030-05-05")),
+            resume=True,
+        )
+
+
 def test_the_simulated_policy_has_no_warm_start(tmp_path):
     with pytest.raises(ConfigError, match=r"warm_start\.enabled: the simulated policy"):
         train(load_config(SIMULATED, small(tmp_path / "r", "warm_start.enabled=true")))
@@ -228,7 +258,7 @@ def test_an_exhausted_pool_stops_the_run_early(tmp_path, capsys):
     mastered_from_the_start = [
         "steps=60",
         "simulated.initial_logit=12",
-        "simulated.skill_spread=0",
+        "simulated.unit_spread=0",
         "data.mastered_k=1",
         "data.expand_mastered=false",
     ]
@@ -258,7 +288,7 @@ def test_the_last_words_say_what_the_run_did(tmp_path, capsys):
         "rods train: trained steps 4-5 (2 steps, resumed at 4), mode rods"
     )
     dry = tmp_path / "dry"
-    mastered = ["steps=60", "simulated.initial_logit=12", "simulated.skill_spread=0",
+    mastered = ["steps=60", "simulated.initial_logit=12", "simulated.unit_spread=0",
                 "data.mastered_k=1", "data.expand_mastered=false"]  # fmt: skip
     assert cli.main(["train", "--config", str(SIMULATED), *small(dry, *mastered)]) == 0
     done = len(read_jsonl(dry / "metrics.jsonl"))

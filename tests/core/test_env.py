@@ -395,3 +395,15 @@ def test_fuzzed_actions_never_raise(toy_env, batch):
     toy_env.reset(seed=0)
     for action in batch:
         fuzz.step_checked(toy_env, action)
+
+
+def test_a_message_dict_is_bounded_like_the_text_it_stands_for(toy_tasks):
+    env = ToolEnv(TOY, tasks=toy_tasks, max_action_chars=2_000)
+    env.reset(options={"task": toy_tasks[0]})
+    amounts = [10**17] * 200  # 3,800 characters written out, none of them in a string
+    call = {"name": "get_account", "arguments": {"account_id": "ACC0001", "amounts": amounts}}
+    text = f"<tool_call>{json.dumps(call)}</tool_call>"
+    message = {"role": "assistant", "content": "", "tool_calls": [{"function": call}]}
+    for action in (text, message):
+        obs, *_ = env.step(action)
+        assert obs.startswith("Error") and ("too long" in obs or "2,000 characters" in obs)

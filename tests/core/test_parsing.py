@@ -82,3 +82,58 @@ def test_parse_never_raises_and_returns_bounded_plain_json(action):
 def test_tag_soup_never_raises(pieces):
     parsed = parse_text("".join(pieces))
     assert parsed.error is None or parsed.calls == ()
+
+
+# -- the action bound holds for a message dict as for text ----------------------------------
+def _as_text(message: dict) -> str:
+    """The text form of a message dict: its content, then its calls as <tool_call> blocks."""
+    blocks = "".join(
+        "<tool_call>" + json.dumps(c["function"], separators=(",", ":")) + "</tool_call>"
+        for c in message.get("tool_calls") or ()
+    )
+    return (message.get("content") or "") + blocks
+
+
+def _numbers_call(values: list) -> dict:
+    call = {"type": "function", "function": {"name": "f", "arguments": {"a": values}}}
+    return {"role": "assistant", "content": "", "tool_calls": [call]}
+
+
+def test_numbers_in_a_message_dict_count_towards_the_action_bound():
+    # 12,000 numbers of 18 digits: 228,000 characters as text, refused; as a dict too
+    big = _numbers_call([10**17] * 12_000)
+    assert "too long" in (parse_action(_as_text(big), 200_000).error or "")
+    assert "more than 200,000 characters" in (parse_action(big, 200_000).error or "")
+    flags = _numbers_call([True, None, False] * 3_000)
+    assert "more than 20,000 characters" in (parse_action(flags, 20_000).error or "")
+    floats = _numbers_call([0.123456789] * 3_000)
+    assert parse_action(floats, 20_000).error
+
+
+def _written(value) -> int:
+    """Characters of a value's strings, keys, numbers and literals as JSON writes them."""
+    if isinstance(value, dict):
+        return sum(len(k) + _written(v) for k, v in value.items())
+    if isinstance(value, list):
+        return sum(_written(v) for v in value)
+    return len(value) if isinstance(value, str) else len(json.dumps(value))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(-(10**17), 10**17),
+            st.floats(allow_nan=False, allow_infinity=False),
+            st.booleans(),
+            st.none(),
+            st.text(alphabet=st.characters(codec="utf-8"), max_size=20),
+        ),
+        max_size=60,
+    ),
+    st.integers(1, 2_000),
+)
+def test_a_message_dict_is_bounded_by_what_it_writes(values, bound):
+    message = _numbers_call(values)
+    refused = parse_action(message, bound).error is not None
+    assert refused == (_written(message) > bound)

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rods_env.gold import Gold, TurnGold
 from rods_env.rewards import (
@@ -36,6 +38,19 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "reward-design.md"
         ("Refund: 1234.50 USD", "1,234.50", True),
         ("Refund: $54.04.", "54.04", True),
         ("On 2024-03-05 we shipped", "3", False),
+        # a code of digits only is glued like a number: not said by a date, time or range
+        ("On 2024-03-05 we shipped", "03", False),
+        ("On 2024-03-05 we shipped", "05", False),
+        ("It left at 10:03.", "03", False),
+        ("Pages 03-05.", "03", False),
+        ("Version 1.03 is out.", "03", False),
+        ("Locker #03 is yours.", "03", False),
+        ("Your row is 03.", "03", True),
+        ("Your row is 03, seat A.", "03", True),
+        ("Zip code 02139 (MA)", "02139", True),
+        ("Either 03 or 04.", "04|05", True),
+        ("On 2024-04-05.", "04|05", False),
+        ("On 2024-03-05 we shipped", "2024-03-05", True),
         ("Tracking number: 1Z9999.", "1z9999", True),
         ("Tracking number: 1Z99990.", "1Z9999", False),
         ("Order #W0012 is cancelled", "#W0012", True),
@@ -245,15 +260,26 @@ class _DB:
 
 
 def test_success_needs_every_turn_passed_and_the_gold_final_state():
-    gold = Gold(
-        turns=(TurnGold({}, ()), TurnGold({}, ())), final={}, fingerprint="", call_outputs=()
-    )
+    gold = Gold(turns=(TurnGold({}, ()), TurnGold({}, ())), final={}, call_outputs=())
     passed = TurnResult(0, True, True, (), ())
     failed = TurnResult(1, False, True, (), ())
     assert success(gold, _DB({}), [passed, passed])  # type: ignore[arg-type]
     # the right final state reached with the writes in the wrong turns is not a success
     assert not success(gold, _DB({}), [passed, failed])  # type: ignore[arg-type]
     assert not success(gold, _DB({("t", "k"): 1}), [passed, passed])  # type: ignore[arg-type]
+
+
+# -- the word-set shortcut of Said agrees with the pattern search -----------------------------
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    st.text(alphabet="ab01 -_:.#/é", max_size=40),
+    st.text(alphabet="ab01_-.", min_size=1, max_size=5),
+)
+def test_said_finds_a_token_exactly_where_the_pattern_does(text, token):
+    from rods_env.rewards import Said, _has_token
+
+    token = token.lower()
+    assert Said(text).has_value(("s", token)) == _has_token(text.lower(), token)
 
 
 # -- why a turn failed ---------------------------------------------------------------------
