@@ -187,3 +187,25 @@ def test_rods_train_on_tau2_retail_with_the_simulated_learner(tmp_path):
         json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     ]
     assert len(rows) == 3 and rows[0]["mode"] == "filter"
+
+
+def test_training_transcripts_keep_rods_clipped_messages_not_tau2s_copy(tmp_path):
+    from environments.tau2.domain import domain_named
+    from rods_agent.config import LogConfig
+    from rods_agent.rollout import EpisodeRecord
+    from rods_agent.training.policy import Group
+    from rods_agent.training.transcripts import RolloutLog
+    from rods_env.oracle import run_episode
+
+    domain = domain_named("tau2-retail")
+    task = domain.seed_tasks("train")[0]
+    info = run_episode(domain.make_env(split=None), domain.oracle_agent(task), task=task)
+    assert info["benchmark_record"]["messages"]
+    record = EpisodeRecord(
+        task_id=task.id,
+        messages=[{"role": "user", "content": "x" * 5000}],
+        benchmark_record=info["benchmark_record"],
+    )
+    log = RolloutLog(tmp_path, LogConfig(rollouts_max_chars=100), start=0)
+    line = log.record(Group(task, [record], [1.0]), 0, "best", 1, "learn", True)
+    assert line["benchmark_record"] is None and len(line["messages"][0]["content"]) < 200
