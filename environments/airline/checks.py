@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from environments.airline.schema import CLOCK_KEY
+from environments.airline.schema import clock, flight_table, reservation_table, user_table
 from environments.airline.tools import COMPENSATION
+from rods_env.database import Tables
 from rods_env.domain import Domain
 from rods_env.gold import Gold
 from rods_env.task import Task, ToolCall
@@ -33,9 +34,10 @@ def _calls(task: Task, gold: Gold) -> Iterator[tuple[ToolCall, Any]]:
     yield from zip(task.gold_calls, gold.call_outputs, strict=True)
 
 
-def _reservation_states(task: Task, gold: Gold, base: Any) -> Iterator[tuple[ToolCall, Any]]:
+def _reservation_states(task: Task, gold: Gold, base: Tables) -> Iterator[tuple[ToolCall, Any]]:
     """Each gold call with the reservation it acts on as it was just before the call (from
     the latest output that showed it, else the base record); None for other calls."""
+    reservations = reservation_table(base)
     latest: dict[str, Any] = {}
     for call, out in _calls(task, gold):
         rid = call.arguments.get("reservation_id")
@@ -43,17 +45,18 @@ def _reservation_states(task: Task, gold: Gold, base: Any) -> Iterator[tuple[Too
         if isinstance(rid, str):
             res = latest.get(rid)
             if res is None:
-                record = base["reservations"].get(rid)
+                record = reservations.get(rid)
                 res = record.model_dump(mode="json") if record is not None else None
         yield call, res
         if isinstance(out, dict) and isinstance(out.get("reservation_id"), str):
             latest[out["reservation_id"]] = out
 
 
-def _statuses(base: Any, res: dict[str, Any]) -> list[str]:
-    out = []
+def _statuses(base: Tables, res: dict[str, Any]) -> list[str]:
+    flights = flight_table(base)
+    out: list[str] = []
     for f in res.get("flights", []):
-        flight = base["flights"].get(f["flight_number"])
+        flight = flights.get(f["flight_number"])
         instance = flight.dates.get(f["date"]) if flight is not None else None
         out.append(instance.status if instance is not None else "unknown")
     return out
@@ -66,13 +69,13 @@ def identify_first(domain: Domain, task: Task, gold: Gold) -> str | None:
     if not calls or calls[0].name != "get_user_details":
         return f"the gold starts with {calls[0].name if calls else 'nothing'}, not get_user_details"
     customer = calls[0].arguments.get("user_id")
-    base = domain.base(task.db_seed, task.db_size)
+    reservations = reservation_table(domain.base(task.db_seed, task.db_size))
     for call in calls:
         uid = call.arguments.get("user_id")
         if uid is not None and uid != customer:
             return f"{call.name} for user {uid}, not the identified {customer}"
         rid = call.arguments.get("reservation_id")
-        res = base["reservations"].get(rid) if isinstance(rid, str) else None
+        res = reservations.get(rid) if isinstance(rid, str) else None
         if res is not None and res.user_id != customer and call.name in _RESERVATION_WRITES:
             return f"{call.name} on reservation {rid} of {res.user_id}, not of {customer}"
     return None
@@ -128,7 +131,7 @@ def cancellation_allowed(domain: Domain, task: Task, gold: Gold) -> str | None:
     """A cancellation meets one of the policy's four conditions (booked within 24 hours, a
     flight cancelled by the airline, business cabin, insured with a covered reason)."""
     base = domain.base(task.db_seed, task.db_size)
-    now = datetime.fromisoformat(base["meta"][CLOCK_KEY].now)
+    now = datetime.fromisoformat(clock(base).now)
     for call, res in _reservation_states(task, gold, base):
         if call.name != "cancel_reservation" or res is None:
             continue
@@ -151,6 +154,7 @@ def compensation_by_the_rules(domain: Domain, task: Task, gold: Gold) -> str | N
     """Compensation only for an eligible customer's delayed or cancelled flight, of the
     policy's amount per passenger, at most once per reservation."""
     base = domain.base(task.db_seed, task.db_size)
+    users = user_table(base)
     sent: set[str] = set()
     for call, res in _reservation_states(task, gold, base):
         if call.name != "send_certificate" or res is None:
@@ -159,7 +163,7 @@ def compensation_by_the_rules(domain: Domain, task: Task, gold: Gold) -> str | N
         if rid in sent:
             return f"reservation {rid} compensated twice"
         sent.add(rid)
-        user = base["users"].get(res["user_id"])
+        user = users.get(res["user_id"])
         eligible = user is not None and (
             user.membership != "regular" or res["insurance"] == "yes" or res["cabin"] == "business"
         )
@@ -178,9 +182,9 @@ def compensation_by_the_rules(domain: Domain, task: Task, gold: Gold) -> str | N
 
 def certificates_only_for_bookings(domain: Domain, task: Task, gold: Gold) -> str | None:
     """ "Travel certificates cannot pay for changes"."""
-    base = domain.base(task.db_seed, task.db_size)
+    users = user_table(domain.base(task.db_seed, task.db_size))
     calls = task.gold_calls
-    user = base["users"].get(str(calls[0].arguments.get("user_id"))) if calls else None
+    user = users.get(str(calls[0].arguments.get("user_id"))) if calls else None
     for call in calls:
         pid = call.arguments.get("payment_id")
         if call.name not in _RESERVATION_WRITES or not isinstance(pid, str):

@@ -42,6 +42,9 @@ from environments.airline.schema import (
     Reservation,
     ReservedFlight,
     User,
+    flight_table,
+    reservation_table,
+    user_table,
 )
 from rods_env.database import Record, record_digest
 from rods_env.errors import ConfigError
@@ -329,7 +332,7 @@ class _World:
         for k in range(self.spec.flights):
             origin = codes[k % len(codes)]
             destination = rng.choice([c for c in codes if c != origin])
-            pair = tuple(sorted((origin, destination)))
+            pair = (min(origin, destination), max(origin, destination))
             if pair not in durations:
                 durations[pair] = rng.randint(2, 10) * 30  # 1 to 5 hours, both directions
             duration = durations[pair]
@@ -601,9 +604,8 @@ def _default_tables(seed: int) -> dict[str, dict[str, Record]]:
 def _long_world(seed: int, tokens: int) -> dict[str, Any]:
     """The ``default`` world of ``seed`` with long histories (see the module docstring)."""
     base = _default_tables(seed)
-    users: dict[str, User] = base["users"]  # type: ignore[assignment]
-    reservations: dict[str, Reservation] = base["reservations"]  # type: ignore[assignment]
-    flights = sorted(base["flights"].values(), key=lambda f: f.flight_number)  # type: ignore[attr-defined]
+    users, reservations = user_table(base), reservation_table(base)
+    flights = sorted(flight_table(base).values(), key=lambda f: f.flight_number)
     past = min(MAX_PAST_RESERVATIONS, tokens * 4 * 4 // (5 * RESERVATION_CHARS))
     owners = list(users)
     owner_index = {uid: i for i, uid in enumerate(owners)}

@@ -16,11 +16,12 @@ Records are frozen; tools replace a record with an updated copy, never mutate on
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Literal, cast
 
 from pydantic import Field
 
-from rods_env.database import Record
+from rods_env.database import Record, Tables
 
 Cabin = Literal["basic_economy", "economy", "business"]
 CABINS: tuple[str, ...] = ("basic_economy", "economy", "business")
@@ -203,3 +204,43 @@ class Reservation(Record):
     nonfree_baggages: int
     insurance: YesNo
     status: Literal["active", "cancelled"] = "active"
+
+
+def clock(tables: Tables) -> Meta:
+    """The ``meta`` record of an Airline database (key :data:`CLOCK_KEY`), typed.
+
+    This and the typed table views below are the one place where a table's name meets its
+    record class, so code reading a database (checks, tools, long worlds) gets typed records
+    without a cast at each lookup. They return what is stored: no copy, no per-record check.
+
+    Args:
+        tables: The tables of an Airline database (a base or a generated world).
+    """
+    return cast(Meta, tables["meta"][CLOCK_KEY])
+
+
+def flight_table(tables: Tables) -> Mapping[str, Flight]:
+    """The ``flights`` table of an Airline database, typed (see :func:`clock`).
+
+    Args:
+        tables: The tables of an Airline database.
+    """
+    return cast("Mapping[str, Flight]", tables["flights"])
+
+
+def user_table(tables: Tables) -> Mapping[str, User]:
+    """The ``users`` table of an Airline database, typed (see :func:`clock`).
+
+    Args:
+        tables: The tables of an Airline database.
+    """
+    return cast("Mapping[str, User]", tables["users"])
+
+
+def reservation_table(tables: Tables) -> Mapping[str, Reservation]:
+    """The ``reservations`` table of an Airline database, typed (see :func:`clock`).
+
+    Args:
+        tables: The tables of an Airline database.
+    """
+    return cast("Mapping[str, Reservation]", tables["reservations"])

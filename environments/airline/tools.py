@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
 from itertools import pairwise
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -39,6 +39,9 @@ from environments.airline.schema import (
     ReservedFlight,
     User,
     YesNo,
+    flight_table,
+    reservation_table,
+    user_table,
 )
 from rods_env.calculator import evaluate_arithmetic
 from rods_env.database import Database
@@ -1071,7 +1074,7 @@ def invariant_violations(db: Database, everything: bool = False) -> list[str]:
                 f"{n} passengers"
             )
         if not everything:
-            before = cast("Reservation | None", db.base["reservations"].get(rid))
+            before = reservation_table(db.base).get(rid)
             now_legs, old_legs = _legs(res), _legs(before)
             for leg in set(now_legs) | set(old_legs):
                 held = now_legs.get(leg, 0) - old_legs.get(leg, 0)
@@ -1083,7 +1086,7 @@ def invariant_violations(db: Database, everything: bool = False) -> list[str]:
         user = db.get("users", uid)
         if user is None:
             continue
-        base = None if everything else cast("User | None", db.base["users"].get(uid))
+        base = None if everything else user_table(db.base).get(uid)
         for pid, method in user.payment_methods.items():
             if isinstance(method, GiftCard | Certificate) and method.amount < 0:
                 bad.append(f"user {uid}: {pid} has {method.amount}")
@@ -1098,7 +1101,7 @@ def invariant_violations(db: Database, everything: bool = False) -> list[str]:
                 )
     for number in keys("flights"):
         flight = db.get("flights", number)
-        base_flight = None if everything else cast("Flight | None", db.base["flights"].get(number))
+        base_flight = None if everything else flight_table(db.base).get(number)
         for day, instance in flight.dates.items():
             for cabin in CABINS:
                 left = instance.available_seats.of(cabin)

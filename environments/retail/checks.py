@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from environments.retail.schema import CANCEL_REASONS
+from environments.retail.schema import CANCEL_REASONS, order_table, product_table
 from rods_env.domain import Domain
 from rods_env.gold import Gold
 from rods_env.task import Task, ToolCall
@@ -48,13 +48,13 @@ def one_customer(domain: Domain, task: Task, gold: Gold) -> str | None:
     if not task.gold_calls or task.gold_calls[0].name not in _FIND_USER:
         return None  # verify_first reports it
     customer = gold.call_outputs[0]
-    base = domain.base(task.db_seed, task.db_size)
+    orders = order_table(domain.base(task.db_seed, task.db_size))
     for _, call, _ in _calls(task, gold):
         user_id = call.arguments.get("user_id")
         if user_id is not None and user_id != customer:
             return f"{call.name} acts on account {user_id}, not the verified {customer}"
         order_id = call.arguments.get("order_id")
-        order = base["orders"].get(order_id) if isinstance(order_id, str) else None
+        order = orders.get(order_id) if isinstance(order_id, str) else None
         if order is not None and order.user_id != customer:
             return f"{call.name} acts on order {order_id} of {order.user_id}, not of {customer}"
     return None
@@ -63,7 +63,7 @@ def one_customer(domain: Domain, task: Task, gold: Gold) -> str | None:
 def status_checked_first(domain: Domain, task: Task, gold: Gold) -> str | None:
     """ "Always check the status with get_order_details before you offer an action", and the
     status allows the action (the policy's table of statuses)."""
-    base = domain.base(task.db_seed, task.db_size)
+    orders = order_table(domain.base(task.db_seed, task.db_size))
     latest: dict[str, Any] = {}
     for _, call, out in _calls(task, gold):
         order_id = call.arguments.get("order_id")
@@ -80,7 +80,7 @@ def status_checked_first(domain: Domain, task: Task, gold: Gold) -> str | None:
             return f"{call.name} on order {order_id} whose status is '{seen.get('status')}'"
         if isinstance(out, dict):
             latest[str(order_id)] = out
-        if base["orders"].get(str(order_id)) is None:
+        if orders.get(str(order_id)) is None:
             return f"{call.name} on an order that does not exist: {order_id}"
     return None
 
@@ -99,17 +99,18 @@ def same_product_swaps(domain: Domain, task: Task, gold: Gold) -> str | None:
     """ "A product cannot be swapped for a different product": every new item of a
     modification or exchange is a variant of the product it replaces."""
     base = domain.base(task.db_seed, task.db_size)
+    orders, products = order_table(base), product_table(base)
     for _, call, _ in _calls(task, gold):
         if call.name not in ("modify_pending_order_items", "exchange_delivered_order_items"):
             continue
-        order = base["orders"].get(str(call.arguments.get("order_id")))
+        order = orders.get(str(call.arguments.get("order_id")))
         if order is None:
             continue
         olds = call.arguments.get("item_ids", [])
         news = call.arguments.get("new_item_ids", [])
         for old, new in zip(olds, news, strict=False):
             item = order.item(old)
-            product = base["products"].get(item.product_id) if item is not None else None
+            product = products.get(item.product_id) if item is not None else None
             if product is None or product.variant(new) is None:
                 return f"{call.name} swaps item {old} for {new}, not a variant of the same product"
     return None

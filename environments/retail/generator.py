@@ -27,6 +27,7 @@ import functools
 import itertools
 import random
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -48,6 +49,9 @@ from environments.retail.schema import (
     User,
     Variant,
     money,
+    order_table,
+    product_table,
+    user_table,
 )
 from rods_env.database import Record
 from rods_env.padding import DerivedTable, KeyCodec, long_size_tokens
@@ -263,7 +267,7 @@ def _order(
     if status in ("processed", "delivered", "return requested", "exchange requested"):
         if len(items) > 1 and rng.random() < 0.3:
             cut = rng.randint(1, len(items) - 1)
-            parts = (item_ids[:cut], item_ids[cut:])
+            parts: tuple[tuple[str, ...], ...] = (item_ids[:cut], item_ids[cut:])
         else:
             parts = (item_ids,)
         fields["fulfilments"] = tuple(
@@ -304,9 +308,9 @@ def _order(
         user_id=user.user_id,
         address=address,
         items=tuple(items),
-        status=status,  # type: ignore[arg-type]
+        status=status,
         payment_history=tuple(history),
-        **fields,  # type: ignore[arg-type]
+        **fields,
     )
 
 
@@ -361,9 +365,7 @@ def _default_tables(seed: int) -> dict[str, dict[str, Record]]:
 def _long_world(seed: int, tokens: int) -> dict[str, Any]:
     """The ``default`` world of ``seed`` with long histories (see the module docstring)."""
     base = _default_tables(seed)
-    users: dict[str, User] = base["users"]  # type: ignore[assignment]
-    orders: dict[str, Order] = base["orders"]  # type: ignore[assignment]
-    products: dict[str, Product] = base["products"]  # type: ignore[assignment]
+    users, orders, products = user_table(base), order_table(base), product_table(base)
     past = min(MAX_PAST_ORDERS, tokens * 4 * 4 // (5 * ORDER_CHARS))  # 80% of the budget
     owners = list(users)
     owner_index = {uid: i for i, uid in enumerate(owners)}
@@ -415,7 +417,7 @@ def _long_world(seed: int, tokens: int) -> dict[str, Any]:
             user_id=user.user_id,
             address=user.address,
             items=tuple(items),
-            status=status,  # type: ignore[arg-type]
+            status=status,
             payment_history=tuple(history),
             **fields,
         )
@@ -429,7 +431,7 @@ def _long_world(seed: int, tokens: int) -> dict[str, Any]:
     }
 
 
-def _more_products(seed: int, products: dict[str, Product], scale: int) -> dict[str, Record]:
+def _more_products(seed: int, products: Mapping[str, Product], scale: int) -> dict[str, Record]:
     """The products with more variants (``16 x scale`` more option combinations each, new
     item ids) and ``50 x scale`` more product types (of :data:`EXTRA_NOUNS`; none shares
     a word with a catalog name, so a request still names one product and one variant)."""

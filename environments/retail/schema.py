@@ -12,11 +12,12 @@ Tables (keyed by id strings): ``users`` (``user_id``), ``products`` (``product_i
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Literal, cast
 
 from pydantic import Field
 
-from rods_env.database import Record
+from rods_env.database import Record, Tables
 
 OrderStatus = Literal[
     "pending",
@@ -186,3 +187,34 @@ class Order(Record):
             if item.item_id == item_id:
                 return item
         return None
+
+
+def user_table(tables: Tables) -> Mapping[str, User]:
+    """The ``users`` table of a Retail database, typed as the generator fills it.
+
+    The typed views below are the one place where a table's name meets its record class, so
+    code reading a database (checks, tools, long worlds) gets typed records without a cast
+    at each lookup. They return the table itself: no copy, no per-record check.
+
+    Args:
+        tables: The tables of a Retail database (a base or a generated world).
+    """
+    return cast("Mapping[str, User]", tables["users"])
+
+
+def product_table(tables: Tables) -> Mapping[str, Product]:
+    """The ``products`` table of a Retail database, typed (see :func:`user_table`).
+
+    Args:
+        tables: The tables of a Retail database.
+    """
+    return cast("Mapping[str, Product]", tables["products"])
+
+
+def order_table(tables: Tables) -> Mapping[str, Order]:
+    """The ``orders`` table of a Retail database, typed (see :func:`user_table`).
+
+    Args:
+        tables: The tables of a Retail database.
+    """
+    return cast("Mapping[str, Order]", tables["orders"])

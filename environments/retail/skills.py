@@ -14,7 +14,7 @@ import functools
 import itertools
 import json
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from faker import Faker
@@ -400,6 +400,7 @@ def _return_items(
     original = order.payment_history[0].payment_method_id
     cards = [m for m in user.payment_methods if isinstance(m, GiftCard) and m.id != original]
     choices: dict[str, int] = {}
+    method: PaymentMethod | None
     # refund 0: to the original method (its id is in the order); 1: to a gift card (in the user)
     if _choose(shape, choices, "refund", rng, 0.35) == 1:
         method = cards[0] if cards else None
@@ -681,7 +682,7 @@ def _writes(calls: Sequence[ToolCall]) -> bool:
     return any(c.name in writes for c in calls)
 
 
-def _has_spare(db: Database, user: User, used: Sequence[str]) -> bool:
+def _has_spare(db: Database, user: User, used: Collection[str]) -> bool:
     """Whether the customer has a pending or delivered order the task leaves alone, so a
     write unrelated to the task exists (see :func:`unrelated_write`)."""
     for order_id in user.orders:

@@ -20,7 +20,7 @@ does not depend on the order in which the agent listed the items.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from environments.retail.schema import (
     ORDER_STATUSES,
@@ -36,6 +36,8 @@ from environments.retail.schema import (
     User,
     Variant,
     money,
+    order_table,
+    user_table,
 )
 from rods_env.calculator import evaluate_arithmetic
 from rods_env.database import Database
@@ -721,7 +723,7 @@ def invariant_violations(db: Database, everything: bool = False) -> list[str]:
                     f"{refunded:.2f} back"
                 )
         if not everything:
-            before = _ledger(cast("Order | None", db.base["orders"].get(order_id)))
+            before = _ledger(order_table(db.base).get(order_id))
             for method_id in set(ledger) | set(before):
                 now_paid, now_refunded = ledger.get(method_id, (0.0, 0.0))
                 was_paid, was_refunded = before.get(method_id, (0.0, 0.0))
@@ -731,7 +733,7 @@ def invariant_violations(db: Database, everything: bool = False) -> list[str]:
         user = db.get("users", user_id)
         if user is None:
             continue
-        base = None if everything else cast("User | None", db.base["users"].get(user_id))
+        base = None if everything else user_table(db.base).get(user_id)
         for method in user.payment_methods:
             if not isinstance(method, GiftCard):
                 continue
