@@ -14,9 +14,9 @@ import gymnasium as gym
 import pytest
 
 import rods_env
-from rods_env import OracleAgent, run_episode
+from rods_env import run_episode
 from rods_env.gold import GOLD_CACHE
-from rods_env.oracle import tool_call_text
+from rods_env.oracle import oracle_agent, tool_call_text
 from rods_env.rewards import evaluate_turn, success
 
 ENV_IDS = rods_env.ENV_IDS
@@ -92,7 +92,7 @@ def test_write_tool_step(benchmark, env):
 
 def _finished(env):
     task, _, _ = _write_task(env)
-    run_episode(env, OracleAgent(task, env.domain.toolkit.write_names()), task=task)
+    run_episode(env, oracle_agent(env.domain, task), task=task)
     return task
 
 
@@ -124,13 +124,12 @@ def test_baseline_reward_by_full_database_hash(benchmark, env):
 
 def test_oracle_episode(benchmark, env):
     tasks = env.domain.seed_tasks("test")
-    writes = env.domain.toolkit.write_names()
     state = {"i": 0}
 
     def episode():
         state["i"] += 1
         task = tasks[state["i"] % len(tasks)]
-        out = run_episode(env, OracleAgent(task, writes), task=task)
+        out = run_episode(env, oracle_agent(env.domain, task), task=task)
         assert out["success"]
 
     benchmark.pedantic(episode, rounds=len(tasks) * 2, iterations=1)

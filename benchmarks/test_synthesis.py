@@ -16,9 +16,11 @@ Run: ``pytest benchmarks/test_synthesis.py --benchmark-only -s``.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -154,5 +156,98 @@ def test_generations(benchmark):
     )
     print()
     print("| domain | generation | accepted | depth | width | turns | skills | CPU s |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n".join(rows))
+
+
+SPEED_CASES = [
+    (name, mode, augment)
+    for name in DOMAINS
+    for mode, augment in (("resample", "none"), ("resample", "all"), ("expand", "none"))
+]
+
+
+def _worker(side: Path | None, name: str, mode: str, augment: str, runs: int) -> dict:
+    """One measurement in a fresh process (benchmarks/synthesis_worker.py), of this checkout
+    (``side`` None) or of the ``rods_env`` and ``environments`` extracted under ``side``."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    if side is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(side), env.get("PYTHONPATH")]))
+    command = [sys.executable, str(ROOT / "benchmarks" / "synthesis_worker.py"), name, mode]
+    command += ["--augment", augment, "--runs", str(runs), "--per-seed", str(PER_SEED)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.skipif(
+    not os.environ.get("RODS_BENCH_BASELINE"),
+    reason="this checkout against another commit, alternating, every mode (several minutes): "
+    "set RODS_BENCH_BASELINE=<commit> (e.g. main)",
+)
+def test_speed_against_baseline(benchmark, tmp_path):
+    """Accepted variants per CPU-second of this checkout and of ``RODS_BENCH_BASELINE``,
+    measured alternately in fresh processes under the same load (``RODS_BENCH_ROUNDS``
+    alternations, default 2, each of 2 timed runs; the best run of each side is reported,
+    as the least disturbed by other jobs). Both sides must synthesize the same pools and
+    reject the same candidates for the same reasons (the workers' fingerprints)."""
+    baseline = os.environ["RODS_BENCH_BASELINE"]
+    rounds = int(os.environ.get("RODS_BENCH_ROUNDS", "2"))
+    git = ["git", "-C", str(ROOT)]
+    base_commit = subprocess.run(
+        [*git, "rev-parse", "--short", baseline], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    head = subprocess.run(
+        [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+    ).stdout.strip()
+    archive = subprocess.run(
+        [*git, "archive", base_commit, "rods_env", "environments"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive, check=True)
+    rows: list[str] = []
+
+    def run() -> None:
+        for name, mode, augment in SPEED_CASES:
+            results: dict[str, list[dict]] = {"base": [], "this": []}
+            for _ in range(rounds):
+                results["base"].append(_worker(tmp_path, name, mode, augment, 2))
+                results["this"].append(_worker(None, name, mode, augment, 2))
+            assert str(tmp_path) in results["base"][0]["rods_env"]  # the baseline ran
+            assert str(ROOT) in results["this"][0]["rods_env"]
+            prints = {side: {r["fingerprint"] for r in rs} for side, rs in results.items()}
+            assert prints["base"] == prints["this"], f"{name} {mode} {augment}: outputs differ"
+            best = {
+                side: max(a / c for r in rs for a, c in zip(r["accepted"], r["cpu"], strict=True))
+                for side, rs in results.items()
+            }
+            cand = {
+                side: max(n / c for r in rs for n, c in zip(r["candidates"], r["cpu"], strict=True))
+                for side, rs in results.items()
+            }
+            label = f"{mode} + all augmentations" if augment == "all" else mode
+            benchmark.extra_info[f"{name} {label}"] = {"this": best["this"], "base": best["base"]}
+            rows.append(
+                f"| {name} | {label} | **{best['this']:.0f}** | {best['base']:.0f} | "
+                f"{best['this'] / best['base']:.2f}x | {cand['this']:.0f} | {cand['base']:.0f} | "
+                f"{'yes' if best['this'] >= 500 else 'no'} |"
+            )
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    load = os.getloadavg()
+    print()
+    print(
+        f"Measured {datetime.date.today().isoformat()}, this checkout at {head}"
+        f"{' (with uncommitted changes)' if dirty else ''} against {base_commit}, alternating "
+        f"{rounds} times, best of {2 * rounds} runs each, load {load[0]:.1f} at the end, by "
+        f"`RODS_BENCH_BASELINE={baseline} pytest benchmarks/test_synthesis.py -k baseline "
+        "--benchmark-only -s`:"
+    )
+    print()
+    print(
+        f"| domain | mode | accepted / CPU-s | {base_commit} | speed-up | "
+        f"candidates / CPU-s | {base_commit} | >= 500 |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     print("\n".join(rows))

@@ -10,7 +10,7 @@ own and the benchmarks brought in with their own environment and scorer::
 
 from rods_env.benchmark import BenchmarkDomain
 from rods_env.database import DELETED, Database, Record
-from rods_env.domain import Domain, Draft, Skill, SkillUnavailable
+from rods_env.domain import Domain, Draft, Skill, SkillUnavailable, TurnRules
 from rods_env.env import ToolEnv, render_messages
 from rods_env.errors import (
     ConfigError,
@@ -46,7 +46,14 @@ from rods_env.task import (
     load_tasks,
 )
 from rods_env.tools import Toolkit, ToolResult, tool
-from rods_env.user import ScenarioUser, ScriptedUser, TurnView, UserReply, UserSimulator
+from rods_env.user import (
+    ScenarioUser,
+    ScriptedUser,
+    TurnTakingUser,
+    TurnView,
+    UserReply,
+    UserSimulator,
+)
 
 __version__ = "0.1.0"
 
@@ -92,6 +99,8 @@ __all__ = [
     "Toolkit",
     "Turn",
     "TurnResult",
+    "TurnRules",
+    "TurnTakingUser",
     "TurnView",
     "UnknownDomainError",
     "UnknownToolError",

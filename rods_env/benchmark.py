@@ -26,6 +26,8 @@ needs only what this class declares:
 * :meth:`~BenchmarkDomain.oracle_agent`: an agent that solves a task (the ``oracle``
   engine, warm starts);
 * :attr:`~BenchmarkDomain.synthesis`: whether rods' synthesis can grow its tasks, and why not;
+* :attr:`~BenchmarkDomain.train_domain`: the rods domain ``rods train`` trains on when the
+  benchmark has no train split of its own (its tasks are then only evaluated);
 * :meth:`~BenchmarkDomain.missing`: a one-line reason when the benchmark's own package is
   not installed (with the command that installs it); the registry raises
   :class:`~rods_env.errors.BenchmarkUnavailableError` with it when an environment is made;
@@ -69,6 +71,10 @@ class BenchmarkDomain(ABC):
             user at all).
         synthesis: None when rods' synthesis can grow its tasks; otherwise why it cannot
             (``rods train mode=rods`` refuses it with this reason).
+        train_domain: The rods domain that stands in for a train split the benchmark does
+            not have (BFCL: ``bfcl-api``, the same API classes with tasks of rods' own):
+            ``rods train env=[<benchmark>]`` trains on that domain's tasks and evaluates on
+            the benchmark's. None: train on the benchmark's own train split.
         max_episode_tokens: The conversation length (tokens, prompt included) its episodes
             need, when more than ``rods eval``'s default of 8,192 (τ²-bench's policies and
             tools alone take 5,000-9,000); None: the default.
@@ -81,6 +87,7 @@ class BenchmarkDomain(ABC):
     synthesis: str | None = "rods' synthesis has no skills for this benchmark's tasks"
     max_steps: int = 200
     description: str = ""
+    train_domain: str | None = None
     max_episode_tokens: int | None = None
 
     def missing(self) -> str | None:

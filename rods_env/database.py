@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from rods_env.errors import NotFoundError
+from rods_env.records import canonical_text
 
 
 class Record(BaseModel):
@@ -68,10 +69,17 @@ def record_digest(record: Record | Any) -> str:
     """Canonical JSON text of a record (or of the deletion marker), used for hashing.
 
     Kept for recent records by identity (records are immutable): the dedupe keys of a task
-    and of its augmented variants hash the same records again.
+    and of its augmented variants hash the same records again. A changed record's text is
+    assembled from the remembered texts of the records it shares with the original
+    (:func:`rods_env.records.canonical_text`: the same text).
     """
     if record is DELETED:
         return '"<deleted>"'
+    if isinstance(record, BaseModel):
+        # assembled from its nested records' texts, each written once (rods_env.records)
+        text = canonical_text(record)
+        if text is not None:
+            return text
     hit = _DIGESTS.get(id(record))
     if hit is not None and hit[0] is record:
         return hit[1]
@@ -80,6 +88,25 @@ def record_digest(record: Record | Any) -> str:
     while len(_DIGESTS) > 8192:
         _DIGESTS.popitem(last=False)
     return text
+
+
+_DICT_ITEMS: type = type({}.items())
+
+
+def _overlaid(
+    items: Iterable[tuple[str, Any]], rows: Mapping[str, Any], layer: Mapping[str, Any]
+) -> Iterator[Any]:
+    """The records of a table of plain base records under an overlay, in the order of
+    :meth:`Database.keys` (base order, then added keys), without a look-up per base key."""
+    for key, record in items:
+        if key in layer:
+            record = layer[key]
+            if record is DELETED:
+                continue
+        yield record
+    for key, record in layer.items():
+        if record is not DELETED and key not in rows:
+            yield record
 
 
 def changes_fingerprint(changes: Mapping[tuple[str, str], Any]) -> str:
@@ -157,9 +184,15 @@ class Database:
     def values(self, table: str) -> Iterator[Any]:
         """Iterate the current records of ``table``."""
         layer = self._overlay.get(table)
+        rows = self._base[table]
         if not layer:
-            return iter(self._base[table].values())  # the common case, at C speed
-        return (self.get(table, key) for key in self.keys(table))
+            return iter(rows.values())  # the common case, at C speed
+        items = rows.items()
+        if type(items) is not _DICT_ITEMS:
+            # a derived table (rods_env.padding) reads other records than it scans: each
+            # key is read, as get() reads it
+            return (self.get(table, key) for key in self.keys(table))
+        return _overlaid(items, rows, layer)
 
     def items(self, table: str) -> Iterator[tuple[str, Any]]:
         """Iterate ``(key, record)`` pairs of ``table``."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from threading import Lock
-from typing import Any, TypeVar
+from threading import RLock
+from typing import Any, Literal, TypeVar
 
 from rods_env.database import Database, Record, Tables, freeze_tables
 from rods_env.errors import ConfigError, RodsError
@@ -99,7 +100,32 @@ def scattered(items: Sequence[T], rng: random.Random) -> Iterator[T]:
 
 
 _BASE_CACHE: dict[tuple[str, int, str], Tables] = {}
-_BASE_LOCK = Lock()
+_WORLD_CACHE: OrderedDict[tuple[str, int, str], Tables] = OrderedDict()
+_BASE_LOCK = RLock()  # a generator may ask for another size of its world
+WORLD_CACHE_SIZE = 256
+"""Worlds kept per process for a domain whose every task has its own
+(:attr:`Domain.world_per_task`: thousands of them; least recently used dropped). Other
+domains have a few bases, kept for the process (views and indexes share them)."""
+
+
+@dataclass(frozen=True)
+class TurnRules:
+    """How a turn is judged besides its required outputs (see :mod:`rods_env.rewards`).
+
+    Attributes:
+        state: ``"effect"``: the records the turn's gold changes hold the gold values and
+            nothing else changed during the turn (rods' rule). ``"full"``: the whole state
+            equals the gold's after that turn, whatever earlier turns did (BFCL's state
+            check, stricter: an earlier mistake fails every later turn).
+        results: ``"episode"``: each result text of the turn's gold calls must be among the
+            agent's tool results so far, with multiplicity (BFCL's response check: the
+            agent made the look-ups, not only guessed their answers); ``"turn"``: among
+            its results of this turn (stricter: work done a turn early does not count
+            again); ``"off"``: not checked.
+    """
+
+    state: Literal["effect", "full"] = "effect"
+    results: Literal["off", "episode", "turn"] = "off"
 
 
 @dataclass(frozen=True, eq=False)
@@ -139,6 +165,23 @@ class Domain:
             exceed payments, no negative balances or seats, counts within policy bounds),
             each violation one line; empty when the state is sound. The shared tests check
             them after every fuzzed step. None: the domain states none.
+        task_tools: ``task -> tool names``: the tools a task offers the agent (e.g. the
+            functions of the API classes the task involves). None: every tool.
+        user: Builds the domain's default user simulator (None: :class:`rods_env.user.
+            ScriptedUser`); an environment given a user keeps it.
+        confirm_writes: Whether an agent confirms with the user before a write (rods'
+            policies ask for it, and the oracle does); False for a world where a reply
+            ends the turn (BFCL's protocol).
+        rules: How turns are judged (:class:`TurnRules`).
+        world_per_task: Every task has its own generated world: seed task ``i`` is drawn
+            on ``db_seed`` ``i`` and each synthesized variant on a fresh one (a domain whose
+            state is one person's: a file system, a car, a portfolio). False: every seed
+            task on world 0, variants on their parent's.
+        seed_augments: Augmentations (:data:`rods_env.synthesis.AUGMENTS`) that part of the
+            seed set carries, in equal shares with the base tasks
+            (:func:`rods_env.seeds.build_seed_tasks`).
+        exploits: Panel agents (:data:`rods_env.exploits.EXTRA_EXPLOITS`) this domain's
+            tasks are also played against, besides :data:`rods_env.exploits.EXPLOITS`.
     """
 
     name: str
@@ -155,6 +198,13 @@ class Domain:
     policy_checks: tuple[Callable[[Domain, Task, Any], str | None], ...] = ()
     forbidden_requests: Callable[[Task, Database, random.Random], Sequence[str]] | None = None
     invariants: Callable[[Database], list[str]] | None = None
+    task_tools: Callable[[Task], Collection[str]] | None = None
+    user: Callable[[], Any] | None = None
+    confirm_writes: bool = True
+    rules: TurnRules = field(default_factory=TurnRules)
+    world_per_task: bool = False
+    seed_augments: tuple[str, ...] = ()
+    exploits: tuple[str, ...] = ()
 
     @property
     def env_id(self) -> str:
@@ -168,13 +218,23 @@ class Domain:
                 f"unknown size '{size}' for domain {self.name}; sizes: {', '.join(self.sizes)}"
             )
         key = (self.name, int(seed), size)
-        tables = _BASE_CACHE.get(key)
-        if tables is None:
-            with _BASE_LOCK:
-                tables = _BASE_CACHE.get(key)
-                if tables is None:
-                    tables = freeze_tables(self.generate(int(seed), size))
-                    _BASE_CACHE[key] = tables
+        if not self.world_per_task:
+            tables = _BASE_CACHE.get(key)
+            if tables is None:
+                with _BASE_LOCK:
+                    tables = _BASE_CACHE.get(key)
+                    if tables is None:
+                        tables = freeze_tables(self.generate(int(seed), size))
+                        _BASE_CACHE[key] = tables
+            return tables
+        with _BASE_LOCK:
+            tables = _WORLD_CACHE.get(key)
+            if tables is None:
+                tables = _WORLD_CACHE[key] = freeze_tables(self.generate(int(seed), size))
+                while len(_WORLD_CACHE) > WORLD_CACHE_SIZE:
+                    _WORLD_CACHE.popitem(last=False)
+            else:
+                _WORLD_CACHE.move_to_end(key)
         return tables
 
     def database(self, seed: int = 0, size: str = "default") -> Database:
@@ -184,6 +244,13 @@ class Domain:
     def tools(self, db: Database) -> Toolkit:
         """A toolkit bound to ``db``."""
         return self.toolkit(db)
+
+    def tools_for(self, task: Task) -> frozenset[str]:
+        """The names of the tools ``task`` offers (:attr:`task_tools`; every tool when None)."""
+        names = frozenset(self.toolkit.names())
+        if self.task_tools is None:
+            return names
+        return names & frozenset(self.task_tools(task))
 
     @cached_property
     def skill_map(self) -> dict[str, Skill]:
@@ -226,6 +293,7 @@ def clear_base_cache() -> None:
     """Forget generated bases (tests use it to measure generation)."""
     with _BASE_LOCK:
         _BASE_CACHE.clear()
+        _WORLD_CACHE.clear()
 
 
 def describe(domain: Domain) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -64,7 +65,8 @@ class ToolEnv(gym.Env[str, str]):
             left out).
         split: Keep only tasks of this split (``"train"``/``"test"``); None keeps all.
         max_steps: Steps (agent actions) before the episode is truncated.
-        user: User simulator (default: :class:`ScriptedUser`).
+        user: User simulator (default: the domain's, :attr:`Domain.user`, else
+            :class:`ScriptedUser`).
         render_mode: None or ``"ansi"``.
         max_action_chars: Longer actions are rejected with an error observation.
         gold_cache: Where gold replays are cached (default: process-wide).
@@ -97,7 +99,9 @@ class ToolEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.max_steps = int(max_steps)
         self.max_action_chars = int(max_action_chars)
-        self.user: UserSimulator = user if user is not None else ScriptedUser()
+        if user is None:
+            user = domain.user() if domain.user is not None else ScriptedUser()
+        self.user: UserSimulator = user
         self.observation_space = UnicodeText(MAX_TEXT_CHARS)
         self.action_space = UnicodeText(max_action_chars)
         self._gold_cache = gold_cache or GOLD_CACHE
@@ -117,7 +121,11 @@ class ToolEnv(gym.Env[str, str]):
         self._by_id.update({t.id: t for t in pool})
         self._all_tool_names = frozenset(domain.toolkit.names())
         self._schemas_all = FrozenList(domain.toolkit.schemas())
+        self._task_tools = self._all_tool_names
         self._policy = domain.policy
+        self._count_results = domain.rules.results != "off"
+        self._per_turn_results = domain.rules.results == "turn"
+        self._results_seen: Counter[str] = Counter()
 
         self._db: Database | None = None
         self._tools: Any = None
@@ -189,11 +197,14 @@ class ToolEnv(gym.Env[str, str]):
         self._termination: str | None = None
         self._over = False
         self._seen = SeenValues()
+        self._results_seen = Counter()
+        self._task_tools = (
+            self._all_tool_names if self.domain.task_tools is None else self.domain.tools_for(task)
+        )
         first = clip_text(self.user.start(task), MAX_TEXT_CHARS)
-        self._messages = [
-            FrozenDict(role="system", content=self._policy),
-            FrozenDict(role="user", content=first),
-        ]
+        # a domain without a policy sends no system prompt (BFCL's function-calling mode)
+        system = [FrozenDict(role="system", content=self._policy)] if self._policy else []
+        self._messages = [*system, FrozenDict(role="user", content=first)]
         self._open_turn(0)
         self._turn_customer.append(first)
         return first, self._info([])
@@ -297,12 +308,14 @@ class ToolEnv(gym.Env[str, str]):
         self._turn = index
         self._turn_message = len(self._messages) - 1  # the user message that opens it
         self._turn_start = self._db.checkpoint()
+        if self._per_turn_results:
+            self._results_seen = Counter()
         self._turn_text: list[str] = []
         self._turn_customer: list[str] = []
         self._said_memo: tuple[tuple[int, ...], OutputCheck] | None = None
         withheld = self._task.turns[index].withheld_tools
-        if withheld:
-            self._available = self._all_tool_names - set(withheld)
+        if withheld or self._task_tools is not self._all_tool_names:
+            self._available = self._task_tools - set(withheld)
             self._schemas = FrozenList(self.domain.toolkit.schemas(self._available))
         else:
             self._available = self._all_tool_names
@@ -333,6 +346,7 @@ class ToolEnv(gym.Env[str, str]):
             self._turn_start,
             self._speech(),
             said=self._said(),
+            results=self._results_seen,
         )
         self._record(result, self._turn_message)
 
@@ -374,7 +388,8 @@ class ToolEnv(gym.Env[str, str]):
         self._turn_text.append(content)
         reply = self.user.reply(content, self._view())
         text = clip_text(reply.text, MAX_TEXT_CHARS)
-        self._messages.append(FrozenDict(role="user", content=text))
+        if text or not reply.stop:  # a user who leaves without a word adds no message
+            self._messages.append(FrozenDict(role="user", content=text))
         if reply.advance or reply.stop:
             self._close_turn()
             if reply.stop or self._turn + 1 >= len(self._task.turns):
@@ -410,6 +425,8 @@ class ToolEnv(gym.Env[str, str]):
                 error = result.error
                 if ok:
                     self._seen.add(call.name, out)
+                if self._count_results:
+                    self._results_seen[out] += 1
             log.append({"name": call.name, "ok": ok, "error": error})
             self._messages.append(
                 FrozenDict(role="tool", tool_call_id=tc["id"], name=call.name or "?", content=out)

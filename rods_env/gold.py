@@ -34,12 +34,19 @@ class TurnGold:
         rivals: Required output (a word of a closed vocabulary of the domain, such as a
             flight status) to the other words of that vocabulary, which compete with it
             (:attr:`rods_env.tools.Toolkit.vocabularies`).
+        results: The output texts of the turn's gold calls, when the domain's rules check
+            results (:attr:`rods_env.domain.TurnRules.results`); else empty.
+        state: The changes of the whole gold state (relative to the base) after the turn,
+            when the domain's rules check the full state (:attr:`rods_env.domain.TurnRules.
+            state` ``"full"``); else None.
     """
 
     effect: dict[tuple[str, str], Any]
     outputs: tuple[str, ...]
     operations: tuple[str, ...] = ()
     rivals: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    results: tuple[str, ...] = ()
+    state: dict[tuple[str, str], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,9 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
     db = domain.database(task.db_seed, task.db_size)
     tools = domain.tools(db)
     tools.on_reset()
-    all_names = set(domain.toolkit.names())
+    all_names = set(domain.tools_for(task))
+    rules = domain.rules
+    render = rules.results != "off"
     specs = domain.toolkit.specs()
     vocabularies = [tuple(w.lower() for w in v) for v in domain.toolkit.vocabularies]
     turns: list[TurnGold] = []
@@ -85,13 +94,16 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
     for t_index, turn in enumerate(task.turns):
         start = db.checkpoint()
         available = all_names - set(turn.withheld_tools)
+        texts: list[str] = []
         for call in turn.calls:
-            result = tools.call(call.name, call.arguments, available=available, render=False)
+            # the output text is rendered only where the rules compare it (BFCL's response check)
+            result = tools.call(call.name, call.arguments, available=available, render=render)
             if not result.ok:
                 raise GoldError(
                     f"task {task.id}: gold call {call.key()} in turn {t_index} failed: {result.output}"
                 )
             outputs.append(record_json(result.value))  # each record dumped once per process
+            texts.append(result.output)
         changed = db.changed_since(start)
         effect = {key: db.get(*key, DELETED) for key in sorted(changed)}
         operations = tuple(
@@ -108,7 +120,14 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
             if out.lower() in vocabulary
         }
         turns.append(
-            TurnGold(effect=effect, outputs=turn.outputs, operations=operations, rivals=rivals)
+            TurnGold(
+                effect=effect,
+                outputs=turn.outputs,
+                operations=operations,
+                rivals=rivals,
+                results=tuple(texts) if rules.results != "off" else (),
+                state=db.changes() if rules.state == "full" else None,
+            )
         )
     return Gold(
         turns=tuple(turns),

@@ -2,8 +2,9 @@
 
 Leaves are strings of 3+ characters and numbers of magnitude >= 10 (small quantities and
 flags would make spurious edges), found anywhere in a JSON value except in object keys.
-Synthesis asks for them thousands of times a second, so they are computed from one JSON
-dump and one regular expression, and remembered by the identity of a container. Gold
+Synthesis asks for them thousands of times a second, so a value is walked once, iteratively
+and dispatching on exact types (a fifth to a tenth of the time of serializing it and
+scanning the text), and the leaves of a container are remembered by its identity. Gold
 replays dump each returned record once per process (:func:`record_json`: a domain's records
 are immutable and shared by every episode), so a look-up of the same record again costs
 nothing.
@@ -11,17 +12,13 @@ nothing.
 
 from __future__ import annotations
 
-import json
-import re
+import math
 from collections import OrderedDict
 from typing import Any
 
 from pydantic import BaseModel
 
-# One pass over a serialized JSON value: a string token (group 1; group 2 is set when it is
-# an object key), or a number outside strings (group 3). Strings are tried first at every
-# position, so digits inside a string never count as a number.
-_JSON_TOKEN = re.compile(r'"((?:[^"\\]|\\.)*)"(\s*:)?|(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)')
+from rods_env.records import plain_dump
 
 
 def _scalar_leaf(value: Any) -> str | None:
@@ -43,10 +40,9 @@ the expansion steps and the next generation's composition."""
 def value_leaves(value: Any) -> frozenset[str]:
     """The traceable scalar values inside a JSON value (see module docstring).
 
-    Containers are serialized once and scanned with one regular expression (object keys are
-    skipped): tool outputs can hold thousands of values, and a Python-level walk of them
-    dominated synthesis time. The value must not be changed afterwards (tool outputs and
-    gold calls never are): the leaves of a container are remembered by its identity.
+    A container is walked once (object keys are skipped; see :func:`_leaves_of`). The value
+    must not be changed afterwards (tool outputs and gold calls never are): the leaves of a
+    container are remembered by its identity.
     """
     if not isinstance(value, (dict, list, tuple)):
         leaf = _scalar_leaf(value)
@@ -67,19 +63,54 @@ def value_leaves(value: Any) -> frozenset[str]:
 
 
 def _leaves_of(value: Any) -> set[str]:
+    """The leaves of a JSON value, by an iterative walk (the definition, at C-dispatch speed:
+    exact types first, subclasses such as an ``IntEnum`` as JSON would write them)."""
     found: set[str] = set()
-    for text, key, number in _JSON_TOKEN.findall(json.dumps(value, ensure_ascii=False)):
-        if number:
-            parsed = float(number) if any(c in number for c in ".eE") else int(number)
-            leaf = _scalar_leaf(parsed)
-            if leaf is not None:
-                found.add(leaf)
-        elif not key:
-            if "\\" in text:
-                text = json.loads(f'"{text}"')
-            if len(text) >= 3:
-                found.add(text)
+    add = found.add
+    stack = [value]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str:
+            if len(item) >= 3:
+                add(item)
+        elif kind is dict:
+            extend(item.values())
+        elif kind is list or kind is tuple:
+            extend(item)
+        elif kind is int:
+            if item >= 10 or item <= -10:
+                add(int.__repr__(item))
+        elif kind is float:
+            if (item >= 10 or item <= -10) and item not in _INFINITE:
+                add(float.__repr__(item))
+        elif item is None or kind is bool:
+            continue
+        else:
+            push(_as_json(item))
     return found
+
+
+_INFINITE = (math.inf, -math.inf)  # written Infinity in JSON: not a number leaf
+
+
+def _as_json(item: Any) -> Any:
+    """A value of a subclass of a JSON type as JSON writes it (a dict or list subclass as its
+    items), so the walk treats it as :func:`json.dumps` would; any other type is an error."""
+    if isinstance(item, str):
+        return str.__str__(item)
+    if isinstance(item, bool):
+        return None
+    if isinstance(item, int):
+        return int(int.__repr__(item))
+    if isinstance(item, float):
+        return float(float.__repr__(item))
+    if isinstance(item, dict):
+        return dict(item)
+    if isinstance(item, (list, tuple)):
+        return list(item)
+    raise TypeError(f"Object of type {type(item).__name__} is not JSON serializable")
 
 
 _DUMPS: OrderedDict[int, tuple[Any, Any]] = OrderedDict()
@@ -93,7 +124,9 @@ def record_json(value: Any) -> Any:
         hit = _DUMPS.get(id(value))
         if hit is not None and hit[0] is value:
             return hit[1]
-        dumped = value.model_dump(mode="json")
+        dumped = plain_dump(value)  # nested records' dumps shared (rods_env.records)
+        if dumped is None:
+            dumped = value.model_dump(mode="json")
         _DUMPS[id(value)] = (value, dumped)
         while len(_DUMPS) > 65536:
             _DUMPS.popitem(last=False)

@@ -96,6 +96,13 @@ class OracleAgent:
         return " ".join([lead, *said])
 
 
+def oracle_agent(domain: Any, task: Task) -> OracleAgent:
+    """The oracle of ``task`` in ``domain``: it confirms before writes only where the
+    domain's agents do (:attr:`rods_env.domain.Domain.confirm_writes`)."""
+    writes = domain.toolkit.write_names() if domain.confirm_writes else frozenset()
+    return OracleAgent(task, writes)
+
+
 class TalkOnlyAgent:
     """A baseline that never calls a tool: it answers every message politely."""
 

@@ -38,8 +38,9 @@ def _by_name(group: str) -> dict[str, EntryPoint]:
 
 
 def domain_names() -> list[str]:
-    """Names of the installed rods domains (generated worlds, rods' rewards), sorted."""
-    return sorted(_entry_points())
+    """Names of the installed rods domains (generated worlds, rods' rewards), sorted (lower
+    case: an entry-point name with capitals is an id's title, ``BFCL-API``)."""
+    return sorted(name.lower() for name in _entry_points())
 
 
 def benchmark_names() -> list[str]:

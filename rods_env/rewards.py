@@ -17,6 +17,10 @@ A user turn passes when, at its end:
 5. on a turn whose tools are withheld, the agent says it cannot (:data:`REFUSAL`) and names
    the withheld operation (the tool's operation stems).
 
+A domain may judge turns more strictly (:class:`rods_env.domain.TurnRules`): the whole state
+must equal the gold's after the turn (BFCL's state check), and each result text of the
+turn's gold calls must be among the agent's tool results so far (BFCL's response check).
+
 ``progress`` is the share of passed turns; ``success`` is strict: every turn passed and the
 final state equals the gold final state. The step reward is the increase of progress.
 docs/reward-design.md states the rules with examples and the table of number forms.
@@ -26,7 +30,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
@@ -622,6 +627,7 @@ RULES: dict[str, str] = {
     "competing_value": "a competing value was stated next to a required one",
     "spray": f"more than {SPRAY_LIMIT} values stated beyond the required ones",
     "overlong": f"the turn's messages exceed {MAX_TURN_CHARS:,} characters",
+    "result_missing": "a result of the turn's gold calls is not among the agent's tool results",
     "not_reached": "the conversation ended before this turn",
 }
 """Why a turn fails: each rule's name (as :class:`Failure` records it) and its meaning."""
@@ -754,14 +760,27 @@ def _leaf_differences(now: Any, gold: Any, path: str) -> Iterator[str]:
     yield f"{path} {_clip_value(now)} (gold {_clip_value(gold)})"
 
 
-def effect_differences(turn: TurnGold, db: Database, limit: int = 3) -> tuple[str, ...]:
+def effect_differences(
+    turn: TurnGold,
+    db: Database,
+    limit: int = 3,
+    expected: Mapping[tuple[str, str], Any] | None = None,
+) -> tuple[str, ...]:
     """The records of the turn's gold effect that ``db`` does not hold as the gold leaves
     them, each as ``table/key`` with its first ``limit`` differing fields, down to the
     leaves: ``orders/#W1 status "pending" (gold "cancelled")``,
     ``users/u1 reservations[3] missing (gold "ABC123")``, ``reservations/ABC123 missing
-    (gold writes it)``, ``... present (gold deletes it)``."""
+    (gold writes it)``, ``... present (gold deletes it)``.
+
+    Args:
+        turn: The turn's gold.
+        db: The state.
+        limit: Differing fields shown per record.
+        expected: The records to compare instead of the turn's effect (the whole gold
+            state after the turn, under the full state rule).
+    """
     out = []
-    for (table, key), value in turn.effect.items():
+    for (table, key), value in (turn.effect if expected is None else expected).items():
         current = db.get(table, key, DELETED)
         where = f"{table}/{key}"
         if value is DELETED:
@@ -789,15 +808,20 @@ def missing_outputs(turn: TurnGold, speech: Speech | str) -> tuple[str, ...]:
 
 
 def failures_of(
-    effect: tuple[str, ...], collateral: tuple[str, ...], said: OutputCheck
+    effect: tuple[str, ...],
+    collateral: tuple[str, ...],
+    said: OutputCheck,
+    results: tuple[str, ...] = (),
 ) -> tuple[Failure, ...]:
-    """The broken rules of a turn, from its effect differences, collateral records and
-    output check (empty when the turn passes)."""
+    """The broken rules of a turn, from its effect differences, collateral records, output
+    check and missing gold results (empty when the turn passes)."""
     out: list[Failure] = []
     if effect:
         out.append(Failure("effect_missing", effect))
     if collateral:
         out.append(Failure("collateral_write", collateral))
+    if results:
+        out.append(Failure("result_missing", results))
     if said.overlong:
         return (*out, Failure("overlong"))
     by_rule: dict[str, list[str]] = {}
@@ -816,6 +840,45 @@ def failures_of(
     return tuple(out)
 
 
+def missing_results(turn: TurnGold, results: Mapping[str, int] | None) -> tuple[str, ...]:
+    """The result texts of the turn's gold calls not among the agent's tool results so far
+    (``results``: text to how many times the agent got it), with multiplicity; each cut to
+    200 characters. Empty when the turn checks no results."""
+    if not turn.results:
+        return ()
+    have = results or {}
+    return tuple(text[:200] for text, n in Counter(turn.results).items() if have.get(text, 0) < n)
+
+
+def state_check(
+    turn: TurnGold, db: Database, turn_start: Checkpoint
+) -> tuple[bool, tuple[str, ...]]:
+    """``(gold records hold, collateral records)`` of a turn's state: under rods' rule the
+    turn's gold effect is present and nothing else changed during the turn; under the full
+    rule (``turn.state`` recorded) every record equals the gold state after the turn."""
+    if turn.state is None:
+        ok = effect_present(turn, db)
+        collateral = sorted(
+            f"{t}/{k}" for t, k in db.changed_since(turn_start) if (t, k) not in turn.effect
+        )
+        return ok, tuple(collateral)
+    changes = db.changes()
+    gold = turn.state
+    ok = all(_same(changes.get(key, DELETED_BASE), value) for key, value in gold.items())
+    extra = sorted(f"{t}/{k}" for t, k in changes if (t, k) not in gold)
+    return ok, tuple(extra)
+
+
+DELETED_BASE: Any = object()
+"""Marks a record that holds its base value (absent from :meth:`Database.changes`)."""
+
+
+def _same(now: Any, gold: Any) -> bool:
+    if now is DELETED or gold is DELETED or now is DELETED_BASE:
+        return now is gold
+    return bool(now == gold)
+
+
 def evaluate_turn(
     index: int,
     turn: TurnGold,
@@ -823,6 +886,7 @@ def evaluate_turn(
     turn_start: Checkpoint,
     speech: Speech | str,
     said: OutputCheck | None = None,
+    results: Mapping[str, int] | None = None,
 ) -> TurnResult:
     """Evaluate one user turn at its end.
 
@@ -833,16 +897,20 @@ def evaluate_turn(
         turn_start: Checkpoint taken when the turn began.
         speech: The turn's messages and what the agent saw (or the agent's text alone).
         said: :func:`check_outputs` of this speech, when the caller has it already.
+        results: The agent's tool result texts, counted (so far, or of this turn, as the
+            domain's rules say; read only when the turn's gold records results:
+            :attr:`TurnGold.results`).
     """
-    ok = effect_present(turn, db)
-    collateral = tuple(
-        sorted(f"{t}/{k}" for t, k in db.changed_since(turn_start) if (t, k) not in turn.effect)
-    )
+    ok, collateral = state_check(turn, db, turn_start)
     if said is None:
         said = check_outputs(turn, speech)
-    passed = ok and not collateral and said.ok
-    effect = () if ok else effect_differences(turn, db) or ("a record differs",)
-    failures = () if passed else failures_of(effect, collateral, said)
+    lacking = missing_results(turn, results)
+    passed = ok and not collateral and said.ok and not lacking
+    if ok:
+        effect: tuple[str, ...] = ()
+    else:
+        effect = effect_differences(turn, db, expected=turn.state) or ("a record differs",)
+    failures = () if passed else failures_of(effect, collateral, said, lacking)
     return TurnResult(
         index=index,
         passed=passed,

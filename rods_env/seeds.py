@@ -66,13 +66,41 @@ def make_task(
     return task.model_copy(update={"signature": signature})
 
 
+def augmented_seed(
+    domain: Domain,
+    task: Task,
+    kind: str,
+    rng: random.Random,
+    alternatives: dict[str, list[str]],
+) -> Task:
+    """``task`` turned into its ``kind`` variant by synthesis's Augment stage (the same
+    function that augments synthesized tasks), keeping its id, split and seed provenance.
+
+    Raises:
+        rods_env.synthesis.Reject: when the augmentation does not apply to ``task``.
+    """
+    from rods_env.synthesis.augment import apply_augment
+    from rods_env.synthesis.execute import Candidate
+    from rods_env.synthesis.plan import plan
+
+    gold = replay_gold(domain, task)
+    cand = Candidate(task=task, gold=gold, plan=plan(domain, task, "resample"))
+    out = apply_augment(kind, domain, cand, rng, alternatives=alternatives).task
+    return out.model_copy(update={"provenance": Provenance(augment=kind)})
+
+
 def build_seed_tasks(
     domain: Domain, n: int = 200, seed: int = 0, test_every: int = 4, max_tries: int = 50
 ) -> list[Task]:
     """Generate ``n`` seed tasks round-robin over the domain's skills.
 
     Every ``test_every``-th task of each skill goes to the test split, the rest to train.
-    Tasks with the same gold effect and outputs as an earlier one are skipped.
+    Tasks with the same gold effect and outputs as an earlier one are skipped. In a domain
+    with :attr:`~rods_env.domain.Domain.seed_augments`, the tasks take the base variant and
+    each augmentation in turn (a task the augmentation does not apply to is drawn again);
+    with :attr:`~rods_env.domain.Domain.world_per_task`, each attempt draws on a world of its
+    own. The seeds of a domain with augmented seeds pass the synthesis critique (execution,
+    derivable arguments, the domain's policy checks, the exploit panel), every one.
 
     Args:
         domain: The domain.
@@ -83,48 +111,96 @@ def build_seed_tasks(
     """
     if not domain.skills:
         raise RodsError(f"domain {domain.name} has no skills")
+    kinds = ("base", *domain.seed_augments)
     tasks: list[Task] = []
     seen: set[tuple[str, tuple[str, ...]]] = set()
     per_skill: dict[str, int] = {}
+    guesses: dict[str, set[str]] = {}  # facts of earlier seeds: plausible wrong values
     i = 0
-    attempts = 0
+    made: dict[tuple[str, str], int] = {}  # (variant, skill) -> seeds so far
     while len(tasks) < n:
-        skill = domain.skills[i % len(domain.skills)]
-        i += 1
-        for attempt in range(max_tries):
-            attempts += 1
-            rng = random.Random(f"{domain.name}:seed:{seed}:{i}:{attempt}")
-            k = per_skill.get(skill.name, 0)
-            split = "test" if k % test_every == test_every - 1 else "train"
-            shape = dict(skill.shape)
-            if skill.limits and rng.random() < 0.5:
-                # half of the seeds take a random shape within the skill's limits, so the seed
-                # set spans structures, not only each skill's default
-                shape.update({axis: rng.randint(lo, hi) for axis, (lo, hi) in skill.limits.items()})
-            try:
-                task = make_task(
-                    domain,
-                    skill,
-                    rng,
-                    task_id=f"{domain.name}-{len(tasks):04d}",
-                    split=split,
-                    shape=shape,
+        kind = kinds[len(tasks) % len(kinds)]
+        order = [domain.skills[(i + j) % len(domain.skills)] for j in range(len(domain.skills))]
+        if domain.seed_augments:
+            # a variant does not apply to every skill: the skills with the fewest seeds of
+            # it go first, so every skill gets its share of the variants it can take
+            order.sort(key=lambda sk: made.get((kind, sk.name), 0))
+        for skill in order:
+            tries = max_tries if kind == "base" else max(1, max_tries // 10)
+            task = _seed_of(
+                domain, skill, kind, len(tasks), seed, i, per_skill, test_every, tries, seen,
+                guesses,
+            )  # fmt: skip
+            i += 1
+            if task is not None:
+                made[(kind, skill.name)] = made.get((kind, skill.name), 0) + 1
+                tasks.append(task)
+                break
+            if kind == "base" and not domain.seed_augments:
+                raise RodsError(
+                    f"skill {skill.name} of {domain.name} produced no new task in {max_tries} tries"
                 )
-            except SkillUnavailable:
-                continue
-            gold = replay_gold(domain, task)
-            key = (gold.fingerprint, tuple(o for t in task.turns for o in t.outputs))
-            if key in seen:
-                continue
-            seen.add(key)
-            per_skill[skill.name] = k + 1
-            tasks.append(task)
-            break
         else:
-            raise RodsError(
-                f"skill {skill.name} of {domain.name} produced no new task in {max_tries} tries"
-            )
+            raise RodsError(f"no skill of {domain.name} produced a {kind} seed task")
     return tasks
+
+
+def _seed_of(
+    domain: Domain,
+    skill: Skill,
+    kind: str,
+    index: int,
+    seed: int,
+    i: int,
+    per_skill: dict[str, int],
+    test_every: int,
+    tries: int,
+    seen: set[tuple[str, tuple[str, ...]]],
+    guesses: dict[str, set[str]],
+) -> Task | None:
+    """The seed task number ``index`` from ``skill`` in variant ``kind``, or None when
+    ``tries`` attempts give none (see :func:`build_seed_tasks`)."""
+    from rods_env.synthesis.critique import critique
+    from rods_env.synthesis.plan import Reject
+
+    for attempt in range(tries):
+        rng = random.Random(f"{domain.name}:seed:{seed}:{i + 1}:{attempt}")
+        k = per_skill.get(skill.name, 0)
+        split = "test" if k % test_every == test_every - 1 else "train"
+        shape = dict(skill.shape)
+        if skill.limits and rng.random() < 0.5:
+            # half of the seeds take a random shape within the skill's limits, so the seed
+            # set spans structures, not only each skill's default
+            shape.update({axis: rng.randint(lo, hi) for axis, (lo, hi) in skill.limits.items()})
+        # a world of its own per attempt: its number follows from the seed's position
+        world = 1 + (index * 1000 + i) * 64 + attempt if domain.world_per_task else 0
+        try:
+            task = make_task(
+                domain,
+                skill,
+                rng,
+                task_id=f"{domain.name}-{index:04d}",
+                db_seed=world,
+                split=split,
+                shape=shape,
+            )
+            if kind != "base":
+                bank = {label: sorted(values) for label, values in guesses.items()}
+                task = augmented_seed(domain, task, kind, rng, bank)
+            if domain.seed_augments:  # such a domain's every seed passes the critique
+                critique(domain, task, replay_gold(domain, task), expected=None)
+        except (SkillUnavailable, Reject):
+            continue
+        gold = replay_gold(domain, task)
+        key = (gold.fingerprint, tuple(o for t in task.turns for o in t.outputs))
+        if key in seen:
+            continue
+        seen.add(key)
+        per_skill[skill.name] = k + 1
+        for label, value in task.user.facts.items():
+            guesses.setdefault(label, set()).add(value)
+        return task
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m rods_env.seeds", description=__doc__.splitlines()[0]
     )
     parser.add_argument("domain", help="domain name, e.g. retail")
-    parser.add_argument("--n", type=int, default=200, help="number of seed tasks")
+    parser.add_argument(
+        "--n",
+        type=int,
+        default=None,
+        help="number of seed tasks (default: as many as the committed file holds, else 200)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="generation seed")
     parser.add_argument(
         "--out", type=Path, default=None, help="output file (default: the domain's seeds_path)"
@@ -150,7 +231,11 @@ def main(argv: list[str] | None = None) -> int:
         if out is None:
             print(f"error: domain {domain.name} has no seeds_path; pass --out", file=sys.stderr)
             return 2
-        tasks = build_seed_tasks(domain, n=args.n, seed=args.seed)
+        n = args.n
+        if n is None:
+            committed = Path(out)
+            n = sum(1 for line in committed.open() if line.strip()) if committed.exists() else 200
+        tasks = build_seed_tasks(domain, n=n, seed=args.seed)
         text = "".join(t.to_json() + "\n" for t in tasks)
         if args.check:
             current = Path(out).read_text(encoding="utf-8") if Path(out).exists() else ""

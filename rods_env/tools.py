@@ -406,6 +406,12 @@ class Toolkit:
     def on_reset(self) -> None:
         """Hook run when an episode starts; override to clear per-episode tool state."""
 
+    @classmethod
+    def render(cls, value: Any) -> str:
+        """The observation text of a tool's return value (:func:`render_output`); a toolkit
+        that mirrors another system overrides it to write results as that system does."""
+        return render_output(value)
+
     def call(
         self,
         name: str,
@@ -464,7 +470,7 @@ class Toolkit:
         try:
             value = spec.method(self, **kwargs)
             # rendering is part of the call: a value that cannot be shown must not stay written
-            output = clip_text(render_output(value), MAX_OUTPUT_CHARS) if render else ""
+            output = clip_text(self.render(value), MAX_OUTPUT_CHARS) if render else ""
         except ToolError as err:
             if saved is not None:
                 self.db.rollback(saved)

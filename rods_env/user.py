@@ -336,6 +336,53 @@ class ScriptedUser:
         return UserReply(text, advance=True, kind=kind)
 
 
+@dataclass
+class TurnTakingUser:
+    """A user who takes turns as BFCL's multi-turn benchmark does: every reply of the agent
+    without tool calls ends the turn, and the next message is the next request as written.
+
+    The one exception is a question for a fact the user holds (a missing-parameter
+    variant's hidden value, or any fact of the profile not yet said): the user answers it
+    and the turn goes on. No greeting, no confirmations, no nudges: an agent that asks for
+    permission, or stops before the work is done, has ended its turn.
+    """
+
+    _task: Task | None = field(default=None, init=False, repr=False)
+    _told: set[str] = field(default_factory=set, init=False, repr=False)
+
+    def start(self, task: Task) -> str:
+        """Reset for ``task`` and return its first request."""
+        self._task = task
+        self._told = set()
+        self._tell(task.turns[0].request)
+        return task.turns[0].request
+
+    def _tell(self, text: str) -> None:
+        assert self._task is not None
+        for label, value in self._task.user.facts.items():
+            if value and mentions(text, value):
+                self._told.add(label)
+
+    def reply(self, message: str, view: TurnView) -> UserReply:
+        """Answer a question for an untold fact; otherwise end the turn."""
+        task = self._task
+        if task is None:
+            raise RuntimeError("TurnTakingUser.reply called before start()")
+        if _QUESTION.search(message):
+            asked = [a for a in _asked_labels(message, task.user.facts) if a not in self._told]
+            if asked:
+                self._told.update(asked)
+                parts = [f"my {label} is {task.user.facts[label]}" for label in asked]
+                text = "; ".join(parts)
+                return UserReply(text[0].upper() + text[1:] + ".", kind="answer")
+        nxt = view.turn + 1
+        if nxt >= len(task.turns):
+            return UserReply("", advance=True, stop=True, kind="stop")
+        request = task.turns[nxt].request
+        self._tell(request)
+        return UserReply(request, advance=True, kind="advance")
+
+
 @runtime_checkable
 class ScenarioUser(Protocol):
     """A simulated user who plays a scenario written for a language model.

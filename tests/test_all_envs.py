@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rods_env
-from rods_env import OracleAgent, TalkOnlyAgent, load_domain, run_episode
+from rods_env import TalkOnlyAgent, load_domain, run_episode
 from rods_env.exploits import exploit_passes
-from rods_env.oracle import tool_call_text
+from rods_env.oracle import oracle_agent, tool_call_text
 from rods_env.registry import domain_from_env_id
 from rods_env.rewards import RULES
 from tests.core import fuzz
@@ -60,8 +60,8 @@ def test_make_with_module_prefix_works_in_a_fresh_process(env_id):
 
 def test_seed_set_has_200_tasks_with_both_splits_and_signatures(env_id):
     tasks = _domain(env_id).seed_tasks()
-    assert len(tasks) == 200
-    assert len({t.id for t in tasks}) == 200
+    assert len(tasks) >= 200
+    assert len({t.id for t in tasks}) == len(tasks)
     assert {t.split for t in tasks} == {"train", "test"}
     assert all(
         t.signature is not None and t.signature.tools == tuple(c.name for c in t.gold_calls)
@@ -71,10 +71,9 @@ def test_seed_set_has_200_tasks_with_both_splits_and_signatures(env_id):
 
 
 def test_oracle_succeeds_on_every_seed_task(env):
-    writes = env.domain.toolkit.write_names()
     failures = []
     for task in env.domain.seed_tasks():
-        out = run_episode(env, OracleAgent(task, writes), task=task)
+        out = run_episode(env, oracle_agent(env.domain, task), task=task)
         if not (out["success"] and out["progress"] == 1.0 and abs(out["return"] - 1.0) < 1e-9):
             failures.append((task.id, out["turn_results"], out["termination"]))
     assert not failures, failures[:3]
@@ -100,9 +99,8 @@ def test_talk_only_fails_every_task_whose_gold_writes(env):
 
 def test_extra_unrelated_write_fails_success_and_loses_that_turn(env):
     domain = env.domain
-    writes = domain.toolkit.write_names()
-    for task in domain.seed_tasks()[:60]:
-        agent = OracleAgent(task, writes)
+    for task in [t for t in domain.seed_tasks() if t.turns[0].calls][:60]:
+        agent = oracle_agent(domain, task)
         obs, info = env.reset(options={"task": task})
         done = injected = False
         while not done:

@@ -37,9 +37,14 @@ from rods_env.task import Task
 MAX_STEPS = 8 * 21
 """The most agent steps a task can take under BFCL's rules (8 turns, 21 steps each)."""
 
+TRAIN_DOMAIN = "bfcl-api"
+"""The rods domain over the same API classes that trains for BFCL (``environments.bfcl.
+world``): ``rods train env=[bfcl]`` trains on it and evaluates on BFCL's tasks."""
+
 NO_TRAIN_SPLIT = (
     "BFCL multi-turn has no train split: its 800 tasks are its test set, never trained on "
-    "(train on a rods domain over its API classes)"
+    f"(train on {TRAIN_DOMAIN}, the rods domain over its API classes: rods train env=[bfcl] "
+    "does)"
 )
 
 
@@ -54,6 +59,7 @@ class BFCLDomain(BenchmarkDomain):
 
     user_modes = ("scripted",)
     synthesis = NO_TRAIN_SPLIT
+    train_domain = TRAIN_DOMAIN
     max_steps = MAX_STEPS
     description = "BFCL v4 multi-turn (8 API classes), scored by BFCL's own checker rules"
 
@@ -154,5 +160,6 @@ __all__ = [
     "MAX_STEPS",
     "MISS_FUNC",
     "MISS_PARAM",
+    "TRAIN_DOMAIN",
     "BFCLDomain",
 ]

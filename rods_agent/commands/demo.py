@@ -7,6 +7,7 @@ both; a talk-only agent and a random tool caller show how far from that doing li
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -68,10 +69,11 @@ def run_demo(options: DemoOptions) -> list[DemoRow]:
         ConfigError: for a bad limit or a split without tasks.
         UnknownDomainError: for a domain that is not installed (naming those that are).
     """
-    from rods_env import OracleAgent, RandomToolAgent, TalkOnlyAgent, run_episode
+    from rods_env import RandomToolAgent, TalkOnlyAgent, run_episode
     from rods_env.env import ToolEnv
-    from rods_env.errors import ConfigError
+    from rods_env.errors import BenchmarkUnavailableError, ConfigError
     from rods_env.gold import GOLD_CACHE
+    from rods_env.oracle import oracle_agent
     from rods_env.registry import domain_names, load_domain
 
     if options.limit is not None and options.limit < 1:
@@ -79,19 +81,24 @@ def run_demo(options: DemoOptions) -> list[DemoRow]:
     split = None if options.split == "all" else options.split
     rows = []
     for name in options.env or domain_names():
-        domain = load_domain(name)
+        try:
+            domain = load_domain(name)
+        except BenchmarkUnavailableError as exc:
+            if options.env:
+                raise
+            print(f"rods demo: skipping {name}: {exc}", file=sys.stderr)  # not installed
+            continue
         env = ToolEnv(domain, split=split)
         tasks = env.tasks[: options.limit]
         if not tasks:
             raise ConfigError(f"{domain.env_id} has no seed tasks in split '{options.split}'")
-        writes = domain.toolkit.write_names()
         for task in tasks:  # replay gold once up front, so episodes/s measures episodes only
             GOLD_CACHE.get(domain, task)
         stats: dict[str, list[tuple[float, bool]]] = {}
         elapsed: dict[str, float] = {}
         for i, task in enumerate(tasks):
             agents: dict[str, _Agent] = {
-                "oracle": OracleAgent(task, writes),
+                "oracle": oracle_agent(domain, task),
                 "random": RandomToolAgent(options.seed + i),
                 "talk-only": TalkOnlyAgent(),
             }

@@ -218,7 +218,7 @@ def oracle_agents(tasks: Sequence[Task]) -> Any:
     benchmark's own oracle for a benchmark domain's (in the user mode the environment
     reports in ``info["user"]``)."""
     from rods_env.benchmark import BenchmarkDomain
-    from rods_env.oracle import OracleAgent
+    from rods_env.oracle import oracle_agent
     from rods_env.registry import load_any_domain
 
     by_id = {t.id: t for t in tasks}
@@ -230,7 +230,7 @@ def oracle_agents(tasks: Sequence[Task]) -> Any:
         if isinstance(domain, BenchmarkDomain):
             mode = "solo" if info.get("user") == "solo" else "scripted"
             return domain.oracle_agent(task, user_mode=mode)
-        return OracleAgent(task, domain.toolkit.write_names())
+        return oracle_agent(domain, task)
 
     return make_agent
 

@@ -94,9 +94,9 @@ def ensure_model(config: TrainConfig, out_dir: Path) -> Path:
 
 
 def _domain_name(env: str) -> str:
-    from rods_env.registry import load_any_domain
+    from rods_agent.training.pools import train_domain
 
-    return load_any_domain(env).name
+    return train_domain(env)
 
 
 @dataclass

@@ -7,16 +7,32 @@ from rods_env.errors import ConfigError
 from rods_env.task import Task
 
 
+def train_domain(env: str) -> str:
+    """The domain trained on for ``env``: the domain itself (a benchmark with a train split
+    of its own too), or the rods domain that stands in for a benchmark's missing train split
+    (:attr:`rods_env.benchmark.BenchmarkDomain.train_domain`; BFCL: ``bfcl-api``)."""
+    from rods_env.benchmark import BenchmarkDomain
+    from rods_env.registry import load_any_domain
+
+    family = load_any_domain(env)
+    if isinstance(family, BenchmarkDomain) and family.train_domain is not None:
+        return family.train_domain
+    return family.name
+
+
 def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
     """The starting pool and the test split (reserved from synthesis, used for evaluation).
 
     ``data.pool`` is ``seeds`` (each domain's seed tasks) or a JSONL task pool; a pool's
     tasks without a split (synthesized pools) count as train tasks. A benchmark domain
     gives its train split only, without the tasks an agent of its exploit panel passes
-    (unless ``data.keep_exploitable``), and refuses a pool that holds one of its test tasks.
+    (unless ``data.keep_exploitable``), and refuses a pool that holds one of its test tasks. A
+    benchmark without a train split (BFCL) trains on its stand-in rods domain
+    (:func:`train_domain`), and its test split is the benchmark's own tasks (BFCL's 800),
+    never trained on.
     """
     from rods_env.benchmark import BenchmarkDomain
-    from rods_env.registry import load_any_domain
+    from rods_env.registry import load_any_domain, load_domain
     from rods_env.task import load_tasks
 
     data = config.data
@@ -25,6 +41,22 @@ def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
     test: list[Task] = []
     for env in config.env:
         domain = load_any_domain(env)
+        if isinstance(domain, BenchmarkDomain) and domain.train_domain is not None:
+            domain.require()
+            stand_in = load_domain(domain.train_domain)
+            if data.split != "train":
+                raise ConfigError(
+                    f"data.split: {domain.name}'s tasks are test tasks, evaluated only; "
+                    f"training on it uses the train split of {stand_in.name}"
+                )
+            if pool_file is None:
+                tasks = stand_in.seed_tasks("train")
+            else:
+                tasks = [t for t in pool_file if t.domain == stand_in.name and t.split != "test"]
+            domain.check_training_pool(tasks)
+            train.extend(tasks)
+            test.extend(domain.seed_tasks())
+            continue
         if isinstance(domain, BenchmarkDomain):
             if pool_file is None:
                 tasks = domain.training_tasks(data.split, keep_exploitable=data.keep_exploitable)

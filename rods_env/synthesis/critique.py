@@ -281,7 +281,8 @@ _CONSTANTS: dict[type[Toolkit], dict[str, frozenset[Any]]] = {}
 
 
 def tool_constants(toolkit: type[Toolkit]) -> dict[str, frozenset[Any]]:
-    """Enum and const values of each tool's parameter schema (computed once per toolkit)."""
+    """Enum and const values of each tool's parameter schema and argument model (computed
+    once per toolkit)."""
     cached = _CONSTANTS.get(toolkit)
     if cached is not None:
         return cached
@@ -289,6 +290,8 @@ def tool_constants(toolkit: type[Toolkit]) -> dict[str, frozenset[Any]]:
     for name, spec in toolkit.specs().items():
         found: set[Any] = set()
         _schema_constants(spec.schema["function"]["parameters"], found)
+        # the argument model may state constants the agent's schema words in prose
+        _schema_constants(spec.params.model_json_schema(), found)
         out[name] = frozenset(found)
     _CONSTANTS[toolkit] = out
     return out
@@ -308,6 +311,24 @@ def _leaves(value: Any, name: str = "") -> Iterator[tuple[str, Any]]:
 
 def _numbers_in(text: str) -> set[float]:
     return {round(float(m.replace(",", "")), 6) for m in _NUMBER.findall(text)}
+
+
+_NUMBERS: OrderedDict[str, frozenset[float]] = OrderedDict()
+
+
+def _numbers_of(text: str) -> frozenset[float]:
+    """:func:`_numbers_in` of ``text``, kept for recent texts: a gold output's text (the same
+    string object for the same output, see :func:`_output_text`) and a policy are searched
+    for numbers by every task that reads them. Texts longer than 32,768 characters (a
+    long-context output) are searched each time, so the cache stays small."""
+    if len(text) > 32768:
+        return frozenset(_numbers_in(text))
+    hit = _NUMBERS.get(text)
+    if hit is None:
+        hit = _NUMBERS[text] = frozenset(_numbers_in(text))
+        while len(_NUMBERS) > 4096:
+            _NUMBERS.popitem(last=False)
+    return hit
 
 
 @cache
@@ -364,7 +385,7 @@ class _Known:
             return True
         if self.pending:
             for text in self.pending:
-                self.numbers |= _numbers_in(text)
+                self.numbers |= _numbers_of(text)
             self.pending = []
         return key in self.numbers
 

@@ -25,6 +25,19 @@ from rods_env.task import Provenance, Task
 PENDING_ID = "pending"
 """Id of a candidate until it is accepted (then :func:`content_id` names it)."""
 
+FRESH_WORLDS = 1_000_000_000
+"""In a domain where every task has its own world (:attr:`rods_env.domain.Domain.
+world_per_task`), a variant's world seed is drawn at or above this, apart from the seed
+tasks' (which stay far below it), so no variant ever shares a seed task's world."""
+
+
+def world_seed(domain: Domain, plan: Plan, rng: random.Random) -> int:
+    """The world a variant is drawn on: the parent's, or a fresh one where every task has
+    its own (drawn from the variant's generator, so the same candidate gets the same)."""
+    if not domain.world_per_task:
+        return plan.db_seed
+    return FRESH_WORLDS + rng.randrange(1_000_000_000)
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -116,8 +129,10 @@ def execute(
             ``duplicate`` when the draft's calls are in ``seen_calls``;
             ``execution_error`` when the skill or a gold call fails.
     """
+    # a step that extends the parent keeps its world; a new draft may take a fresh one
+    db_seed = plan.db_seed if plan.axis in STEPS else world_seed(domain, plan, rng)
     # entities are drawn from the customers of the parent's split only (rods_env.splits)
-    db = generation_database(domain, plan.db_seed, plan.db_size, plan.parent.split)
+    db = generation_database(domain, db_seed, plan.db_size, plan.parent.split)
     skill_name = plan.skill.name
     try:
         if plan.axis in ("join", "append"):
@@ -142,7 +157,7 @@ def execute(
             split=parent.split,
             # a step of STEPS keeps the parent's turns, and so its augmentation
             variant=parent.variant if plan.axis in STEPS else "base",
-            db_seed=plan.db_seed,
+            db_seed=db_seed,
             db_size=plan.db_size,
             user=draft.user,
             turns=draft.turns,

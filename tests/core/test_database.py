@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rods_env.database import DELETED, Database, freeze_tables
 from tests.core.toy_domain import TOY, Account
@@ -102,3 +104,27 @@ def test_records_are_immutable(db):
     acc = db.get("accounts", "ACC0001")
     with pytest.raises(Exception):  # noqa: B017 - pydantic raises ValidationError
         acc.balance = 3
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["put", "delete"]), st.integers(0, 12), st.integers(0, 99)),
+        max_size=12,
+    )
+)
+def test_values_are_the_records_of_the_keys_in_order_under_any_overlay(ops):
+    """values() walks the base once under the overlay (no look-up per key): the same records
+    in the same order as reading every key of keys() with get()."""
+    db = TOY.database(0, "tiny")
+    keys = list(db.keys("accounts"))
+    template = db.get("accounts", keys[0])
+    for op, k, balance in ops:
+        key = keys[k] if k < len(keys) else f"NEW{k}"
+        if op == "put":
+            db.put("accounts", key, template.model_copy(update={"id": key, "balance": balance}))
+        else:
+            db.delete("accounts", key)
+    expected = [db.get("accounts", key) for key in db.keys("accounts")]
+    assert [r for r in db.values("accounts")] == expected
+    assert all(a is b for a, b in zip(db.values("accounts"), expected, strict=True))

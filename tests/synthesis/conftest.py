@@ -4,9 +4,10 @@ import random
 
 import pytest
 
-from rods_env import OracleAgent, TalkOnlyAgent, ToolEnv, run_episode
+from rods_env import TalkOnlyAgent, ToolEnv, run_episode
 from rods_env.domain import Domain
 from rods_env.gold import replay_gold
+from rods_env.oracle import oracle_agent
 from rods_env.seeds import make_task
 from rods_env.task import Task
 from tests.synthesis.toy_synth import SHAPED
@@ -43,7 +44,7 @@ def seeds() -> list[Task]:
 
 def run_oracle(domain: Domain, task: Task, agent=None) -> dict:
     env = ToolEnv(domain, tasks=[task], split=None, max_steps=80, render_mode="ansi")
-    agent = agent or OracleAgent(task, domain.toolkit.write_names())
+    agent = agent or oracle_agent(domain, task)
     out = run_episode(env, agent, task=task)
     out["transcript"] = env.render()
     return out
@@ -70,7 +71,7 @@ def play(domain: Domain, task: Task, at_turn: int, actions: list[str], agent=Non
     injected actions).
     """
     env = ToolEnv(domain, tasks=[task], split=None, max_steps=80, render_mode="ansi")
-    agent = agent or OracleAgent(task, domain.toolkit.write_names())
+    agent = agent or oracle_agent(domain, task)
     obs, info = env.reset(options={"task": task})
     term = trunc = False
     injected: list[str] = []
@@ -114,7 +115,7 @@ class GuessingAgent:
 
     def __init__(self, domain: Domain, task: Task, label: str, guess: str) -> None:
         self.believed = believed_task(task, label, guess)
-        self.inner = OracleAgent(self.believed, domain.toolkit.write_names())
+        self.inner = oracle_agent(domain, self.believed)
         self.guess = guess
 
     def act(self, observation: str, info: dict) -> str:

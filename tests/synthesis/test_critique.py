@@ -6,6 +6,8 @@ import random
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rods_env import Draft, SkillUnavailable, ToolCall, Turn, UserProfile
 from rods_env.domain import Skill
@@ -305,3 +307,16 @@ def test_turn_depths_and_an_expansion_that_lowers_one():
         turns=3,
     )
     check_turn_depths(parent, deep, task_with(kept, [3, 1, 1]))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.text(alphabet='0123456789.,-e $x"{}:', max_size=40), st.integers(0, 3))
+def test_the_numbers_of_a_text_are_remembered_exactly(text, repeat):
+    """The critique remembers the numbers found in a text (an output read by every task
+    that reads it): the same set as searching the text, the first time and later."""
+    from rods_env.synthesis.critique import _numbers_in, _numbers_of
+
+    for _ in range(repeat + 1):
+        assert _numbers_of(text) == _numbers_in(text)
+    long = text + " " * 40000  # too long to remember: searched each time
+    assert _numbers_of(long) == _numbers_in(long)

@@ -9,7 +9,7 @@ from environments.tau2.package import PINNED_VERSION, installed_version
 from tests.requires import require
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="session")  # before any fixture that loads tau2
 def _tau2_installed() -> None:
     version = installed_version()
     require(

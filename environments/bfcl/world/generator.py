@@ -1,0 +1,453 @@
+"""Worlds over BFCL's API classes, drawn by our own generator (never from BFCL's tasks).
+
+``generate(seed, size)`` draws one person's world: a home directory of folders and files
+with their contents, a messaging workspace with contacts and sent messages, a Twitter
+account with tweets, a ticket queue, a brokerage account with stocks, orders and a
+watchlist, travel credit cards and bookings, and a car. Every class's configuration goes
+through the class's own ``_load_scenario``, so the instances are exactly what BFCL would
+build from such a configuration; the world is the eight :class:`~.state.ApiState` records
+and the :class:`~.state.Person`.
+
+Sizes: ``tiny`` (fewer entities), ``default``, and ``long-<n>k`` for long-context variants:
+the ``default`` world of the same seed with about ``n`` thousand tokens of extra entries
+in the listings the tools return (files in every folder, older messages, other users'
+tweets, closed tickets, past orders and transactions, other cards and bookings). The
+entities of the ``default`` world stay as they are, and no padded entry takes an id, a
+name or a counter value a task could use, so a task's gold runs the same on both.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from faker import Faker
+
+from environments.bfcl.world.state import OWNER, PEOPLE, TABLE, Person, load_instance, state_record
+from rods_env.padding import long_size_tokens
+
+SIZES: tuple[str, ...] = ("tiny", "default", "long-4k", "long-8k")
+
+FOLDERS = (
+    "projects", "notes", "reports", "archive", "research", "drafts", "finance", "travel",
+    "recipes", "music", "photos", "meetings", "backups", "clients", "scripts", "datasets",
+    "invoices", "lectures", "garden", "fitness",
+)  # fmt: skip
+SUBFOLDERS = ("old", "2023", "2024", "q1", "q2", "shared", "private", "misc", "final", "wip")
+STEMS = (
+    "summary", "budget", "plan", "todo", "ideas", "results", "minutes", "schedule", "inventory",
+    "expenses", "agenda", "changelog", "checklist", "contacts", "readings", "timeline",
+    "feedback", "metrics", "outline", "roster", "survey", "quotes", "playlist", "tasks",
+)  # fmt: skip
+EXTENSIONS = (".txt", ".md", ".csv", ".log", ".json", ".py")
+WORDS = (
+    "apple", "bridge", "cobalt", "delta", "ember", "falcon", "garnet", "harbor", "indigo",
+    "juniper", "kettle", "lantern", "meadow", "nectar", "orbit", "pepper", "quartz", "ripple",
+    "saffron", "timber", "umber", "velvet", "willow", "yarrow", "zephyr", "anchor", "beacon",
+    "canyon", "drift", "echo", "fable", "glacier", "hollow", "island", "jasper", "kelp",
+)  # fmt: skip
+TOPICS = (
+    "the quarterly review", "the website launch", "the garden project", "the budget meeting",
+    "the new office", "the hiring plan", "the conference talk", "the data migration",
+    "the spring fair", "the product demo", "the team offsite", "the book club",
+)  # fmt: skip
+VERBS = ("review", "update", "send", "check", "finish", "plan", "draft", "book", "call", "fix")
+STOCK_POOL: Mapping[str, str] = {
+    "AAPL": "Apple", "GOOG": "Google", "TSLA": "Tesla", "MSFT": "Microsoft", "NVDA": "Nvidia",
+    "ZETA": "Zeta Corp", "ALPH": "Alpha Tech", "OMEG": "Omega Industries", "QUAS": "Quasar Ltd.",
+    "NEPT": "Neptune Systems", "SYNX": "Synex Solutions", "AMZN": "Amazon",
+}  # fmt: skip
+"""Symbols the trading API knows by company name (``get_symbol_by_name``)."""
+EXTRA_SYMBOLS = ("KRNL", "VRTX", "BLZE", "NOVA", "PRSM", "HALO", "FJRD", "LUMN")
+TWITTER_TAGS = ("#weekend", "#update", "#coffee", "#travel", "#work", "#books", "#running")
+TICKET_TITLES = (
+    "Printer not responding", "VPN drops every hour", "Laptop battery swelling",
+    "Email sync failing", "Badge does not open door", "Monitor flickers",
+    "Password reset needed", "Projector in room B broken", "Slow shared drive",
+    "Calendar invites missing", "Keyboard keys sticking", "Wi-Fi weak in kitchen",
+)  # fmt: skip
+CAR_DOORS = ("driver", "passenger", "rear_left", "rear_right")
+AIRPORT_CITIES = (
+    "Rivermist", "Stonebrook", "Maplecrest", "Silverpine", "Shadowridge", "Sunset Valley",
+    "Oakendale", "Willowbend", "Crescent Hollow", "Autumnville", "Pinehaven", "Greenfield",
+    "San Francisco", "Los Angeles", "New York", "Chicago", "Boston",
+)  # fmt: skip
+"""Cities the travel API maps to an airport (``get_nearest_airport_by_city``)."""
+
+
+def _gerund(verb: str) -> str:
+    return (verb[:-1] if verb.endswith("e") else verb) + "ing"
+
+
+def _lines(rng: random.Random, ext: str, n: int) -> str:
+    if ext == ".csv":
+        rows = ["item, qty, price"]  # ", ": "3,315" would read as one number
+        for _ in range(n):
+            rows.append(f"{rng.choice(WORDS)}, {rng.randint(1, 40)}, {rng.randint(2, 400)}")
+        return "\n".join(rows)
+    if ext == ".log":
+        levels = ("INFO", "WARN", "ERROR")
+        return "\n".join(
+            f"{rng.choice(levels)} {rng.choice(WORDS)} service {rng.choice(VERBS)}ed"
+            for _ in range(n)
+        )
+    if ext == ".py":
+        return "\n".join(f"def {rng.choice(WORDS)}_{i}():\n    return {i}" for i in range(n))
+    if ext == ".json":
+        return (
+            "{" + ", ".join(f'"{rng.choice(WORDS)}": {rng.randint(1, 99)}' for _ in range(n)) + "}"
+        )
+    return "\n".join(
+        f"{rng.choice(VERBS).capitalize()} {rng.choice(TOPICS)} with {rng.choice(WORDS)}"
+        for _ in range(n)
+    )
+
+
+def _file_system(rng: random.Random, owner: str, scale: int) -> dict[str, Any]:
+    contents: dict[str, Any] = {}
+    for folder in rng.sample(FOLDERS, 2 + scale):
+        files: dict[str, Any] = {}
+        for stem in rng.sample(STEMS, rng.randint(1, 2 + scale)):
+            ext = rng.choice(EXTENSIONS)
+            files[stem + ext] = {"type": "file", "content": _lines(rng, ext, rng.randint(2, 7))}
+        if rng.random() < 0.6:
+            sub: dict[str, Any] = {}
+            for stem in rng.sample(STEMS, rng.randint(1, 3)):
+                ext = rng.choice(EXTENSIONS)
+                sub[stem + ext] = {"type": "file", "content": _lines(rng, ext, rng.randint(2, 6))}
+            files[rng.choice(SUBFOLDERS)] = {"type": "directory", "contents": sub}
+        contents[folder] = {"type": "directory", "contents": files}
+    for stem in rng.sample(STEMS, rng.randint(0, 2)):
+        ext = rng.choice(EXTENSIONS)
+        contents.setdefault(stem + ext, {"type": "file", "content": _lines(rng, ext, 3)})
+    return {"root": {owner: {"type": "directory", "contents": contents}}}
+
+
+_FAKERS = threading.local()
+
+
+def _faker(seed: int) -> Faker:
+    """This thread's Faker, seeded (building one costs tens of milliseconds)."""
+    fake = getattr(_FAKERS, "fake", None)
+    if fake is None:
+        fake = _FAKERS.fake = Faker("en_US")
+    fake.seed_instance(seed)
+    return fake
+
+
+def _unique_names(fake: Faker, n: int, avoid: set[str]) -> list[str]:
+    names: list[str] = []
+    while len(names) < n:
+        name = fake.first_name()
+        if name not in avoid and name not in names:
+            names.append(name)
+    return names
+
+
+def generate(seed: int, size: str) -> dict[str, dict[str, Any]]:
+    """The world of ``seed`` at ``size`` (see the module docstring)."""
+    tokens = long_size_tokens(size)
+    if tokens is not None:
+        return _padded(seed, tokens)
+    if size not in ("tiny", "default"):
+        raise ValueError(f"unknown size '{size}'; sizes: {', '.join(SIZES)}")
+    configs, person = world_configs(seed, size)
+    return _tables(configs, person)
+
+
+def _tables(configs: Mapping[str, Any], person: Person) -> dict[str, dict[str, Any]]:
+    from environments.bfcl.apis import CLASS_NAMES
+
+    # the configurations are this call's own: handed over, not copied
+    apis = {
+        api: state_record(api, load_instance(api, configs.get(api), copy_config=False))
+        for api in CLASS_NAMES
+    }
+    return {TABLE: apis, PEOPLE: {OWNER: person}}
+
+
+def world_configs(seed: int, size: str = "default") -> tuple[dict[str, Any], Person]:
+    """The configuration of each class in the world of ``seed`` (``_load_scenario``'s
+    input) and its owner."""
+    rng = random.Random(f"bfcl-world:{seed}")
+    fake = _faker(seed)
+    scale = 1 if size == "tiny" else 3
+    first, last = fake.first_name(), fake.last_name()
+    handle = f"{first.lower()}_{rng.choice(WORDS)}{rng.randint(1, 99)}"
+    contacts = _unique_names(fake, 2 + scale, {first})
+    person = Person(
+        first=first,
+        last=last,
+        twitter_user=handle,
+        twitter_password=f"{rng.choice(WORDS)}{rng.randint(100, 999)}",
+        message_id="",
+        ticket_user=f"{first[0].lower()}{last.lower()}",
+        ticket_password=f"{rng.choice(WORDS)}-{rng.randint(1000, 9999)}",
+        trading_user=f"{first.lower()}.{last.lower()}",
+        trading_password=f"{rng.choice(WORDS).capitalize()}{rng.randint(10, 99)}!",
+        travel_client_id=f"client_{rng.randint(10000, 99999)}",
+        travel_secret=f"secret_{rng.choice(WORDS)}_{rng.randint(100, 999)}",
+        travel_refresh=f"rt_{rng.randint(1000000, 9999999)}",
+    )
+    # messaging: the owner is one of the workspace's users
+    users = [first, *contacts]
+    rng.shuffle(users)
+    user_map = {name: f"USR{i + 1:03d}" for i, name in enumerate(users)}
+    person = person.model_copy(update={"message_id": user_map[first]})
+    others = [user_map[c] for c in contacts]
+    inbox = [
+        {rng.choice(others): f"{rng.choice(VERBS).capitalize()} {rng.choice(TOPICS)} please"}
+        for _ in range(rng.randint(1, 2 + scale))
+    ]
+    message = {
+        "random_seed": rng.randint(1, 10**6),
+        "generated_ids": set(),
+        "user_count": len(user_map),
+        "user_map": user_map,
+        "inbox": inbox,
+        "message_count": len(inbox),
+        "current_user": user_map[first] if rng.random() < 0.5 else None,
+    }
+    # twitter: the owner's tweets and others', ids from a random start (padding stays below)
+    start = 5000 + rng.randint(0, 400)
+    tweeters = [handle, *(f"{c.lower()}{rng.randint(1, 9)}" for c in contacts)]
+    tweets: dict[str, Any] = {}
+    for k in range(rng.randint(2, 2 + scale)):
+        tid = start + k
+        tweets[str(tid)] = {
+            "id": tid,
+            "username": rng.choice(tweeters),
+            "content": f"{_gerund(rng.choice(VERBS)).capitalize()} {rng.choice(TOPICS)} today",
+            "tags": rng.sample(TWITTER_TAGS, rng.randint(0, 2)),
+            "mentions": [],
+        }
+    twitter = {
+        "username": handle,
+        "password": person.twitter_password,
+        "authenticated": rng.random() < 0.4,
+        "tweets": tweets,
+        "comments": {},
+        "retweets": {},
+        "following_list": rng.sample(tweeters[1:], min(len(tweeters) - 1, rng.randint(1, 3))),
+        "tweet_counter": start + len(tweets),
+    }
+    # tickets: ids from a random start (padding stays below)
+    tstart = 600 + rng.randint(0, 300)
+    queue = []
+    for k, title in enumerate(rng.sample(TICKET_TITLES, rng.randint(2, 2 + scale))):
+        queue.append(
+            {
+                "id": tstart + k,
+                "title": title,
+                "description": f"{title}. Noticed during {rng.choice(TOPICS)}.",
+                "status": rng.choice(("Open", "Open", "In Progress", "Closed")),
+                "priority": rng.randint(1, 5),
+                "created_by": person.ticket_user if rng.random() < 0.7 else contacts[0].lower(),
+            }
+        )
+    ticket = {
+        "ticket_queue": queue,
+        "ticket_counter": tstart + len(queue),
+        "current_user": person.ticket_user if rng.random() < 0.5 else None,
+    }
+    # trading
+    symbols = rng.sample(list(STOCK_POOL), 4 + scale) + rng.sample(EXTRA_SYMBOLS, 2)
+    stocks = {}
+    for sym in symbols:
+        price = round(rng.uniform(15, 900), 2)
+        stocks[sym] = {
+            "price": price,
+            "percent_change": round(rng.uniform(-3, 3), 2),
+            "volume": round(rng.uniform(0.3, 4), 3),
+            "MA(5)": round(price * rng.uniform(0.97, 1.03), 2),
+            "MA(20)": round(price * rng.uniform(0.94, 1.06), 2),
+        }
+    ostart = 20000 + rng.randint(0, 5000)
+    orders = {}
+    for k in range(rng.randint(1, 3)):
+        sym = rng.choice(symbols)
+        orders[str(ostart + k)] = {
+            "id": ostart + k,
+            "order_type": rng.choice(("Buy", "Sell")),
+            "symbol": sym,
+            "price": stocks[sym]["price"],
+            "amount": rng.randint(1, 30),
+            "status": rng.choice(("Completed", "Pending", "Open")),
+        }
+    trading = {
+        "orders": orders,
+        "account_info": {
+            "account_id": rng.randint(10000, 99999),
+            "balance": float(rng.randint(2000, 60000)),
+            "binding_card": rng.randint(10**15, 10**16 - 1),
+        },
+        "authenticated": rng.random() < 0.4,
+        "market_status": rng.choice(("Open", "Closed")),
+        "order_counter": ostart + len(orders),
+        "stocks": stocks,
+        "watch_list": rng.sample(symbols, rng.randint(1, 3)),
+        "transaction_history": [],
+        "random_seed": rng.randint(1, 10**6),
+    }
+    # travel
+    cards = {}
+    for _ in range(rng.randint(1, 3)):
+        cards[str(rng.randint(10**11, 10**12 - 1))] = {
+            "card_number": str(rng.randint(10**15, 10**16 - 1)),
+            "expiration_date": f"{rng.randint(1, 12):02d}/{rng.randint(2027, 2032)}",
+            "cardholder_name": f"{first} {last}",
+            "card_verification_number": rng.randint(100, 999),
+            "balance": float(rng.randint(1500, 30000)),
+        }
+    logged = rng.random() < 0.5
+    travel = {
+        "random_seed": rng.randint(1, 10**6),
+        "credit_card_list": cards,
+        "booking_record": {},
+        "access_token": str(rng.randint(100000, 999999)) if logged else None,
+        "token_type": "Bearer" if logged else None,
+        "token_expires_in": 2 if logged else None,
+        "token_scope": "read_write" if logged else None,
+        "user_first_name": first if logged else None,
+        "user_last_name": last if logged else None,
+        "budget_limit": None,
+    }
+    # the car
+    doors = {d: rng.choice(("locked", "unlocked")) for d in CAR_DOORS}
+    vehicle = {
+        "random_seed": rng.randint(1, 10**6),
+        "fuelLevel": float(rng.randint(3, 40)),
+        "batteryVoltage": round(rng.uniform(11.8, 13.2), 1),
+        "engineState": "stopped",
+        "doorStatus": doors,
+        "acTemperature": float(rng.randint(18, 28)),
+        "fanSpeed": rng.choice((20, 30, 40, 50, 60)),
+        "acMode": rng.choice(("auto", "cool", "heat")),
+        "humidityLevel": float(rng.randint(30, 70)),
+        "headLightStatus": rng.choice(("on", "off")),
+        "parkingBrakeStatus": rng.choice(("engaged", "released")),
+        "brakePedalStatus": "released",
+        "distanceToNextVehicle": float(rng.choice((40, 50, 60, 80))),
+        "cruiseStatus": "inactive",
+        "destination": "None",
+        "frontLeftTirePressure": float(rng.randint(26, 36)),
+        "frontRightTirePressure": float(rng.randint(26, 36)),
+        "rearLeftTirePressure": float(rng.randint(26, 36)),
+        "rearRightTirePressure": float(rng.randint(26, 36)),
+    }
+    configs = {
+        "GorillaFileSystem": _file_system(rng, first.lower(), scale),
+        "MathAPI": {},
+        "MessageAPI": message,
+        "TwitterAPI": twitter,
+        "TicketAPI": ticket,
+        "TradingBot": trading,
+        "TravelAPI": travel,
+        "VehicleControlAPI": vehicle,
+    }
+    return configs, person
+
+
+def _padded(seed: int, tokens: int) -> dict[str, dict[str, Any]]:
+    """The default world of ``seed`` with about ``tokens`` tokens of extra listing entries
+    per class (see the module docstring)."""
+    configs, person = world_configs(seed, "default")
+    rng = random.Random(f"bfcl-long:{seed}:{tokens}")
+    n = max(8, tokens // 24)  # entries of ~12 tokens each, over two listings a class
+    # files: every folder gets cache files (a name that no task uses: tasks pick STEMS)
+    root = next(iter(configs["GorillaFileSystem"]["root"].values()))
+
+    def pad(folder: dict[str, Any], count: int) -> None:
+        for i in range(count):
+            name = f"cache_{rng.choice(WORDS)}_{i:04d}.tmp"
+            folder["contents"].setdefault(name, {"type": "file", "content": ""})
+        for item in list(folder["contents"].values()):
+            if item["type"] == "directory":
+                pad(item, count // 2)
+
+    pad(root, n // 4)
+    # older messages before the real ones (delete_message takes the latest)
+    msg = configs["MessageAPI"]
+    ids = list(msg["user_map"].values())
+    older = [{rng.choice(ids): f"Archived note {i}: {rng.choice(TOPICS)}"} for i in range(n)]
+    msg["inbox"] = older + msg["inbox"]
+    msg["message_count"] = len(msg["inbox"])
+    # more contacts, with ids past any a new contact would get (user_count stays)
+    for i in range(min(n, 400)):
+        msg["user_map"].setdefault(f"Member{i:03d}", f"USR{600 + i}")
+    # other users' tweets, ids below the real ones, in words no task searches for; more
+    # accounts followed (named unlike any a task follows)
+    tw = configs["TwitterAPI"]
+    tw["following_list"] = tw["following_list"] + [f"fan_{i:04d}" for i in range(n)]
+    for i in range(n):
+        tid = 1000 + i
+        tw["tweets"][str(tid)] = {
+            "id": tid,
+            "username": f"user{rng.randint(100, 999)}",
+            "content": f"Archived post number {i}",
+            "tags": ["#archive"],
+            "mentions": [],
+        }
+    # closed tickets of the owner, ids below the real ones
+    tk = configs["TicketAPI"]
+    old = [
+        {
+            "id": 100 + i,
+            "title": f"Old request {i}",
+            "description": f"Archived: {rng.choice(TOPICS)}",
+            "status": "Closed",
+            "priority": rng.randint(1, 5),
+            "created_by": person.ticket_user,
+        }
+        for i in range(min(n, 450))
+    ]
+    tk["ticket_queue"] = old + tk["ticket_queue"]
+    # past orders and transactions
+    tr = configs["TradingBot"]
+    for i in range(n):
+        oid = 10000 + i
+        sym = rng.choice(list(tr["stocks"]))
+        tr["orders"][str(oid)] = {
+            "id": oid,
+            "order_type": rng.choice(("Buy", "Sell")),
+            "symbol": sym,
+            "price": tr["stocks"][sym]["price"],
+            "amount": rng.randint(1, 30),
+            "status": "Completed",
+        }
+    tr["transaction_history"] = [
+        {
+            "type": "deposit",
+            "amount": float(rng.randint(100, 900)),
+            "timestamp": "2024-08-01 09:00:00",
+        }
+        for _ in range(n)
+    ]
+    # other cards of the owner (their numbers end unlike any real card's) and bookings
+    tv = configs["TravelAPI"]
+    ends = {c["card_number"][-4:] for c in tv["credit_card_list"].values()}
+    for i in range(n // 3):
+        number = str(rng.randint(10**15, 10**16 - 1))
+        if number[-4:] in ends:
+            continue
+        tv["credit_card_list"][str(200000000000 + i)] = {
+            "card_number": number,
+            "expiration_date": "01/2026",
+            "cardholder_name": f"{person.first} {person.last}",
+            "card_verification_number": rng.randint(100, 999),
+            "balance": float(rng.randint(50, 900)),
+        }
+    card = next(iter(tv["credit_card_list"]))
+    for i in range(n):
+        tv["booking_record"][str(3000000 + i)] = {
+            "card_id": card,
+            "travel_date": f"2023-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+            "travel_from": "SFO",
+            "travel_to": "LAX",
+            "travel_class": "economy",
+            "travel_cost": 200.0,
+            "transaction_id": str(40000000 + i),
+        }
+    return _tables(configs, person)

@@ -1,0 +1,151 @@
+"""The state of a BFCL API world as rods records: one :class:`ApiState` per API class.
+
+A record holds the class instance twice: its *public state* (every attribute whose name
+does not start with ``_``, as plain data: what BFCL's state check compares, and so what
+the reward compares) and the pickled instance (private attributes too: the file system's
+current directory, the seeded random generators that draw ids). Two records are equal when
+their public states are, exactly as BFCL compares two instances attribute by attribute, so
+``cd`` (which moves only the private current directory) changes nothing the reward sees.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field
+
+from rods_env.database import Record
+
+TABLE = "apis"
+"""The table of API states, keyed by class name."""
+
+PEOPLE = "people"
+"""The table of the world's owner (one record, key :data:`OWNER`)."""
+
+OWNER = "owner"
+
+
+class ApiState(Record):
+    """One API class's instance in a world.
+
+    Attributes:
+        api: The class name (``GorillaFileSystem``, ...).
+        state: The public attributes as plain data (files and directories as
+            ``{"name", "content"}`` / ``{"name", "contents"}``, sets as sorted lists).
+        blob: The pickled instance (private attributes included); left out of equality,
+            hashing and the record's JSON form.
+    """
+
+    api: str
+    state: dict[str, Any]
+    blob: bytes = Field(default=b"", exclude=True, repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ApiState):
+            return NotImplemented
+        return self.api == other.api and self.state == other.state
+
+    def __hash__(self) -> int:
+        return hash((self.api, json.dumps(self.state, sort_keys=True, default=str)))
+
+    def instance(self) -> Any:
+        """A fresh copy of the instance (made in this process from the API classes)."""
+        return pickle.loads(self.blob)
+
+
+class Person(Record):
+    """The person a world belongs to: the user of every account in it.
+
+    Attributes:
+        first: First name.
+        last: Last name.
+        twitter_user: TwitterAPI username.
+        twitter_password: TwitterAPI password.
+        message_id: MessageAPI user id.
+        ticket_user: TicketAPI username.
+        ticket_password: TicketAPI password.
+        trading_user: TradingBot username.
+        trading_password: TradingBot password.
+        travel_client_id: TravelAPI client id.
+        travel_secret: TravelAPI client secret.
+        travel_refresh: TravelAPI refresh token.
+    """
+
+    first: str
+    last: str
+    twitter_user: str
+    twitter_password: str
+    message_id: str
+    ticket_user: str
+    ticket_password: str
+    trading_user: str
+    trading_password: str
+    travel_client_id: str
+    travel_secret: str
+    travel_refresh: str
+
+    @property
+    def name(self) -> str:
+        """First and last name."""
+        return f"{self.first} {self.last}"
+
+
+def _canon(value: Any) -> Any:
+    """Plain data of an attribute value, compared as BFCL compares it (``File`` and
+    ``Directory`` by name and content; no parent links)."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _canon(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [_canon(v) for v in value]
+    if kind is set or kind is frozenset:
+        return sorted((_canon(v) for v in value), key=repr)
+    name = kind.__name__
+    if name == "Directory":
+        return {"name": value.name, "contents": {k: _canon(v) for k, v in value.contents.items()}}
+    if name == "File":
+        return {"name": value.name, "content": value.content}
+    return copy.copy(value)
+
+
+def _plain(value: Any) -> Any:
+    kind = type(value)
+    if kind is set or kind is frozenset:
+        return sorted(value, key=repr)
+    if kind.__name__ in ("Directory", "File"):
+        return _canon(value)
+    if kind is dict or kind is list:  # plain JSON data: copied at C speed
+        return pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    return _canon(value)
+
+
+def public_state(instance: Any) -> dict[str, Any]:
+    """The public attributes of an API instance as plain data (see :class:`ApiState`)."""
+    return {k: _plain(v) for k, v in vars(instance).items() if not k.startswith("_")}
+
+
+def state_record(api: str, instance: Any) -> ApiState:
+    """The record of ``instance`` now (a snapshot: later changes to it are not seen)."""
+    return ApiState.model_construct(
+        api=api,
+        state=public_state(instance),
+        blob=pickle.dumps(instance, protocol=pickle.HIGHEST_PROTOCOL),
+    )
+
+
+def load_instance(api: str, config: Mapping[str, Any] | None, *, copy_config: bool = True) -> Any:
+    """An instance of class ``api`` loaded with ``config`` as BFCL loads a scenario (a deep
+    copy of the configuration, unless the caller hands it over; MathAPI takes none)."""
+    from environments.bfcl.apis import STATELESS, api_class
+
+    instance = api_class(api)()
+    if api not in STATELESS:
+        scenario = dict(config or {})
+        instance._load_scenario(
+            copy.deepcopy(scenario) if copy_config else scenario, long_context=False
+        )
+    return instance
