@@ -1,15 +1,26 @@
 """τ²-bench's evaluator against rods' τ²-bench environments, side by side, on gold trajectories.
 
 The same gold trajectories (the gold agent's episodes, the stand-in user ending them) are
-scored three ways in one run: by τ²-bench's own ``evaluate_simulation(..., ALL)`` (it
-loads both databases from disk and hashes them whole, per trajectory), by rods'
-``score_trajectory`` (the same input: a replay on copy-on-access state, then τ²-bench's
-rules against the cached gold changes), and as a whole rods episode (reset, every step,
-the reward from the live state). ``rods`` per trajectory over ``tau2`` per trajectory is
-the speed-up; the verdicts are checked equal here too (tests/environments/tau2 checks
-them on every task).
+scored in one run:
 
-    pytest benchmarks/test_tau2.py --benchmark-only --benchmark-group-by=param:domain
+* ``tau2``: τ²-bench's own ``evaluate_simulation(..., ALL)`` (it loads both databases from
+  disk, replays the trajectory on one and the gold actions on the other, hashes both whole
+  and runs every check) -- the baseline;
+* ``reward``: what a rods episode does at its end, the reward from the state the episode's
+  tools left (prepared untimed) against the cached gold, the checks of the task's basis
+  only: the evaluation throughput compared with τ²-bench's;
+* ``every_check``: the same with every check τ²-bench runs, in the basis or not (how rods
+  scored before: the database of every telecom task was hashed);
+* ``score_trajectory``: a finished trajectory on its own, τ²-bench's input: a replay of its
+  tool calls on copy-on-access state, then the reward;
+* ``episodes``: whole rods episodes of the gold agent (reset, every step with its tool calls
+  and the stand-in user's replies, the reward).
+
+Per trajectory, ``tau2`` over ``reward`` is the speed-up of evaluation; the verdicts are
+checked equal here too (tests/environments/tau2 checks them on every task).
+
+    pytest benchmarks/test_tau2.py --benchmark-only --benchmark-group-by=param:domain \\
+        --benchmark-columns=mean,rounds
 """
 
 from __future__ import annotations
@@ -19,7 +30,13 @@ import pytest
 from environments.tau2.domain import domain_named
 from environments.tau2.env import Tau2Env
 from environments.tau2.package import PINNED_VERSION, installed_version, tau2_module
-from environments.tau2.trajectory import score_trajectory, termination_reason, to_tau2_messages
+from environments.tau2.scoring import score
+from environments.tau2.trajectory import (
+    replay,
+    score_trajectory,
+    termination_reason,
+    to_tau2_messages,
+)
 from rods_env.oracle import run_episode
 from tests.requires import require
 
@@ -78,6 +95,43 @@ def test_tau2_evaluator_on_gold(benchmark, gold):
     d, _, trajectories = gold
     rewards = benchmark.pedantic(_tau2_all, args=(d, trajectories), rounds=1, iterations=1)
     assert rewards == [t[4] for t in trajectories] == [1.0] * len(trajectories)
+
+
+def _live_states(env, trajectories):
+    """The states the episodes' tools left (untimed: a rods episode has them at its end)."""
+    states = [replay(env.backend, task, traj) for _, task, traj, _, _ in trajectories]
+    return (states,), {}
+
+
+def _score_all(env, trajectories, states, every_check):
+    return [
+        score(env.backend, task, traj, term, state, every_check=every_check).reward
+        for (_, task, traj, term, _), state in zip(trajectories, states, strict=True)
+    ]
+
+
+def test_rods_reward_of_the_same_episodes(benchmark, gold):
+    """rods' reward at the end of each episode: its live state against the cached gold."""
+    _, env, trajectories = gold
+    rewards = benchmark.pedantic(
+        lambda states: _score_all(env, trajectories, states, every_check=False),
+        setup=lambda: _live_states(env, trajectories),
+        rounds=20,
+        warmup_rounds=1,
+    )
+    assert rewards == [1.0] * len(trajectories)
+
+
+def test_rods_reward_with_every_check(benchmark, gold):
+    """The same with every check τ²-bench runs (rods' scoring before it ran only the basis)."""
+    _, env, trajectories = gold
+    rewards = benchmark.pedantic(
+        lambda states: _score_all(env, trajectories, states, every_check=True),
+        setup=lambda: _live_states(env, trajectories),
+        rounds=20,
+        warmup_rounds=1,
+    )
+    assert rewards == [1.0] * len(trajectories)
 
 
 def test_rods_scores_the_same_gold(benchmark, gold):

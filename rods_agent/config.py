@@ -15,7 +15,7 @@ import datetime
 import difflib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -204,10 +204,12 @@ class DataConfig(Section):
         description="Split of the starting pool trained on (a benchmark domain allows train "
         "only: its test split is never trained on).",
     )
-    keep_trivial: bool = Field(
+    keep_exploitable: bool = Field(
         default=False,
-        description="Keep a benchmark domain's tasks that an agent doing nothing passes "
-        "(tau2-airline: 19, tau2-retail: 7 of τ²-bench's tasks); they reward doing nothing.",
+        description="Keep a benchmark domain's tasks that an agent of its exploit panel "
+        "passes without doing the task (silent, done, echo, refusal, spray, bare calls, "
+        "transfer; τ²-bench's train split: 14 of airline's 30, 6 of retail's 74, 8 of "
+        "telecom's 74); a policy trained on them learns the exploit.",
     )
     capacity: int = Field(
         default=800,
@@ -308,6 +310,16 @@ class DataConfig(Section):
                 f"data.hard ({self.hard}) must be below data.mastered ({self.mastered})"
             )
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "keep_trivial" in data:
+            raise ValueError(
+                "data.keep_trivial is now data.keep_exploitable: it keeps every task an agent "
+                "of the exploit panel passes, not only those an agent doing nothing passes"
+            )
+        return data
 
 
 class LogConfig(Section):

@@ -18,7 +18,9 @@ written there (all through :mod:`rods_env.fileio`):
 * ``tasks.jsonl`` -- the tasks evaluated, with their gold calls (a task pool: the folder
   explains itself to ``rods view``, and ``--pool DIR/tasks.jsonl`` repeats the run);
 * ``summary.json``, ``summary.md`` and ``pass_k.png`` -- pass^1..k, mean progress,
-  breakdowns.
+  breakdowns;
+* a benchmark's own result files of the episodes, for its own tools (τ²-bench:
+  ``tau2/<domain>.json``, its results format, which ``tau2 evaluate-trajs`` re-scores).
 
 A rerun into the same folder skips the trials already done; trials that ended in an error
 (a server that was down, a crashed engine) run again, and a line cut off by a kill is
@@ -273,6 +275,9 @@ class EvalSummary:
         headline: Per benchmark evaluated (by its title), the numbers its own leaderboard
             reports (:meth:`rods_env.benchmark.BenchmarkDomain.scores`; e.g. BFCL's accuracy
             per category and overall), label to value; None where it would print N/A.
+        benchmark_files: The benchmarks' own result files written beside
+            ``episodes.jsonl`` (paths relative to the run folder; e.g. ``tau2/airline.json``
+            for τ²-bench's tools), when the run had a folder.
     """
 
     results: tuple[TaskResult, ...]
@@ -291,6 +296,7 @@ class EvalSummary:
     env_seconds: float
     meta: Mapping[str, Any] = field(default_factory=dict)
     headline: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
+    benchmark_files: tuple[str, ...] = ()
 
     @property
     def tasks(self) -> int:
@@ -361,6 +367,7 @@ class EvalSummary:
             "gen_seconds": self.gen_seconds,
             "env_seconds": self.env_seconds,
             "headline": {n: dict(v) for n, v in self.headline.items()},
+            "benchmark_files": list(self.benchmark_files),
         }
 
     def line(self) -> str:
@@ -396,6 +403,13 @@ class EvalSummary:
                 "| " + " | ".join(scores) + " |",
                 "|" + "---|" * len(scores),
                 "| " + " | ".join(_percent(v) for v in scores.values()) + " |",
+                "",
+            ]
+        if self.benchmark_files:
+            files = ", ".join(f"`{f}`" for f in self.benchmark_files)
+            lines += [
+                f"The benchmarks' own result files of these episodes: {files} (their own "
+                "tools can score them; see docs/evaluation.md).",
                 "",
             ]
         for groups, title in (
@@ -707,6 +721,32 @@ class RunFolder:
         """Append a finished task to ``results.jsonl``."""
         append_jsonl(self.path / RESULTS, [result.to_dict()])
 
+    def write_benchmark_results(
+        self,
+        tasks: Sequence[Task],
+        trials: int,
+        families: Mapping[str, AnyDomain],
+        run: Mapping[str, Any],
+    ) -> tuple[str, ...]:
+        """Let each benchmark write its own result files of this run's episodes
+        (:meth:`~rods_env.benchmark.BenchmarkDomain.write_results`), from ``episodes.jsonl``
+        (so a resumed run's are complete); the paths written, relative to the folder."""
+        domain_of = {t.id: t.domain for t in tasks}
+        rows: dict[tuple[str, int], dict[str, Any]] = {}
+        for row in read_jsonl(self.path / EPISODES):
+            tid, trial = row.get("task_id"), row.get("trial")
+            if tid in domain_of and isinstance(trial, int) and trial < trials:
+                rows[(str(tid), trial)] = row  # a later line of a trial replaces an earlier
+        written: list[str] = []
+        for name, family in families.items():
+            if not isinstance(family, BenchmarkDomain):
+                continue
+            mine = [r for (tid, _), r in sorted(rows.items()) if domain_of[tid] == name]
+            if mine:
+                paths = family.write_results(mine, self.path, run)
+                written += [str(Path(p).relative_to(self.path)) for p in paths]
+        return tuple(written)
+
     def write_summary(self, summary: EvalSummary) -> None:
         """Write ``summary.json``, ``summary.md`` and ``pass_k.png``."""
         write_json(self.path / SUMMARY_JSON, summary.to_dict())
@@ -1008,6 +1048,8 @@ def evaluate(
     ordered = [results[t.id] for t in tasks]
     summary = EvalSummary.from_results(ordered, k, meta, headline_scores(ordered, families))
     if folder is not None:
+        files = folder.write_benchmark_results(tasks, trials, families, config)
+        summary = replace(summary, benchmark_files=files)
         folder.write_summary(summary)
     return summary
 

@@ -178,6 +178,8 @@ class EpisodeRecord:
             (local engines), so a step's reward can be linked to its tokens.
         weights_version: The generator's weights version when the episode started (the
             training policy counts its updates; 0 for a fixed model).
+        benchmark_record: A benchmark environment's own record of the episode (its final
+            ``info["benchmark_record"]``: τ²-bench's simulation), None elsewhere.
     """
 
     task_id: str
@@ -201,6 +203,7 @@ class EpisodeRecord:
     finish_reasons: list[str] = field(default_factory=list)
     step_spans: list[list[int]] = field(default_factory=list)
     weights_version: int = 0
+    benchmark_record: dict[str, Any] | None = None
 
     def to_dict(self, *, tokens: bool = True) -> dict[str, Any]:
         """A JSON-able dict (without the token arrays when ``tokens`` is False)."""
@@ -553,6 +556,8 @@ class _Episode:
         r.progress = float(info.get("progress", 0.0))
         r.success = bool(info.get("success", False))
         r.turn_results = list(info.get("turn_results", []))
+        record = info.get("benchmark_record")
+        r.benchmark_record = dict(record) if isinstance(record, Mapping) else None
         if self.config.check_tokens and self.chat is not None and r.token_ids:
             try:
                 r.token_check = self.chat.check(

@@ -16,10 +16,13 @@ needs only what this class declares:
   contract: ``reset(options={"task": ..., "split": ...})``; ``step`` taking raw text or a
   message dict; ``info`` with ``task_id``, ``messages``, ``tools``, ``policy``,
   ``progress``, ``success``, ``turn_results`` and ``termination``; ``truncate(reason)``;
+  and, in the final ``info``, optionally ``benchmark_record``: the episode in the
+  benchmark's own format (JSON), which rollouts keep with the episode;
 * :meth:`~BenchmarkDomain.check_tasks`: whether the tasks' gold is sound (``rods eval``
   refuses to score tasks nobody can pass);
 * :meth:`~BenchmarkDomain.training_tasks`: the pool training may use (a benchmark's test
-  split never; tasks that reward doing nothing not by default);
+  split never; by default no task that a cheap exploit passes,
+  :meth:`~BenchmarkDomain.exploitable_task_ids`);
 * :meth:`~BenchmarkDomain.oracle_agent`: an agent that solves a task (the ``oracle``
   engine, warm starts);
 * :attr:`~BenchmarkDomain.synthesis`: whether rods' synthesis can grow its tasks, and why not;
@@ -31,7 +34,10 @@ needs only what this class declares:
 * :meth:`~BenchmarkDomain.scores`: the benchmark's own headline numbers (what its
   leaderboard reports), printed by ``rods eval`` beside pass^k and progress;
 * :attr:`~BenchmarkDomain.max_steps`: the most agent steps one episode may take under the
-  benchmark's own rules.
+  benchmark's own rules;
+* :meth:`~BenchmarkDomain.write_results`: the benchmark's own result files of an evaluation
+  (from its episodes' ``benchmark_record``), which ``rods eval`` writes beside
+  ``episodes.jsonl`` so that the benchmark's own tools can check rods' scores.
 
 One entry point is one Gymnasium id. A benchmark with several subsets (BFCL's categories)
 declares one entry point per subset, each naming its own instance. The entry-point name is
@@ -46,6 +52,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from rods_env.errors import BenchmarkUnavailableError, ConfigError
@@ -135,13 +142,32 @@ class BenchmarkDomain(ABC):
     def tool_schemas(self) -> list[dict[str, Any]]:
         """The agent's tool schemas (OpenAI format)."""
 
-    def trivial_task_ids(self) -> frozenset[str]:
-        """Tasks an agent that does nothing passes (none unless the benchmark has some)."""
+    def write_results(
+        self, episodes: Sequence[Mapping[str, Any]], folder: Path, run: Mapping[str, Any]
+    ) -> list[Path]:
+        """Write the benchmark's own result files for an evaluation into ``folder``.
+
+        Args:
+            episodes: The rows of ``episodes.jsonl`` of this benchmark's tasks (each with
+                the ``benchmark_record`` its environment gave, when it gave one).
+            folder: The run folder (``--out``); files go into a subfolder of it.
+            run: The run's settings (``config.json``: model, user model, trials...).
+
+        Returns:
+            The files written (none by default: the benchmark has no result format).
+        """
+        return []
+
+    def exploitable_task_ids(self) -> frozenset[str]:
+        """Tasks that an agent of the benchmark's exploit panel passes without doing the
+        task (doing nothing, echoing, refusing, stating every value seen, a call that
+        matches without its arguments...): a policy trained on them learns the exploit.
+        None unless the benchmark has some; must be deterministic."""
         return frozenset()
 
-    def training_tasks(self, split: str = "train", *, keep_trivial: bool = False) -> list[Task]:
-        """The tasks training may start from: the train split, without the tasks that an
-        agent doing nothing passes unless ``keep_trivial``.
+    def training_tasks(self, split: str = "train", *, keep_exploitable: bool = False) -> list[Task]:
+        """The tasks training may start from: the train split, without the exploitable
+        tasks (:meth:`exploitable_task_ids`) unless ``keep_exploitable``.
 
         Raises:
             ConfigError: for any split but ``train`` (a benchmark's test split is never
@@ -153,10 +179,10 @@ class BenchmarkDomain(ABC):
                 f"'{split}' (its test split is never trained on)"
             )
         tasks = self.seed_tasks("train")
-        if keep_trivial:
+        if keep_exploitable:
             return tasks
-        trivial = self.trivial_task_ids()
-        return [t for t in tasks if t.id not in trivial]
+        exploitable = self.exploitable_task_ids()
+        return [t for t in tasks if t.id not in exploitable]
 
     def check_training_pool(self, tasks: Sequence[Task]) -> None:
         """Refuse a training pool that holds a test task of the benchmark.

@@ -11,7 +11,7 @@ import ast
 import math
 import operator
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rods_env.errors import InvalidArgumentError
@@ -179,6 +179,19 @@ def _guarded_power(base: object, exponent: object) -> object:
     return operator.pow(base, exponent)
 
 
+def _function_str(callee: object) -> str:
+    """How CPython names a callee in its argument-unpacking errors (``_PyObject_FunctionStr``):
+    ``module.qualname()`` for a function, and ``str()`` of anything without a
+    ``__qualname__``, which is every literal."""
+    return str(callee)
+
+
+def _is_iterable(value: object) -> bool:
+    """CPython's test before ``*`` unpacking: the type can be iterated or indexed."""
+    kind = type(value)
+    return hasattr(kind, "__iter__") or hasattr(kind, "__getitem__")
+
+
 def evaluate_python_arithmetic(expression: str) -> object:
     """Evaluate arithmetic on literal numbers exactly as Python's ``eval`` would, without it.
 
@@ -189,7 +202,15 @@ def evaluate_python_arithmetic(expression: str) -> object:
     and the operators are Python's own, applied in Python's order. Only what ``eval`` would
     spend minutes or gigabytes on is refused (an integer power of more than
     :data:`MAX_RESULT_DIGITS` digits), and nothing but literals and operators is ever
-    evaluated (a call raises the ``TypeError`` Python raises for calling a number).
+    evaluated.
+
+    A call on a literal (``2(3)``, ``2(*3)``, ``2(**3)``: juxtaposed parentheses and stars)
+    can never succeed, but it fails where and as CPython's bytecode fails it: the callee,
+    then the positional arguments (a ``*`` argument among others must be iterable at once,
+    ``Value after * must be an iterable``), then each ``**`` argument (``2 argument after
+    ** must be a mapping``), then a lone ``*`` argument (``2 argument after * must be an
+    iterable``), then the call (``'int' object is not callable``). An exception raised
+    while evaluating an argument comes first when that argument comes first.
 
     Args:
         expression: The expression text.
@@ -200,59 +221,98 @@ def evaluate_python_arithmetic(expression: str) -> object:
     Raises:
         SyntaxError, TypeError, ZeroDivisionError, OverflowError, ValueError, RecursionError:
             as ``eval`` raises them.
-        InvalidArgumentError: for a node outside literal arithmetic, or a power too large.
+        InvalidArgumentError: for a node outside literal arithmetic (a name, an attribute, a
+            named keyword argument...), or a power too large.
     """
     with warnings.catch_warnings():  # "perhaps you missed a comma?": eval's, not ours
         warnings.simplefilter("ignore", SyntaxWarning)
         tree = ast.parse(expression.lstrip(" \t"), filename="<string>", mode="eval")
-    # iterative post-order walk: a long chain of operators must not hit Python's recursion
-    # limit before eval's own compiler would
+    # an iterative walk in evaluation order, so that a long chain of operators cannot hit
+    # Python's recursion limit before eval's own compiler would. A frame is (what, node,
+    # data): "eval" pushes a node's work; the others run once the values it needs are on
+    # the value stack.
     values: list[object] = []
-    stack: list[tuple[ast.AST, bool]] = [(tree.body, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, (bool, str, bytes)):
-                raise InvalidArgumentError(f"{node.value!r} is not a number.", _HINT)
-            values.append(node.value)
-        elif not expanded:
-            stack.append((node, True))
-            if isinstance(node, ast.BinOp) and type(node.op) in _PY_BINARY:
-                stack += [(node.right, False), (node.left, False)]
-            elif isinstance(node, ast.UnaryOp) and type(node.op) in _PY_UNARY:
-                stack.append((node.operand, False))
-            elif isinstance(node, ast.Tuple) and not any(
-                isinstance(e, ast.Starred) for e in node.elts
-            ):
-                stack += [(e, False) for e in reversed(node.elts)]
-            elif isinstance(node, ast.Call) and not node.keywords:
-                args = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
-                stack += [(a, False) for a in reversed(args)]
-                stack.append((node.func, False))
-            else:
-                shown = ast.unparse(node) if isinstance(node, ast.expr) else type(node).__name__
-                raise InvalidArgumentError(
-                    f"'{shown}' is not allowed in an arithmetic expression.", _HINT
-                )
-        elif isinstance(node, ast.BinOp):
+    frames: list[tuple[str, Any, int]] = [("eval", tree.body, 0)]
+    while frames:
+        what, node, data = frames.pop()
+        if what == "eval":
+            _expand(node, values, frames)
+        elif what == "binop":
             right, left = values.pop(), values.pop()
             op = _guarded_power if isinstance(node.op, ast.Pow) else _PY_BINARY[type(node.op)]
             values.append(op(left, right))
-        elif isinstance(node, ast.UnaryOp):
+        elif what == "unary":
             values.append(_PY_UNARY[type(node.op)](values.pop()))
-        elif isinstance(node, ast.Tuple):
+        elif what == "star":  # a * item of a display or of several arguments: LIST_EXTEND
+            if not _is_iterable(values[-1]):
+                raise TypeError(
+                    f"Value after * must be an iterable, not {type(values[-1]).__name__}"
+                )
+        elif what == "tuple":
             n = len(node.elts)
-            items = tuple(values[len(values) - n :]) if n else ()
+            items = values[len(values) - n :] if n else []
             del values[len(values) - n :]
-            values.append(items)
-        else:  # a call: the callee and its arguments are evaluated, then calling fails
-            assert isinstance(node, ast.Call)
-            first = len(values) - len(node.args)
-            callee, arg_values = values[first - 1], values[first:]
-            for arg, value in zip(node.args, arg_values, strict=True):
-                if isinstance(arg, ast.Starred) and not isinstance(value, tuple):
+            out: list[object] = []
+            for elt, item in zip(node.elts, items, strict=True):
+                if isinstance(elt, ast.Starred):
+                    assert isinstance(item, Iterable)  # checked by its "star" frame
+                    out.extend(item)
+                else:
+                    out.append(item)
+            values.append(tuple(out))
+        elif what == "mapping":  # a ** argument: DICT_MERGE (no literal is a mapping)
+            raise TypeError(
+                f"{_function_str(values[data])} argument after ** must be a mapping, "
+                f"not {type(values[-1]).__name__}"
+            )
+        else:  # "call": CALL_FUNCTION_EX's check of a lone * argument, then the call
+            callee = values[data]
+            args = node.args
+            if len(args) == 1 and isinstance(args[0], ast.Starred):
+                lone = values[data + 1]
+                if not _is_iterable(lone):
                     raise TypeError(
-                        f"{callee} argument after * must be an iterable, not {type(value).__name__}"
+                        f"{_function_str(callee)} argument after * must be an iterable, "
+                        f"not {type(lone).__name__}"
                     )
             raise TypeError(f"'{type(callee).__name__}' object is not callable")
     return values[0]
+
+
+def _expand(node: ast.AST, values: list[object], frames: list[tuple[str, Any, int]]) -> None:
+    """Push a literal's value, or the frames that evaluate ``node`` (last pushed runs first)."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, (bool, str, bytes)):
+            raise InvalidArgumentError(f"{node.value!r} is not a number.", _HINT)
+        values.append(node.value)
+        return
+    todo: list[tuple[str, Any, int]] = []  # in evaluation order; pushed reversed
+    if isinstance(node, ast.BinOp) and type(node.op) in _PY_BINARY:
+        todo = [("eval", node.left, 0), ("eval", node.right, 0), ("binop", node, 0)]
+    elif isinstance(node, ast.UnaryOp) and type(node.op) in _PY_UNARY:
+        todo = [("eval", node.operand, 0), ("unary", node, 0)]
+    elif isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load):
+        for elt in node.elts:
+            if isinstance(elt, ast.Starred):
+                todo += [("eval", elt.value, 0), ("star", elt, 0)]
+            else:
+                todo.append(("eval", elt, 0))
+        todo.append(("tuple", node, 0))
+    elif isinstance(node, ast.Call) and all(k.arg is None for k in node.keywords):
+        callee_at = len(values)  # where the callee's value will be
+        todo = [("eval", node.func, 0)]
+        lone_star = len(node.args) == 1 and isinstance(node.args[0], ast.Starred)
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                todo.append(("eval", arg.value, 0))
+                if not lone_star:
+                    todo.append(("star", arg, 0))
+            else:
+                todo.append(("eval", arg, 0))
+        for keyword in node.keywords:
+            todo += [("eval", keyword.value, 0), ("mapping", keyword, callee_at)]
+        todo.append(("call", node, callee_at))
+    else:
+        shown = ast.unparse(node) if isinstance(node, ast.expr) else type(node).__name__
+        raise InvalidArgumentError(f"'{shown}' is not allowed in an arithmetic expression.", _HINT)
+    frames.extend(reversed(todo))

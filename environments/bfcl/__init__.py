@@ -120,7 +120,7 @@ class BFCLDomain(BenchmarkDomain):
         classes = dict.fromkeys(c for t in load_tasks(self.category) for c in t.classes)
         return list(schemas(functions_of(list(classes))))
 
-    def training_tasks(self, split: str = "train", *, keep_trivial: bool = False) -> list[Task]:
+    def training_tasks(self, split: str = "train", *, keep_exploitable: bool = False) -> list[Task]:
         """None: BFCL's tasks are never trained on.
 
         Raises:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from environments.tau2 import tasks as task_data
 from environments.tau2.package import INSTALL_HINT, PINNED_VERSION, installed_version
-from environments.tau2.scoring import check_task, gold_fingerprint
+from environments.tau2.scoring import check_task, gold_fingerprint, reward_basis
 from environments.tau2.state import Tau2Backend, backend
 from environments.tau2.users import GoldAgent
 from rods_env.benchmark import BenchmarkDomain
@@ -152,7 +153,8 @@ class Tau2Domain(BenchmarkDomain):
             if problem is not None:
                 problems.append(f"{task.id}: {problem}")
                 continue
-            gold_fingerprint(self.backend(), tau2)
+            if "DB" in reward_basis(tau2):
+                gold_fingerprint(self.backend(), tau2)
         return problems
 
     def oracle_agent(self, task: Task, *, user_mode: str = "scripted") -> Any:
@@ -176,9 +178,33 @@ class Tau2Domain(BenchmarkDomain):
             schemas += [dict(s) for s in b.user_tool_schemas] + [done_tool_schema()]
         return schemas
 
-    def trivial_task_ids(self) -> frozenset[str]:
-        """The tasks a silent agent passes (see :meth:`silent_pass`)."""
-        return self.silent_pass()
+    def write_results(
+        self, episodes: Sequence[Mapping[str, Any]], folder: Path, run: Mapping[str, Any]
+    ) -> list[Path]:
+        """τ²-bench's results file of these episodes, ``<folder>/tau2/<domain>.json``
+        (:mod:`environments.tau2.results`), which ``tau2 evaluate-trajs`` re-scores."""
+        from environments.tau2.results import write_results
+
+        return [write_results(self, episodes, folder, run)]
+
+    def exploitable_task_ids(self) -> frozenset[str]:
+        """Tasks that an agent of the exploit panel passes without doing the task, with the
+        stand-in user or in solo mode (:mod:`environments.tau2.exploits`): left out of
+        training pools by default. Computed once per process."""
+        passes = self.exploit_passes()
+        return frozenset().union(*(ids for by_name in passes.values() for ids in by_name.values()))
+
+    def exploit_passes(self) -> dict[bool, dict[str, frozenset[str]]]:
+        """Per mode (``False``: with the stand-in user; ``True``: solo, where the domain
+        has it), the tasks each agent of the exploit panel passes. Computed once per
+        process (a few seconds), over every train and test task."""
+        with self._lock:
+            cached = self.__dict__.get("_exploits")
+            if cached is None:
+                from environments.tau2.exploits import panel_passes
+
+                cached = self.__dict__["_exploits"] = panel_passes(self)
+        return {solo: dict(by_name) for solo, by_name in cached.items()}
 
     def silent_pass(self) -> frozenset[str]:
         """Tasks whose τ²-bench reward is 1 for an agent that calls no tool and says

@@ -21,7 +21,10 @@ The reward is τ²-bench's (:mod:`.scoring`), given at the last step: the step r
 it, and ``info["progress"]`` is it (0 or 1), ``info["success"]`` whether it is 1, and
 ``info["reward_info"]`` the checks of the task's reward basis. The final ``info`` holds
 ``tau2_messages``, the τ²-bench trajectory (:mod:`.trajectory`): what τ²-bench's evaluator
-would score, verdict for verdict the same (``env.trajectory`` gives it at any step).
+would score, verdict for verdict the same (``env.trajectory`` gives it at any step), and
+``benchmark_record``, the episode as a simulation of τ²-bench's results files (its messages,
+termination reason and ``RewardInfo``), which ``rods eval`` writes for τ²-bench's own tools
+(:mod:`.results`).
 
 An action that cannot be parsed, or is empty, is an error observation for the agent, as in
 rods' environments; it is not part of the τ²-bench trajectory (it reached neither the
@@ -40,7 +43,12 @@ import gymnasium as gym
 from environments.tau2 import prompts
 from environments.tau2.scoring import Verdict, is_successful, score
 from environments.tau2.state import EpisodeState
-from environments.tau2.trajectory import call_message, text_message, tool_message
+from environments.tau2.trajectory import (
+    call_message,
+    termination_reason,
+    text_message,
+    tool_message,
+)
 from environments.tau2.users import ScriptedStandIn
 from rods_env.env import render_messages
 from rods_env.errors import ConfigError, RodsError
@@ -253,8 +261,8 @@ class Tau2Env(gym.Env[str, str]):
         begin = getattr(self.user, "begin_scenario", None)
         if callable(begin):
             begin(tau2_task)
-        self._user_prompt = prompts.user_system_prompt(
-            str(tau2_task.user_scenario), with_tools=self._user_schemas is not None
+        self._user_prompt = prompts.scenario_prompt(
+            tau2_task, with_tools=self._user_schemas is not None
         )
         greeting = self._first_agent_message
         self._traj.append(text_message("assistant", greeting))
@@ -589,8 +597,24 @@ class Tau2Env(gym.Env[str, str]):
             "tau2_steps": self._tau2_steps,
             "tool_errors": self._errors,
             "user": "solo" if self.solo else getattr(self.user, "name", type(self.user).__name__),
-            **({"tau2_messages": self.trajectory} if self._over else {}),
+            **(self._final() if self._over else {}),
         }
+
+    def _final(self) -> dict[str, Any]:
+        """The final info's τ²-bench trajectory, and the benchmark record: the episode as
+        τ²-bench's results files hold a simulation (:mod:`environments.tau2.results`)."""
+        assert self._verdict is not None
+        trajectory = self.trajectory
+        record = {
+            "benchmark": "tau2-bench",
+            "domain": self.domain.tau2_domain,
+            "task_id": str(self._tau2_task.id),
+            "solo": self.solo,
+            "termination_reason": termination_reason(self._termination),
+            "reward_info": self._verdict.to_tau2(self._tau2_task),
+            "messages": [{**m, "turn_idx": i} for i, m in enumerate(trajectory)],
+        }
+        return {"tau2_messages": trajectory, "benchmark_record": record}
 
 
 def _clip(action: Any, limit: int = 2000) -> str:

@@ -143,3 +143,20 @@ def user_system_prompt(scenario: str, *, with_tools: bool) -> str:
             global_user_sim_guidelines=user_guidelines(with_tools), instructions=scenario
         )
     )
+
+
+_SCENARIO_PROMPTS: dict[tuple[int, bool], tuple[Any, str]] = {}
+
+
+def scenario_prompt(task: Any, *, with_tools: bool) -> str:
+    """:func:`user_system_prompt` for τ²-bench task ``task``, made once per task object
+    (τ²-bench's task models are read once per process and never changed)."""
+    key = (id(task), with_tools)
+    found = _SCENARIO_PROMPTS.get(key)
+    if found is not None and found[0] is task:
+        return found[1]
+    prompt = user_system_prompt(str(task.user_scenario), with_tools=with_tools)
+    if len(_SCENARIO_PROMPTS) >= 100_000:
+        _SCENARIO_PROMPTS.clear()
+    _SCENARIO_PROMPTS[key] = (task, prompt)  # the task itself is kept: its id is not reused
+    return prompt

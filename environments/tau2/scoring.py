@@ -57,12 +57,17 @@ class Verdict:
         reward: 0.0 or 1.0.
         reward_basis: The task's reward basis.
         db_match: Whether the databases equal the gold ones (None: not checked, because
-            the conversation did not end by a stop, or the task has no actions and no
-            assertions).
+            the conversation did not end by a stop, or DB is not in the task's reward
+            basis).
         env_assertions: Whether each environment assertion holds.
         actions: Whether each gold action matches a tool call of the trajectory.
         communicate: Whether each ``communicate_info`` string was said.
         note: Why the reward is what it is when no check ran.
+        checked: The bases whose checks ran (those of the basis, or all of
+            :data:`BASES` with ``every_check``).
+
+    A check outside the task's reward basis is not run (its field stays None or empty):
+    τ²-bench runs it and leaves it out of the reward.
     """
 
     reward: float
@@ -72,6 +77,7 @@ class Verdict:
     actions: tuple[bool, ...] = ()
     communicate: tuple[bool, ...] = ()
     note: str | None = None
+    checked: tuple[str, ...] = ()
 
     @property
     def success(self) -> bool:
@@ -139,18 +145,73 @@ class Verdict:
         """A JSON-able dict (``info["reward_info"]``)."""
         data = asdict(self)
         data["reward_basis"] = list(self.reward_basis)
-        for name in ("env_assertions", "actions", "communicate"):
+        for name in ("env_assertions", "actions", "communicate", "checked"):
             data[name] = list(data[name])
         data["breakdown"] = self.breakdown()
         return data
 
+    def to_tau2(self, task: Any) -> dict[str, Any]:
+        """The verdict as τ²-bench's ``RewardInfo`` (JSON), what its evaluator would write
+        into a results file: the reward, the basis and its breakdown, and each check that
+        ran (one outside the basis is left out unless it ran)."""
+        if self.note is not None and not self.checked:
+            # τ²-bench's form for an unscored end, or for a task without criteria
+            return {"reward": self.reward, "reward_basis": None, "info": {"note": self.note}}
+        criteria = task.evaluation_criteria
+        out: dict[str, Any] = {
+            "reward": self.reward,
+            "reward_basis": list(self.reward_basis),
+            "reward_breakdown": self.breakdown(),
+            "info": {"checked": list(self.checked), "scorer": "rods"},
+        }
+        if "DB" in self.checked and self.db_match is not None:
+            out["db_check"] = {"db_match": self.db_match, "db_reward": float(self.db_match)}
+        if "ENV_ASSERTION" in self.checked:
+            out["env_assertions"] = [
+                {"env_assertion": a.model_dump(mode="json"), "met": met, "reward": float(met)}
+                for a, met in zip(criteria.env_assertions or [], self.env_assertions, strict=True)
+            ]
+        if "ACTION" in self.checked:
+            out["action_checks"] = [
+                {
+                    "action": a.model_dump(mode="json"),
+                    "action_match": met,
+                    "action_reward": float(met),
+                }
+                for a, met in zip(criteria.actions or [], self.actions, strict=True)
+            ]
+        if "COMMUNICATE" in self.checked:
+            out["communicate_checks"] = [
+                {
+                    "info": info,
+                    "met": met,
+                    "justification": f"Information '{info}' "
+                    + ("communicated." if met else "not communicated."),
+                }
+                for info, met in zip(criteria.communicate_info or [], self.communicate, strict=True)
+            ]
+        return out
+
+
+_BASES_OF: dict[int, tuple[Any, tuple[str, ...]]] = {}
+
 
 def reward_basis(task: Any) -> tuple[str, ...]:
-    """The task's reward basis as strings (τ²-bench's default when it names none)."""
+    """The task's reward basis as strings (τ²-bench's default when it names none). Made
+    once per task object (reading an enum's ``value`` is slow, and every score needs it)."""
+    found = _BASES_OF.get(id(task))
+    if found is not None and found[0] is task:
+        return found[1]
     criteria = task.evaluation_criteria
-    if criteria is None:
-        return ()
-    return tuple(str(getattr(b, "value", b)) for b in criteria.reward_basis)
+    basis = (
+        ()
+        if criteria is None
+        else tuple(str(getattr(b, "value", b)) for b in criteria.reward_basis)
+    )
+    if len(_BASES_OF) >= 100_000:
+        _BASES_OF.clear()
+    _BASES_OF[id(task)] = (task, basis)  # the task itself is kept, so its id is not reused
+    return basis
 
 
 def check_task(task: Any) -> str | None:
@@ -172,7 +233,16 @@ GOLD_CACHE_SIZE = 50_000
 """Gold fingerprints kept per process (each is a few records' JSON, or two hashes)."""
 
 
+_KEYS: dict[int, tuple[Any, tuple[str, str, str]]] = {}
+
+
 def _task_key(backend: Tau2Backend, task: Any) -> tuple[str, str, str]:
+    """The gold cache's key of ``task``: its id and the content its gold depends on (an
+    edited copy of a task with the same id gets its own gold). Made once per task object:
+    τ²-bench's task models are read once per process and never changed."""
+    found = _KEYS.get(id(task))
+    if found is not None and found[0] is task:
+        return found[1]
     criteria = task.evaluation_criteria
     content = json.dumps(
         [
@@ -181,7 +251,12 @@ def _task_key(backend: Tau2Backend, task: Any) -> tuple[str, str, str]:
         ],
         sort_keys=True,
     )
-    return backend.domain, str(task.id), content
+    key = (backend.domain, str(task.id), content)
+    with _GOLD_LOCK:
+        if len(_KEYS) >= GOLD_CACHE_SIZE:
+            _KEYS.clear()
+        _KEYS[id(task)] = (task, key)  # the task itself is kept, so its id is not reused
+    return key
 
 
 def gold_fingerprint(backend: Tau2Backend, task: Any) -> tuple[Any, Any]:
@@ -258,6 +333,8 @@ def score(
     trajectory: Sequence[Mapping[str, Any]],
     termination: str,
     state: EpisodeState,
+    *,
+    every_check: bool = False,
 ) -> Verdict:
     """τ²-bench's reward for ``trajectory``, whose final state is ``state``.
 
@@ -268,6 +345,9 @@ def score(
         termination: How it ended (``agent_stop`` and ``user_stop`` are scored).
         state: The episode state the trajectory produced (its environment is synced and
             assertions run on it, so it is used up).
+        every_check: Run every check, as τ²-bench's evaluator does, also those outside the
+            task's reward basis (they are reported, the reward is the same); by default only
+            the checks of the basis run.
     """
     basis = reward_basis(task)
     if termination not in STOPPED:
@@ -279,34 +359,44 @@ def score(
     if problem is not None:
         raise ConfigError(f"cannot score τ²-bench task {task.id}: {problem}")
 
-    # the environment: databases, then assertions (τ²-bench's order: the assertions run
-    # environment functions, which sync the tools)
-    db_match: bool | None
+    # τ²-bench runs every check and multiplies only those of the task's basis: here only
+    # those run (telecom's tasks count no database, airline's and retail's no assertion)
+    in_basis = set(basis)
+    counts = set(BASES) if every_check else in_basis
+    db_match: bool | None = None
     assertions: tuple[bool, ...] = ()
     if criteria.actions is None and criteria.env_assertions is None:
-        db_match, env_reward = True, 1.0
-    else:
-        state.run(state.env.sync_tools, None)  # set_state's last step (τ²-bench replays)
-        db_match = state.fingerprint() == gold_fingerprint(backend, task)
-        assertions = tuple(
-            bool(state.run(functools.partial(state.env.run_env_assertion, a, False), None))
-            for a in criteria.env_assertions or []
-        )
-        env_reward = 1.0
-        if "DB" in basis:
-            env_reward *= float(db_match)
-        if "ENV_ASSERTION" in basis:
-            env_reward *= float(all(assertions))
+        db_match = True  # τ²-bench's environment check passes without looking
+    elif counts & {"DB", "ENV_ASSERTION"}:
+        # the databases, then the assertions (τ²-bench's order: the assertions run
+        # environment functions, which sync the tools)
+        if not state.synced:  # set_state's last step (a no-op on a state just synced)
+            state.sync()
+        if "DB" in counts:
+            db_match = state.fingerprint() == gold_fingerprint(backend, task)
+        if "ENV_ASSERTION" in counts:
+            assertions = tuple(
+                bool(state.run(functools.partial(state.env.run_env_assertion, a, False), None))
+                for a in criteria.env_assertions or []
+            )
 
-    calls = tool_calls_of(trajectory)
-    actions = tuple(any(action_matches(a, c) for c in calls) for a in criteria.actions or [])
-    said = tuple(communicated(trajectory, info) for info in criteria.communicate_info or [])
+    actions: tuple[bool, ...] = ()
+    if "ACTION" in counts:
+        calls = tool_calls_of(trajectory)
+        actions = tuple(any(action_matches(a, c) for c in calls) for a in criteria.actions or [])
+    said: tuple[bool, ...] = ()
+    if "COMMUNICATE" in counts:
+        said = tuple(communicated(trajectory, info) for info in criteria.communicate_info or [])
 
     reward = 1.0
-    if {"DB", "ENV_ASSERTION"} & set(basis):
-        reward *= env_reward
-    if "ACTION" in basis:
+    if criteria.actions is not None or criteria.env_assertions is not None:
+        if "DB" in in_basis:
+            reward *= float(bool(db_match))
+        if "ENV_ASSERTION" in in_basis:
+            reward *= float(all(assertions))
+    if "ACTION" in in_basis:
         reward *= float(all(actions))
-    if "COMMUNICATE" in basis:
+    if "COMMUNICATE" in in_basis:
         reward *= float(all(said))
-    return Verdict(reward, basis, db_match, assertions, actions, said)
+    checked = tuple(b for b in BASES if b in counts)
+    return Verdict(reward, basis, db_match, assertions, actions, said, checked=checked)

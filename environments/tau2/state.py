@@ -38,6 +38,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, get_args, get_origin
 
 from environments.tau2.package import tau2_module
@@ -67,23 +68,38 @@ def safe_calculate(self: Any, expression: str) -> str:
 
 @functools.cache
 def _safe_toolkit_class(toolkit_class: Any) -> Any:
-    """``toolkit_class`` with its ``calculate`` tool (if any) run by :func:`safe_calculate`.
+    """``toolkit_class`` with its ``calculate`` tool (if any) run by :func:`safe_calculate`,
+    and its ``tools`` mapping built once per toolkit object.
 
-    The subclass keeps the original's name, docstring and signature, so the tool schema an
-    agent sees is τ²-bench's own.
+    τ²-bench's ``tools`` property rebuilds the name-to-method dict (merging the class
+    hierarchy's tool lists) on every access, twice per tool call; here it is made once per
+    episode's toolkit, read-only, with the same bound methods. The subclass keeps the
+    original's name, docstrings and signatures, so the tool schemas an agent sees are
+    τ²-bench's own.
     """
-    original = getattr(toolkit_class, "calculate", None)
-    if original is None:
-        return toolkit_class
     toolkit = tau2_module("tau2.environment.toolkit")
-    tool_type = getattr(original, toolkit.TOOL_TYPE_ATTR)
+    attrs: dict[str, Any] = {"tools": property(_cached_tools, doc=toolkit_class.tools.__doc__)}
+    original = getattr(toolkit_class, "calculate", None)
+    if original is not None:
+        tool_type = getattr(original, toolkit.TOOL_TYPE_ATTR)
 
-    @functools.wraps(original)
-    def calculate(self: Any, expression: str) -> str:
-        return safe_calculate(self, expression)
+        @functools.wraps(original)
+        def calculate(self: Any, expression: str) -> str:
+            return safe_calculate(self, expression)
 
-    wrapped = toolkit.is_tool(tool_type)(calculate)
-    return type(toolkit_class.__name__, (toolkit_class,), {"calculate": wrapped})
+        attrs["calculate"] = toolkit.is_tool(tool_type)(calculate)
+    return type(toolkit_class.__name__, (toolkit_class,), attrs)
+
+
+def _cached_tools(self: Any) -> Mapping[str, Callable[..., Any]]:
+    """The toolkit's tools by name (bound methods), made on first use."""
+    found = self.__dict__.get("_rods_tools")
+    if found is None:
+        names = list(self._func_tools)
+        found = self.__dict__["_rods_tools"] = MappingProxyType(
+            {name: getattr(self, name) for name in names}
+        )
+    return found
 
 
 # -- reproducible ids ------------------------------------------------------------------------
@@ -521,6 +537,11 @@ class EpisodeState:
         )
         self.env: Any = None
         self._ids = random.Random()
+        self.synced = False
+        """Whether the last thing run on this state was τ²-bench's ``sync_tools`` (its own
+        call, or the one that ends a successful ``get_response``): running it again then
+        changes nothing (telecom's sync is a fixed point: it sets the surroundings from the
+        databases, and settles a paid request into the next one), so scoring skips it."""
 
     def reset(self, task: Any) -> Any:
         """Start from the task's initial state, as τ²-bench's ``set_state`` does without a
@@ -551,8 +572,13 @@ class EpisodeState:
             self._initialize_data(task, data)
         for action in actions or ():
             self.run(functools.partial(env.run_env_function_call, action), None)
-        self.run(env.sync_tools, None)
+        self.sync()
         return env
+
+    def sync(self) -> None:
+        """τ²-bench's ``sync_tools`` (the user's surroundings from the databases)."""
+        self.run(self.env.sync_tools, None)
+        self.synced = True
 
     def _initialize_data(self, task: Any, data: Any) -> None:
         """τ²-bench's ``update_db`` replaces a database by a new model: the episode then
@@ -568,6 +594,7 @@ class EpisodeState:
     def run(self, call: Callable[[], Any], tool_name: str | None) -> Any:
         """Run ``call`` (a tool call or an environment function) with scans copy-free when
         ``tool_name`` is a read-only tool."""
+        self.synced = False
         reading = tool_name is not None and self.backend.is_read_tool(tool_name)
         if reading:
             self._agent_db.set_reading(True)
@@ -586,7 +613,9 @@ class EpisodeState:
     def get_response(self, tool_call: Any) -> Any:
         """τ²-bench's ``Environment.get_response`` (the tool's reply as a ``ToolMessage``,
         errors as ``"Error: ..."``, then ``sync_tools``)."""
-        return self.run(lambda: self.env.get_response(tool_call), tool_call.name)
+        reply = self.run(lambda: self.env.get_response(tool_call), tool_call.name)
+        self.synced = not reply.error  # its last step was sync_tools unless something raised
+        return reply
 
     def make_tool_call(self, name: str, requestor: str, arguments: Mapping[str, Any]) -> Any:
         """τ²-bench's ``Environment.make_tool_call`` (raises what the tool raises)."""

@@ -152,7 +152,7 @@ def replay(
                     f"tool call {call.get('name')}({call.get('arguments')}) replies "
                     f"{reply.content!r} on replay, not the recorded {recorded.get('content')!r}"
                 )
-    state.run(state.env.sync_tools, None)
+    state.sync()
     return state
 
 
@@ -163,6 +163,7 @@ def score_trajectory(
     termination: str,
     *,
     solo: bool = False,
+    every_check: bool = False,
 ) -> Verdict:
     """τ²-bench's reward for a finished trajectory (what its ``evaluate_simulation`` gives),
     without running an episode: the state is rebuilt by :func:`replay`.
@@ -173,8 +174,10 @@ def score_trajectory(
         trajectory: The messages.
         termination: ``agent_stop``, ``user_stop`` or another reason (scored 0).
         solo: Whether the conversation ran in solo mode.
+        every_check: Run the checks outside the task's reward basis too, as τ²-bench's
+            evaluator does (see :func:`~environments.tau2.scoring.score`).
     """
     if termination not in ("agent_stop", "user_stop"):
         return score(backend, task, trajectory, termination, backend.new_state(solo=solo))
     state = replay(backend, task, trajectory, solo=solo)
-    return score(backend, task, trajectory, termination, state)
+    return score(backend, task, trajectory, termination, state, every_check=every_check)

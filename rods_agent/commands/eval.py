@@ -239,6 +239,9 @@ def run(args: argparse.Namespace) -> int:
         user_model=user_model,
     )
     print(f"rods eval: {summary.line()}; wrote {pool.out}")
+    if summary.benchmark_files:
+        shown = ", ".join(str(pool.out / f) for f in summary.benchmark_files)
+        print(f"rods eval: the benchmark's own results format: {shown}")
     if user == "llm":
         print(
             f"rods eval: the user was played by {user_model}; scores compare only across runs with the same user model"

@@ -25,8 +25,8 @@ def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
 
     ``data.pool`` is ``seeds`` (each domain's seed tasks) or a JSONL task pool; a pool's
     tasks without a split (synthesized pools) count as train tasks. A benchmark domain
-    gives its train split only, without the tasks an agent doing nothing passes (unless
-    ``data.keep_trivial``), and refuses a pool that holds one of its test tasks. A
+    gives its train split only, without the tasks an agent of its exploit panel passes
+    (unless ``data.keep_exploitable``), and refuses a pool that holds one of its test tasks. A
     benchmark without a train split (BFCL) trains on its stand-in rods domain
     (:func:`train_domain`), and its test split is the benchmark's own tasks (BFCL's 800),
     never trained on.
@@ -59,15 +59,15 @@ def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
             continue
         if isinstance(domain, BenchmarkDomain):
             if pool_file is None:
-                tasks = domain.training_tasks(data.split, keep_trivial=data.keep_trivial)
+                tasks = domain.training_tasks(data.split, keep_exploitable=data.keep_exploitable)
             else:
                 if data.split != "train":
                     domain.training_tasks(data.split)  # refuses with the reason
                 tasks = [t for t in pool_file if t.domain == domain.name]
                 domain.check_training_pool(tasks)
-                if not data.keep_trivial:
-                    trivial = domain.trivial_task_ids()
-                    tasks = [t for t in tasks if t.id not in trivial]
+                if not data.keep_exploitable:
+                    exploitable = domain.exploitable_task_ids()
+                    tasks = [t for t in tasks if t.id not in exploitable]
             train.extend(tasks)
             test.extend(domain.seed_tasks("test"))
             continue

@@ -100,6 +100,9 @@ class RolloutLog:
         """One transcript line: the episode's record plus the step's view of its task."""
         e = group.episodes[episode]
         data = e.to_dict(tokens=False)
+        # a benchmark's own copy of the conversation (τ²-bench's trajectory) is for `rods
+        # eval`'s result files; here it would double each line past rollouts_max_chars
+        data["benchmark_record"] = None
         messages = []
         for i, m in enumerate(data["messages"]):
             m = dict(m)

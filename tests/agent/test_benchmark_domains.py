@@ -54,13 +54,15 @@ def test_the_rollout_router_builds_benchmark_environments(toy):
         DomainRouter(solo=True).route(load_domain("retail").seed_tasks("train")[0])
 
 
-def test_training_pools_take_the_train_split_without_trivial_tasks(toy, tmp_path):
+def test_training_pools_take_the_train_split_without_exploitable_tasks(toy, tmp_path):
     config = load_config(None, ["env=[toy-bench]", "policy=simulated", "mode=static"])
     train, test = load_pools(config)
     assert [t.id for t in train] == ["toy-bench:1", "toy-bench:2", "toy-bench:3"]
     assert {t.split for t in test} == {"test"}
-    train, _ = load_pools(load_config(None, ["env=[toy-bench]", "data.keep_trivial=true"]))
+    train, _ = load_pools(load_config(None, ["env=[toy-bench]", "data.keep_exploitable=true"]))
     assert "toy-bench:0" in {t.id for t in train}
+    with pytest.raises(ConfigError, match=r"data\.keep_trivial is now data\.keep_exploitable"):
+        load_config(None, ["env=[toy-bench]", "data.keep_trivial=true"])
     with pytest.raises(ConfigError, match="train split only, not 'all'"):
         load_pools(load_config(None, ["env=[toy-bench]", "data.split=all"]))
     pool = tmp_path / "pool.jsonl"

@@ -143,16 +143,17 @@ def test_rods_eval_on_tau2_with_the_oracle(tmp_path):
     assert summary["headline"] == {"Tau2-Airline": {"avg_reward": 1.0}}
 
 
-def test_training_pools_of_tau2_exclude_silent_pass_tasks_and_test_tasks():
+def test_training_pools_of_tau2_exclude_exploitable_tasks_and_test_tasks():
     from rods_agent.training.pools import load_pools
 
     train, test = load_pools(load_config(None, ["env=[tau2-airline]", "mode=static"]))
     from environments.tau2 import AIRLINE
 
-    silent = AIRLINE.silent_pass()
-    assert len(train) == 30 - len(silent & {t.id for t in AIRLINE.seed_tasks("train")})
-    assert not {t.id for t in train} & silent and len(test) == 20
-    keep, _ = load_pools(load_config(None, ["env=[tau2-airline]", "data.keep_trivial=true"]))
+    exploitable = AIRLINE.exploitable_task_ids()
+    assert AIRLINE.silent_pass() < exploitable
+    assert len(train) == 30 - len(exploitable & {t.id for t in AIRLINE.seed_tasks("train")})
+    assert not {t.id for t in train} & exploitable and len(test) == 20
+    keep, _ = load_pools(load_config(None, ["env=[tau2-airline]", "data.keep_exploitable=true"]))
     assert len(keep) == 30
     with pytest.raises(ConfigError, match="cannot: τ²-bench's tasks rest on hand-written"):
         from rods_agent.data import DataEngine
@@ -186,3 +187,25 @@ def test_rods_train_on_tau2_retail_with_the_simulated_learner(tmp_path):
         json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     ]
     assert len(rows) == 3 and rows[0]["mode"] == "filter"
+
+
+def test_training_transcripts_keep_rods_clipped_messages_not_tau2s_copy(tmp_path):
+    from environments.tau2.domain import domain_named
+    from rods_agent.config import LogConfig
+    from rods_agent.rollout import EpisodeRecord
+    from rods_agent.training.policy import Group
+    from rods_agent.training.transcripts import RolloutLog
+    from rods_env.oracle import run_episode
+
+    domain = domain_named("tau2-retail")
+    task = domain.seed_tasks("train")[0]
+    info = run_episode(domain.make_env(split=None), domain.oracle_agent(task), task=task)
+    assert info["benchmark_record"]["messages"]
+    record = EpisodeRecord(
+        task_id=task.id,
+        messages=[{"role": "user", "content": "x" * 5000}],
+        benchmark_record=info["benchmark_record"],
+    )
+    log = RolloutLog(tmp_path, LogConfig(rollouts_max_chars=100), start=0)
+    line = log.record(Group(task, [record], [1.0]), 0, "best", 1, "learn", True)
+    assert line["benchmark_record"] is None and len(line["messages"][0]["content"]) < 200

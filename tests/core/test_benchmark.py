@@ -61,10 +61,10 @@ def test_an_entry_point_of_the_wrong_kind_is_named(monkeypatch):
         registry.load_any_domain.cache_clear()
 
 
-def test_training_takes_the_train_split_only_and_drops_trivial_tasks():
+def test_training_takes_the_train_split_only_and_drops_exploitable_tasks():
     train = TOY_BENCH.training_tasks()
     assert [t.id for t in train] == ["toy-bench:1", "toy-bench:2", "toy-bench:3"]
-    assert "toy-bench:0" in {t.id for t in TOY_BENCH.training_tasks(keep_trivial=True)}
+    assert "toy-bench:0" in {t.id for t in TOY_BENCH.training_tasks(keep_exploitable=True)}
     with pytest.raises(ConfigError, match="train split only, not 'test'"):
         TOY_BENCH.training_tasks("test")
     with pytest.raises(ConfigError, match="toy-bench:4, a test task"):

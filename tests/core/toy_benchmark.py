@@ -184,7 +184,7 @@ class ToyBench(BenchmarkDomain):
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [SCHEMA]
 
-    def trivial_task_ids(self) -> frozenset[str]:
+    def exploitable_task_ids(self) -> frozenset[str]:
         return frozenset({"toy-bench:0"})
 
 

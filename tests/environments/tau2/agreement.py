@@ -178,7 +178,9 @@ def build_cases(name: str, *, solo: bool = False) -> list[Case]:
                 info = env.truncate("max_turns")
             trajectory = env.trajectory
             termination = str(info["termination"])
-            replayed = score_trajectory(env.backend, tau2_task, trajectory, termination, solo=solo)
+            replayed = score_trajectory(
+                env.backend, tau2_task, trajectory, termination, solo=solo, every_check=True
+            )
             case = Case(
                 domain=name,
                 solo=solo,
@@ -223,7 +225,15 @@ def tau2_verdict(job: tuple[str, bool, str, list[dict[str, Any]], str]) -> dict[
     )
     info = evaluator.evaluate_simulation(run, task, evaluator.EvaluationType.ALL, solo, domain)
     breakdown = {getattr(k, "value", k): v for k, v in (info.reward_breakdown or {}).items()}
-    return {"reward": info.reward, "breakdown": breakdown}
+    return {
+        "reward": info.reward,
+        "breakdown": breakdown,
+        # every check τ²-bench ran, in the basis or not (None: it ran none)
+        "db_match": info.db_check.db_match if info.db_check is not None else None,
+        "env_assertions": [c.met for c in info.env_assertions or []],
+        "actions": [c.action_match for c in info.action_checks or []],
+        "communicate": [c.met for c in info.communicate_checks or []],
+    }
 
 
 def score_with_tau2(cases: Sequence[Case], workers: int | None = None) -> None:

@@ -64,6 +64,29 @@ def test_rewards_agree_with_tau2s_evaluator(cases, mode):
 
 
 @pytest.mark.slow
+def test_every_check_agrees_in_the_basis_or_not(cases):
+    """With ``every_check``, rods runs the checks τ²-bench runs outside a task's basis too
+    (the database on telecom, the actions on airline): each agrees, check for check."""
+    compared = Counter()
+    for case in (c for group in cases.values() for c in group):
+        if case.termination not in ("agent_stop", "user_stop"):
+            continue
+        theirs, ours = case.tau2, case.replayed
+        for name in ("db_match", "env_assertions", "actions", "communicate"):
+            assert ours[name] == theirs[name], (case.task_id, case.variant, name)
+            compared[name] += 1
+        # the checks outside the basis change nothing: the reward is the basis's
+        assert ours["reward"] == case.ours["reward"]
+    outside = sum(
+        1
+        for group in cases.values()
+        for c in group
+        if c.replayed["db_match"] is not None and "DB" not in c.replayed["reward_basis"]
+    )
+    assert outside > 100 and min(compared.values()) > 1000, (outside, compared)
+
+
+@pytest.mark.slow
 def test_every_variant_is_covered(cases):
     variants = Counter(c.variant for group in cases.values() for c in group)
     assert set(variants) == {

@@ -128,3 +128,36 @@ def test_telecom_ids_are_the_same_for_the_same_task_in_every_episode():
         )
         customers.append(state.env.tools.db.model_dump()["bills"])
     assert customers[0] == customers[1]
+
+
+def test_a_state_is_synced_after_a_successful_call_and_syncing_it_again_changes_nothing():
+    """Scoring skips τ²-bench's ``sync_tools`` on a state whose last step was one (the end of
+    a successful ``get_response``): on every telecom task's gold, after every call, a second
+    sync leaves both databases as they were, and a failed call leaves the state unsynced."""
+    message = tau2_module("tau2.data_model.message")
+    b = backend("telecom")
+    state = b.new_state()
+
+    def dumps():
+        return state.env.tools.db.model_dump(), state.env.user_tools.db.model_dump()
+
+    checked = failed = 0
+    for task in domain_named("telecom").tau2_tasks().values():
+        state.reset(task)
+        assert state.synced
+        for i, action in enumerate(task.evaluation_criteria.actions or []):
+            call = message.ToolCall(
+                id=f"c{i}", name=action.name, arguments=action.arguments, requestor=action.requestor
+            )
+            reply = state.get_response(call)
+            assert state.synced is (not reply.error), (task.id, action.name)
+            if reply.error:
+                failed += 1
+                continue
+            before = dumps()
+            state.run(state.env.sync_tools, None)
+            assert not state.synced and dumps() == before, (task.id, action.name)
+            checked += 1
+    bad = message.ToolCall(id="x", name="get_customer_by_id", arguments={}, requestor="assistant")
+    assert state.get_response(bad).error and not state.synced
+    assert checked > 300, (checked, failed)
