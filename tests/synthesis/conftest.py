@@ -4,13 +4,31 @@ import random
 
 import pytest
 
+import rods_env
 from rods_env import TalkOnlyAgent, ToolEnv, run_episode
 from rods_env.domain import Domain
+from rods_env.errors import BenchmarkUnavailableError
 from rods_env.gold import replay_gold
 from rods_env.oracle import oracle_agent
 from rods_env.seeds import make_task
 from rods_env.task import Task
 from tests.synthesis.toy_synth import SHAPED
+
+
+def base_seeded_domains() -> list[str]:
+    """Installed domains whose seed set is base tasks (a domain whose seeds carry
+    augmentations, the BFCL API world, has its own synthesis tests in
+    tests/environments/bfcl/; it also needs bfcl-eval, and a checkout without it leaves it
+    out here rather than failing collection)."""
+    out = []
+    for name in rods_env.domain_names():
+        try:
+            domain = rods_env.load_domain(name)
+        except BenchmarkUnavailableError:
+            continue
+        if domain.seed_tasks("train") and not domain.seed_augments:
+            out.append(name)
+    return out
 
 
 def toy_seeds(per_skill: int = 3, shapes: bool = True) -> list[Task]:

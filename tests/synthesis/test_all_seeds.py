@@ -12,9 +12,9 @@ import pytest
 import rods_env
 from rods_env.synthesis import AUGMENTS, synthesize
 from rods_env.synthesis.critique import check_signature
-from tests.synthesis.conftest import assert_valid
+from tests.synthesis.conftest import assert_valid, base_seeded_domains
 
-BASE_SEEDED = [n for n in rods_env.domain_names() if not rods_env.load_domain(n).seed_augments]
+BASE_SEEDED = base_seeded_domains()
 """Domains whose seeds are base tasks (the BFCL API world's seeds carry BFCL's styles; its
 pool is checked in tests/environments/bfcl/test_world_tasks.py)."""
 

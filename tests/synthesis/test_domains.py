@@ -20,23 +20,12 @@ from rods_env.synthesis import AUGMENTS, synthesize
 from rods_env.synthesis.augment import first_usable_guess, plausible_guesses
 from rods_env.synthesis.critique import check_signature
 from rods_env.task import ToolCall
-from tests.synthesis.conftest import GuessingAgent, assert_valid, play
+from tests.synthesis.conftest import GuessingAgent, assert_valid, base_seeded_domains, play
 
 SEEDS_PER_SKILL = 2
 
 
-def _domains():
-    """Domains with base seed tasks (a domain whose seed set carries augmentations, the
-    BFCL API world, has its own synthesis tests: tests/environments/bfcl/)."""
-    out = []
-    for name in rods_env.domain_names():
-        domain = rods_env.load_domain(name)
-        if domain.seed_tasks("train") and not domain.seed_augments:
-            out.append(name)
-    return out
-
-
-DOMAINS = _domains()
+DOMAINS = base_seeded_domains()
 
 
 def _sample(domain):
