@@ -204,6 +204,11 @@ def _asked_labels(message: str, facts: dict[str, str]) -> list[str]:
     return [label for label in facts if label in asked]
 
 
+def stated_facts(task: Task, text: str) -> set[str]:
+    """The labels of the user's facts whose values ``text`` states."""
+    return {label for label, value in task.user.facts.items() if value and mentions(text, value)}
+
+
 @dataclass
 class ScriptedUser:
     """Deterministic user simulator driven by the task's facts and turn goals.
@@ -264,9 +269,7 @@ class ScriptedUser:
     def _tell(self, text: str) -> None:
         """Remember the facts whose values ``text`` states."""
         assert self._task is not None
-        for label, value in self._task.user.facts.items():
-            if value and mentions(text, value):
-                self._told.add(label)
+        self._told |= stated_facts(self._task, text)
 
     def reply(self, message: str, view: TurnView) -> UserReply:
         """Answer the agent's message (see the class docstring for the rules)."""
@@ -358,10 +361,9 @@ class TurnTakingUser:
         return task.turns[0].request
 
     def _tell(self, text: str) -> None:
+        """Remember the facts whose values ``text`` states."""
         assert self._task is not None
-        for label, value in self._task.user.facts.items():
-            if value and mentions(text, value):
-                self._told.add(label)
+        self._told |= stated_facts(self._task, text)
 
     def reply(self, message: str, view: TurnView) -> UserReply:
         """Answer a question for an untold fact; otherwise end the turn."""
