@@ -19,15 +19,17 @@ import pytest
 
 import rods_env
 from environments.bfcl.apis import bfcl_missing, call_text
+from tests.requires import require
 
-pytestmark = pytest.mark.skipif(
-    bfcl_missing() is not None,
-    reason="bfcl-eval not installed (bash scripts/setup_bfcl.sh); CI installs it and runs this",
-)
+
+@pytest.fixture(autouse=True, scope="module")
+def _bfcl_installed() -> None:
+    """Skip without bfcl-eval on a developer's checkout; fail without it in CI."""
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
 
 
 @pytest.fixture(scope="module")
-def tasks():
+def tasks(_bfcl_installed):
     from environments.bfcl.tasks import load_tasks
 
     return load_tasks()

@@ -18,6 +18,7 @@ import time
 import pytest
 
 from rods_env.synthesis import SynthesisReport, synthesize
+from tests.requires import require
 
 STYLES = ("missing_parameter", "missing_function", "long_context")
 SEEDS = 40
@@ -27,8 +28,7 @@ SEEDS = 40
 def domain():
     from environments.bfcl.apis import bfcl_missing
 
-    if bfcl_missing() is not None:
-        pytest.skip("bfcl-eval is not installed (bash scripts/setup_bfcl.sh)")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
     from environments.bfcl.world import DOMAIN
     from environments.bfcl.world.contamination import bfcl_index
 

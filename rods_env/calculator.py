@@ -216,7 +216,7 @@ def evaluate_python_arithmetic(expression: str) -> object:
         expression: The expression text.
 
     Returns:
-        What ``eval(expression)`` returns (an int, a float, ``Ellipsis`` or a tuple).
+        The value Python gives ``expression`` (an int, a float, ``Ellipsis`` or a tuple).
 
     Raises:
         SyntaxError, TypeError, ZeroDivisionError, OverflowError, ValueError, RecursionError:
