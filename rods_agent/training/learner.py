@@ -152,7 +152,10 @@ def load_learner(config: TrainConfig, out_dir: Path) -> Learner:
     device = resolve_device(mc.device)
     dtype = resolve_dtype(mc.dtype, device)
     if device.startswith("cpu"):
+        from rods_agent.engines.hf import return_freed_memory
+
         torch.set_num_threads(mc.threads)
+        return_freed_memory()
     path = ensure_model(config, Path(out_dir))
     kwargs: dict[str, Any] = {"gguf_file": mc.gguf_file} if mc.gguf_file else {}
     try:
