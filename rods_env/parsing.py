@@ -84,17 +84,23 @@ class ReadingRule:
         text_before_calls: With ``<tool_call>`` blocks, the message's text is only what
             precedes the first block (what vLLM's hermes tool parser returns as
             ``content``); off: all text outside the blocks.
+        unclosed_call: A last ``<tool_call>`` block without ``</tool_call>`` is read as a
+            call like a closed one (a completion may stop before the closing tag; vLLM's
+            hermes parser reads it); off: it is a call that cannot be read.
     """
 
     name: str
     bare_json: bool = True
     text_before_calls: bool = False
+    unclosed_call: bool = False
 
 
 LENIENT_READING = ReadingRule("lenient")
 """rods' own domains: ``<tool_call>`` blocks, bare or fenced JSON calls, message dicts."""
 
-TOOL_CALL_READING = ReadingRule("tool calls only", bare_json=False, text_before_calls=True)
+TOOL_CALL_READING = ReadingRule(
+    "tool calls only", bare_json=False, text_before_calls=True, unclosed_call=True
+)
 """What a harness that talks to an OpenAI-compatible endpoint sees (τ²-bench): the calls
 are the ``<tool_call>`` blocks the server's tool parser extracts, or a message's
 ``tool_calls``; the text is what precedes the first block; everything else is text."""
@@ -377,7 +383,9 @@ def parse_text(text: str, rule: ReadingRule = LENIENT_READING) -> ParsedAction:
         if len(bodies) + (unclosed is not None) > MAX_CALLS:
             return ParsedAction("", error=_too_many(len(bodies) + (unclosed is not None)))
         calls = [_body_call(body) for body in bodies]
-        if unclosed is not None:
+        if unclosed is not None and rule.unclosed_call:
+            calls.append(_body_call(unclosed))
+        elif unclosed is not None:
             calls.append(
                 ParsedCall(
                     "",

@@ -28,6 +28,7 @@ are equal, because that JSON is the sorted union of the per-record JSON of each 
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import copy
 import functools
@@ -125,6 +126,23 @@ class _EpisodeUuid:
         if rng is None:
             return uuid.uuid4()
         return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+
+def ids_seed(domain: str, task_id: str) -> str:
+    """The seed of an episode's id stream (see :class:`_EpisodeUuid`): the task's, so the
+    same actions give the same ids in every episode, replay and process."""
+    return f"tau2-ids:{domain}:{task_id}"
+
+
+@contextlib.contextmanager
+def episode_ids(stream: random.Random) -> Iterator[None]:
+    """Draw τ²-bench's ``uuid4()`` ids from ``stream`` inside the block (as an episode's
+    tools do), e.g. to run τ²-bench's own code with reproducible ids."""
+    token = _EPISODE_IDS.set(stream)
+    try:
+        yield
+    finally:
+        _EPISODE_IDS.reset(token)
 
 
 def _seed_tool_ids(domain: str) -> None:
@@ -561,7 +579,7 @@ class EpisodeState:
         self._agent_db, self._user_db = self._shared_agent_db, self._shared_user_db
         agent_db = self._agent_db.reset()
         user_db = self._user_db.reset() if self._user_db is not None else None
-        self._ids.seed(f"tau2-ids:{self.backend.domain}:{task.id}")
+        self._ids.seed(ids_seed(self.backend.domain, str(task.id)))
         env = copy.copy(self.proto)
         env.tools = self._tools_class(agent_db)
         env.user_tools = (
