@@ -656,10 +656,23 @@ class Tau2Env(gym.Env[str, str]):
             "task_id": str(self._tau2_task.id),
             "solo": self.solo,
             "termination_reason": termination_reason(self._termination),
+            "tau2_replayable": not self._shows_new_ids(trajectory),
             "reward_info": self._verdict.to_tau2(self._tau2_task),
             "messages": [{**m, "turn_idx": i} for i, m in enumerate(trajectory)],
         }
         return {"tau2_messages": trajectory, "benchmark_record": record}
+
+    def _shows_new_ids(self, trajectory: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether a tool reply shows an id τ²-bench's tools drew with ``uuid4()`` in this
+        episode (telecom's new bills): τ²-bench's own evaluator, whose replay draws new
+        ids, then cannot replay the conversation (rods' replay draws the same ones)."""
+        drawn = [h[:8] for h in self.state.drawn_ids]
+        return bool(drawn) and any(
+            h in str(m.get("content") or "")
+            for m in trajectory
+            if m.get("role") == "tool"
+            for h in drawn
+        )
 
 
 def _clip(action: Any, limit: int = 2000) -> str:
