@@ -44,13 +44,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
 
 from environments.tau2 import prompts
-from environments.tau2.scoring import Verdict, is_successful, score
+from environments.tau2.scoring import Verdict, is_successful, says, score
 from environments.tau2.state import EpisodeState
 from environments.tau2.trajectory import (
     call_message,
@@ -62,11 +63,14 @@ from environments.tau2.users import ScriptedStandIn
 from rods_env.env import render_messages
 from rods_env.errors import ConfigError, RodsError
 from rods_env.parsing import (
+    THINK_CLOSE,
+    THINK_OPEN,
     TOOL_CALL_READING,
     ParsedAction,
     ParsedCall,
     ReadingRule,
     parse_action,
+    split_reasoning,
     visible_text,
 )
 from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
@@ -258,6 +262,7 @@ class Tau2Env(gym.Env[str, str]):
         self._verdict: Verdict | None = None
         self._termination: str | None = None
         self._user_error: str | None = None
+        self._reasoning: list[str] = []
         self._over = False
         self._traj: list[dict[str, Any]] = []
         self._user_view: list[dict[str, Any]] = []
@@ -301,6 +306,9 @@ class Tau2Env(gym.Env[str, str]):
         self._steps += 1
         before = self._progress
         parsed = parse_action(action, self.max_action_chars, self.reading_rule)
+        thought = _reasoning(action)
+        if thought:
+            self._reasoning.append(thought)
         log: list[dict[str, Any]] = []
         if parsed.error or (not parsed.calls and not parsed.content.strip()):
             error = parsed.error or (
@@ -576,8 +584,14 @@ class Tau2Env(gym.Env[str, str]):
         assert self._state is not None and self._tau2_task is not None
         self._termination = reason
         self._over = True
-        self._verdict = score(self.backend, self._tau2_task, self._traj, reason, self._state)
-        self._progress = float(self._verdict.reward)
+        verdict = score(self.backend, self._tau2_task, self._traj, reason, self._state)
+        if self._reasoning and verdict.communicate and not all(verdict.communicate):
+            infos = self._tau2_task.evaluation_criteria.communicate_info or []
+            unsaid = [i for i, ok in zip(infos, verdict.communicate, strict=True) if not ok]
+            if any(says(r, i) for r in self._reasoning for i in unsaid):
+                verdict = replace(verdict, quirks=(*verdict.quirks, "said_in_reasoning"))
+        self._verdict = verdict
+        self._progress = float(verdict.reward)
 
     def _pick_task(self, options: dict[str, Any]) -> Task:
         choice = options.get("task")
@@ -673,6 +687,19 @@ class Tau2Env(gym.Env[str, str]):
             if m.get("role") == "tool"
             for h in drawn
         )
+
+
+def _reasoning(action: Any) -> str:
+    """The ``<think>`` reasoning of an action (or a message dict's ``reasoning_content``)."""
+    if isinstance(action, str):
+        return split_reasoning(action)[0] if THINK_CLOSE in action or THINK_OPEN in action else ""
+    if isinstance(action, Mapping):
+        parts = [action.get("reasoning_content"), action.get("reasoning")]
+        content = action.get("content")
+        if isinstance(content, str):
+            parts.append(_reasoning(content))
+        return "\n".join(p for p in parts if isinstance(p, str) and p)
+    return ""
 
 
 def _clip(action: Any, limit: int = 2000) -> str:
