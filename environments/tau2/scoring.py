@@ -460,10 +460,12 @@ def score(
     if "COMMUNICATE" in in_basis:
         reward *= float(all(said))
     checked = tuple(b for b in BASES if b in counts)
-    strict, quirks = reward, []
+    strict, quirks = reward, list[str]()
     if "ACTION" in in_basis and all(actions):
         calls = tool_calls_of(trajectory)
-        failed = {m.get("id") for m in trajectory if m.get("role") == "tool" and m.get("error")}
+        failed = {
+            str(m.get("id")) for m in trajectory if m.get("role") == "tool" and m.get("error")
+        }
         if not all(
             any(action_matches_strictly(a, c, failed) for c in calls)
             for a in criteria.actions or []
