@@ -45,7 +45,7 @@ import contextlib
 import json
 import random
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -261,64 +261,36 @@ def _variants(value: Any, pool: Sequence[Any]) -> list[Any]:
     return out
 
 
-EDITS = (
-    "value",
-    "drop_arg",
-    "add_arg",
-    "swap",
-    "repeat",
-    "drop_step",
-    "extra_call",
-    "unknown_tool",
-    "failing_calls",
-    "group",
-    "text_with_calls",
-    "think",
-    "as_dict",
-    "json_text",
-    "final_as_json",
-    "number_format",
-    "user_json",
-    "user_empty",
-    "user_stops_early",
-    "user_call_run",
-    "new_bill_shown",
-)
-"""Every kind of edit :func:`scripts` applies."""
+@dataclass
+class _Draft:
+    """A script being edited: the agent's steps, the user's opening, the domain's
+    material, the mode."""
 
-SOLO_EDITS = (
-    "value",
-    "drop_arg",
-    "add_arg",
-    "swap",
-    "repeat",
-    "drop_step",
-    "extra_call",
-    "unknown_tool",
-    "failing_calls",
-    "group",
-    "text_with_calls",
-    "think",
-    "as_dict",
-    "new_bill_shown",
-)
-"""The edits that keep a solo agent's messages calls."""
+    steps: list[_Step]
+    user: list[Raw]
+    mat: _Material
+    solo: bool
+
+    @property
+    def call_steps(self) -> list[_Step]:
+        return [s for s in self.steps if s.calls and s.calls[0].name != "done"]
+
+    @property
+    def slots(self) -> list[_Step]:
+        """The agent's texts that the user answers."""
+        return [s for s in self.steps if not s.calls and s.replies]
+
+    def at(self, draw: st.DrawFn) -> int:
+        """A place for a new step, before the last."""
+        return draw(st.integers(0, len(self.steps) - 1))
 
 
-def _edit(
-    draw: st.DrawFn,
-    kind: str,
-    steps: list[_Step],
-    user: list[Raw],
-    mat: _Material,
-    solo: bool,
-    domain: str,
-) -> bool:
-    """Apply one edit in place; False when it does not apply to this script."""
-    call_steps = [s for s in steps if s.calls and s.calls[0].name != "done"]
-    text_steps = [s for s in steps if not s.calls]
-    if kind in ("value", "drop_arg", "add_arg"):
-        calls = [c for s in call_steps for c in s.calls if c.arguments or kind == "add_arg"]
+Editor = Callable[[st.DrawFn, _Draft], bool]
+
+
+def _argument(kind: str) -> Editor:
+    def edit(draw: st.DrawFn, d: _Draft) -> bool:
+        calls = [c for s in d.call_steps for c in s.calls if c.arguments or kind == "add_arg"]
         if not calls:
             return False
         call = draw(st.sampled_from(calls))
@@ -331,162 +303,227 @@ def _edit(
         if kind == "drop_arg":
             del call.arguments[key]
             return True
-        pool = mat.values.get((call.name, key), ())
+        pool = d.mat.values.get((call.name, key), ())
         call.arguments[key] = draw(st.sampled_from(_variants(call.arguments[key], pool)))
         return True
-    if kind == "swap":
-        if len(steps) < 3:
-            return False
-        i = draw(st.integers(0, len(steps) - 3))
-        steps[i], steps[i + 1] = steps[i + 1], steps[i]
-        return True
-    if kind == "repeat":
-        if len(steps) < 2:
-            return False
-        i = draw(st.integers(0, len(steps) - 2))
-        steps.insert(i, _copy(steps[i]))
-        return True
-    if kind == "drop_step":
-        if len(steps) < 2:
-            return False
-        del steps[draw(st.integers(0, len(steps) - 2))]
-        return True
-    if kind == "extra_call":
-        other = mat.tasks[draw(st.sampled_from(sorted(mat.tasks)))]
-        actions = [a for a in _actions(other) if solo or a.requestor == "assistant"]
-        if not actions:
-            return False
-        action = draw(st.sampled_from(actions))
-        at = draw(st.integers(0, len(steps) - 1))
-        steps.insert(at, _Step(calls=[_Call(action.name, dict(action.arguments))]))
-        return True
-    if kind == "unknown_tool":
-        at = draw(st.integers(0, len(steps) - 1))
-        name = draw(st.sampled_from(["no_such_tool", "Summary", "get_details"]))
-        steps.insert(at, _Step(calls=[_Call(name, {"id": "1"})]))
-        return True
-    if kind == "failing_calls":
-        # calls that fail (τ²-bench's tool errors): enough of them ends the episode
-        tools = list(mat.agent_tools) + (list(mat.user_tools) if solo else [])
-        name = draw(st.sampled_from(sorted(tools)))
-        n = draw(st.integers(1, 12))
-        at = draw(st.integers(0, len(steps) - 1))
-        for _ in range(n):
-            steps.insert(at, _Step(calls=[_Call(name, {"no_such_argument": 0})]))
-        return True
-    if kind == "new_bill_shown":
-        # telecom: a charge to a customer without a draft bill makes a bill named with
-        # uuid4(), and the bills' listing shows it (τ²-bench's own evaluator cannot replay it)
-        if "refuel_data" not in mat.agent_tools:
-            return False
-        at = draw(st.integers(0, len(steps) - 1))
-        refuel = _Call(
-            "refuel_data", {"customer_id": "C1002", "line_id": "L1004", "gb_amount": 2.0}
-        )
-        steps[at:at] = [
-            _Step(calls=[refuel]),
-            _Step(calls=[_Call("get_bills_for_customer", {"customer_id": "C1002"})]),
-        ]
-        return True
-    if kind == "group":
-        pairs = [i for i in range(len(steps) - 1) if steps[i].calls and steps[i + 1].calls]
-        if not pairs:
-            return False
-        i = draw(st.sampled_from(pairs))
-        steps[i].calls = steps[i].calls + steps[i + 1].calls
-        del steps[i + 1]
-        return True
-    if kind == "text_with_calls":
-        if not call_steps:
-            return False
-        step = draw(st.sampled_from(call_steps))
-        said = " ".join(_info(mat.tasks[draw(st.sampled_from(sorted(mat.tasks)))]))
-        where = draw(st.sampled_from(["before", "after", "both"]))
-        if where in ("before", "both"):
-            step.text = draw(st.sampled_from(["Let me check. ", f"So far: {said} ", "{ "]))
-        if where in ("after", "both"):
-            step.after = draw(st.sampled_from([" Done.", f" {said}", " {}"]))
-        return True
-    if kind == "think":
-        target = draw(st.sampled_from(steps))
-        if target.as_dict:
-            return False
-        if not target.calls and target is steps[-1] and not solo:
-            # the answer only in the reasoning: the visible text keeps something to say
-            target.think, target.text = target.text, "I have handled your request."
-        else:
-            drafted = call_steps[0].calls[0] if call_steps else _Call("no_such_tool", {})
-            target.think = "Plan: " + _block(drafted.name, drafted.arguments)
-        return True
-    if kind == "as_dict":
-        candidates = [s for s in steps if not s.think]
-        if not candidates:
-            return False
-        for step in draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=4)):
-            step.as_dict = True
-            step.after = ""
-        return True
-    if solo:
+
+    return edit
+
+
+def _swap(draw: st.DrawFn, d: _Draft) -> bool:
+    if len(d.steps) < 3:
         return False
-    if kind == "json_text":
-        at = draw(st.integers(0, len(steps) - 1))
-        text = draw(st.sampled_from([*_JSON_TEXTS, _gold_as_json(call_steps)]))
-        steps.insert(at, _Step(text=text, replies=[draw(st.sampled_from(["OK.", "{ok}"]))]))
-        return True
-    if kind == "final_as_json":
-        last = steps[-1]
-        if last.calls:
-            return False
-        said = last.text.removeprefix("Everything is taken care of.").strip()
-        last.text = json.dumps({"name": "Summary", "arguments": {"message": said}})
-        return True
-    if kind == "number_format":
-        last = steps[-1]
-        if last.calls:
-            return False
-        fmt = draw(st.sampled_from(["commas", "upper", "dollars", "decimals"]))
-        last.text = _reformat(last.text, fmt)
-        return True
-    if kind == "user_json":
-        slots = [s for s in text_steps if s.replies] + [None]
-        slot = draw(st.sampled_from(slots))
-        text = draw(st.sampled_from(_USER_JSON))
-        if slot is None:
-            user[0] = text + " " + str(user[0])
-        else:
-            slot.replies[-1] = text
-        return True
-    if kind == "user_empty":
-        slots = [s for s in text_steps if s.replies]
-        if not slots:
-            return False
-        slot = draw(st.sampled_from(slots))
-        n = draw(st.sampled_from([1, 2, 4]))  # four in a row: τ²-bench gives up
-        slot.replies[-1:-1] = [
-            draw(st.sampled_from(["", "  ", {"role": "assistant", "content": ""}]))
-        ] * n
-        return True
-    if kind == "user_stops_early":
-        slots = [s for s in text_steps if s.replies]
-        if not slots:
-            return False
-        draw(st.sampled_from(slots)).replies[-1] = draw(
-            st.sampled_from(["Never mind. ###STOP###", "###TRANSFER###", '{"bye": 1} ###STOP###'])
-        )
-        return True
-    if kind == "user_call_run":
-        if not mat.user_tools:
-            return False
-        slots = [s for s in text_steps if s.replies]
-        if not slots:
-            return False
-        slot = draw(st.sampled_from(slots))
-        name = draw(st.sampled_from(["check_status_bar", "toggle_airplane_mode", "no_such_tool"]))
-        n = draw(st.sampled_from([1, 5, 21, 40, 120]))
-        form = draw(st.sampled_from(["block", "dict", "two", "said"]))
-        slot.replies[-1:-1] = [_user_call(name, form)] * n
-        return True
-    raise AssertionError(kind)
+    i = draw(st.integers(0, len(d.steps) - 3))
+    d.steps[i], d.steps[i + 1] = d.steps[i + 1], d.steps[i]
+    return True
+
+
+def _repeat(draw: st.DrawFn, d: _Draft) -> bool:
+    if len(d.steps) < 2:
+        return False
+    i = draw(st.integers(0, len(d.steps) - 2))
+    d.steps.insert(i, _copy(d.steps[i]))
+    return True
+
+
+def _drop_step(draw: st.DrawFn, d: _Draft) -> bool:
+    if len(d.steps) < 2:
+        return False
+    del d.steps[draw(st.integers(0, len(d.steps) - 2))]
+    return True
+
+
+def _extra_call(draw: st.DrawFn, d: _Draft) -> bool:
+    other = d.mat.tasks[draw(st.sampled_from(sorted(d.mat.tasks)))]
+    actions = [a for a in _actions(other) if d.solo or a.requestor == "assistant"]
+    if not actions:
+        return False
+    action = draw(st.sampled_from(actions))
+    d.steps.insert(d.at(draw), _Step(calls=[_Call(action.name, dict(action.arguments))]))
+    return True
+
+
+def _unknown_tool(draw: st.DrawFn, d: _Draft) -> bool:
+    at = d.at(draw)
+    name = draw(st.sampled_from(["no_such_tool", "Summary", "get_details"]))
+    d.steps.insert(at, _Step(calls=[_Call(name, {"id": "1"})]))
+    return True
+
+
+def _failing_calls(draw: st.DrawFn, d: _Draft) -> bool:
+    """Calls that fail (τ²-bench's tool errors): enough of them end the episode."""
+    tools = list(d.mat.agent_tools) + (list(d.mat.user_tools) if d.solo else [])
+    name = draw(st.sampled_from(sorted(tools)))
+    n = draw(st.integers(1, 12))
+    at = d.at(draw)
+    for _ in range(n):
+        d.steps.insert(at, _Step(calls=[_Call(name, {"no_such_argument": 0})]))
+    return True
+
+
+def _new_bill_shown(draw: st.DrawFn, d: _Draft) -> bool:
+    """Telecom: a charge to a customer without a draft bill makes a bill named with
+    ``uuid4()``, and the bills' listing shows it (τ²-bench's own evaluator cannot replay
+    such a conversation)."""
+    if "refuel_data" not in d.mat.agent_tools:
+        return False
+    at = d.at(draw)
+    refuel = _Call("refuel_data", {"customer_id": "C1002", "line_id": "L1004", "gb_amount": 2.0})
+    d.steps[at:at] = [
+        _Step(calls=[refuel]),
+        _Step(calls=[_Call("get_bills_for_customer", {"customer_id": "C1002"})]),
+    ]
+    return True
+
+
+def _group(draw: st.DrawFn, d: _Draft) -> bool:
+    steps = d.steps
+    pairs = [i for i in range(len(steps) - 1) if steps[i].calls and steps[i + 1].calls]
+    if not pairs:
+        return False
+    i = draw(st.sampled_from(pairs))
+    steps[i].calls = steps[i].calls + steps[i + 1].calls
+    del steps[i + 1]
+    return True
+
+
+def _text_with_calls(draw: st.DrawFn, d: _Draft) -> bool:
+    if not d.call_steps:
+        return False
+    step = draw(st.sampled_from(d.call_steps))
+    said = " ".join(_info(d.mat.tasks[draw(st.sampled_from(sorted(d.mat.tasks)))]))
+    where = draw(st.sampled_from(["before", "after", "both"]))
+    if where in ("before", "both"):
+        step.text = draw(st.sampled_from(["Let me check. ", f"So far: {said} ", "{ "]))
+    if where in ("after", "both"):
+        step.after = draw(st.sampled_from([" Done.", f" {said}", " {}"]))
+    return True
+
+
+def _think(draw: st.DrawFn, d: _Draft) -> bool:
+    target = draw(st.sampled_from(d.steps))
+    if target.as_dict:
+        return False
+    if not target.calls and target is d.steps[-1] and not d.solo:
+        # the answer only in the reasoning: the visible text keeps something to say
+        target.think, target.text = target.text, "I have handled your request."
+    else:
+        drafted = d.call_steps[0].calls[0] if d.call_steps else _Call("no_such_tool", {})
+        target.think = "Plan: " + _block(drafted.name, drafted.arguments)
+    return True
+
+
+def _as_dict(draw: st.DrawFn, d: _Draft) -> bool:
+    candidates = [s for s in d.steps if not s.think]
+    if not candidates:
+        return False
+    for step in draw(st.lists(st.sampled_from(candidates), min_size=1, max_size=4)):
+        step.as_dict = True
+        step.after = ""
+    return True
+
+
+def _json_text(draw: st.DrawFn, d: _Draft) -> bool:
+    at = d.at(draw)
+    text = draw(st.sampled_from([*_JSON_TEXTS, _gold_as_json(d.call_steps)]))
+    d.steps.insert(at, _Step(text=text, replies=[draw(st.sampled_from(["OK.", "{ok}"]))]))
+    return True
+
+
+def _final_as_json(draw: st.DrawFn, d: _Draft) -> bool:
+    last = d.steps[-1]
+    if last.calls:
+        return False
+    said = last.text.removeprefix("Everything is taken care of.").strip()
+    last.text = json.dumps({"name": "Summary", "arguments": {"message": said}})
+    return True
+
+
+def _number_format(draw: st.DrawFn, d: _Draft) -> bool:
+    last = d.steps[-1]
+    if last.calls:
+        return False
+    last.text = _reformat(
+        last.text, draw(st.sampled_from(["commas", "upper", "dollars", "decimals"]))
+    )
+    return True
+
+
+def _user_json(draw: st.DrawFn, d: _Draft) -> bool:
+    slot = draw(st.sampled_from([*d.slots, None]))
+    text = draw(st.sampled_from(_USER_JSON))
+    if slot is None:
+        d.user[0] = text + " " + str(d.user[0])
+    else:
+        slot.replies[-1] = text
+    return True
+
+
+def _user_empty(draw: st.DrawFn, d: _Draft) -> bool:
+    if not d.slots:
+        return False
+    slot = draw(st.sampled_from(d.slots))
+    n = draw(st.sampled_from([1, 2, 4]))  # four in a row: τ²-bench gives up
+    empty = draw(st.sampled_from(["", "  ", {"role": "assistant", "content": ""}]))
+    slot.replies[-1:-1] = [empty] * n
+    return True
+
+
+def _user_stops_early(draw: st.DrawFn, d: _Draft) -> bool:
+    if not d.slots:
+        return False
+    draw(st.sampled_from(d.slots)).replies[-1] = draw(
+        st.sampled_from(["Never mind. ###STOP###", "###TRANSFER###", '{"bye": 1} ###STOP###'])
+    )
+    return True
+
+
+def _user_call_run(draw: st.DrawFn, d: _Draft) -> bool:
+    if not d.mat.user_tools or not d.slots:
+        return False
+    slot = draw(st.sampled_from(d.slots))
+    name = draw(st.sampled_from(["check_status_bar", "toggle_airplane_mode", "no_such_tool"]))
+    n = draw(st.sampled_from([1, 5, 21, 40, 120]))
+    form = draw(st.sampled_from(["block", "dict", "two", "said"]))
+    slot.replies[-1:-1] = [_user_call(name, form)] * n
+    return True
+
+
+AGENT_EDITS: dict[str, Editor] = {
+    "value": _argument("value"),
+    "drop_arg": _argument("drop_arg"),
+    "add_arg": _argument("add_arg"),
+    "swap": _swap,
+    "repeat": _repeat,
+    "drop_step": _drop_step,
+    "extra_call": _extra_call,
+    "unknown_tool": _unknown_tool,
+    "failing_calls": _failing_calls,
+    "group": _group,
+    "text_with_calls": _text_with_calls,
+    "think": _think,
+    "as_dict": _as_dict,
+}
+"""Edits of the agent's calls and of how its messages are written (every mode)."""
+
+TALK_EDITS: dict[str, Editor] = {
+    "json_text": _json_text,
+    "final_as_json": _final_as_json,
+    "number_format": _number_format,
+    "user_json": _user_json,
+    "user_empty": _user_empty,
+    "user_stops_early": _user_stops_early,
+    "user_call_run": _user_call_run,
+}
+"""Edits of what the agent says to the user and of the user's replies (not in solo mode)."""
+
+EDITS = (*AGENT_EDITS, *TALK_EDITS, "new_bill_shown")
+"""Every kind of edit :func:`scripts` applies."""
+
+SOLO_EDITS = (*AGENT_EDITS, "new_bill_shown")
+"""The edits that keep a solo agent's messages calls."""
+
+_EDITORS: dict[str, Editor] = {**AGENT_EDITS, **TALK_EDITS, "new_bill_shown": _new_bill_shown}
 
 
 def _user_call(name: str, form: str) -> Raw:
@@ -559,7 +596,8 @@ def scripts(draw: st.DrawFn, domain: str, solo: bool, max_edits: int = 3) -> Scr
     kinds = draw(
         st.lists(st.sampled_from(SOLO_EDITS if solo else EDITS), min_size=1, max_size=max_edits)
     )
-    done = tuple(k for k in kinds if _edit(draw, k, steps, user, mat, solo, domain))
+    draft = _Draft(steps, user, mat, solo)
+    done = tuple(k for k in kinds if _EDITORS[k](draw, draft))
     agent = [_render(step, n) for n, step in enumerate(steps)]
     for step in steps:
         user += step.replies
