@@ -468,7 +468,11 @@ class BFCLEnv(gym.Env[str, str]):
             "success": self._success,
             "verdicts": {
                 **{
-                    name: {"success": self._successes[name], "progress": judge.progress}
+                    name: {
+                        "success": self._successes[name],
+                        "progress": judge.progress,
+                        "turns": [bool(t["passed"]) for t in judge.turns],
+                    }
                     for name, judge in self._judges.items()
                 },
                 "differences": list(self._differences),
