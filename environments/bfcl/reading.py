@@ -145,6 +145,11 @@ class Reader:
             return Reading(name, None, arguments, arguments, self._undefined(call, name))
         function = self._method(call.func)
         names = [k.arg for k in call.keywords]
+        again = next((k for i, k in enumerate(call.keywords) if k.arg in names[:i]), None)
+        if again is not None:  # Python's compiler refuses it; its parser does not
+            where = f"(<string>, line {again.lineno})"
+            error = f"{ERROR_PREFIX}keyword argument repeated: {again.arg} {where}"
+            return Reading(name, None, arguments, arguments, error)
         if (
             function is None
             or _core(name) != function  # code around the name (BFCL would run it)

@@ -398,11 +398,12 @@ def edit_distractor_insurance(draw, task, turns, pool) -> bool:
     if not (task.long_context and "TravelAPI" in task.classes):
         return False
     from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.long_context import (
+        BOOKING_RECORD_EXTENSION,
         CREDIT_CARD_EXTENSION,
     )
 
     tokens = pool.get("access_token") or ["abc123xyz"]
-    bookings = pool.get("booking_id") or ["3426812"]
+    bookings = [*pool.get("booking_id", []), *sorted(BOOKING_RECORD_EXTENSION)[:2]]
     call = Call(
         "purchase_insurance",
         {
