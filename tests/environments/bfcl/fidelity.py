@@ -524,6 +524,14 @@ def case_of(draw: Any, task: BFCLTask, min_edits: int = 1, max_edits: int = 3) -
     return Case(task, [_steps(draw, calls) for calls in turns], form, applied)
 
 
+def gold_case(task: BFCLTask, form: str) -> Case:
+    """The task's gold, each turn's calls at once (in steps of at most 16 calls, one
+    action's bound)."""
+    turns = [[Call(c.name, dict(c.arguments)) for c in calls] for calls in task.gold]
+    steps = [[calls[i : i + MAX_CALLS] for i in range(0, len(calls), MAX_CALLS)] for calls in turns]
+    return Case(task, steps, form)
+
+
 def cases(
     tasks: Sequence[BFCLTask], min_edits: int = 0, max_edits: int = 3
 ) -> st.SearchStrategy[Case]:

@@ -37,7 +37,7 @@ def test_verdicts_equal_bfcl_checker_on_all_800_tasks(env, tasks, kind):
     t0 = time.perf_counter()
     verdicts: collections.Counter[tuple[bool, bool]] = collections.Counter()
     disagree = []
-    for i, task in enumerate(tasks):
+    for task in tasks:
         info = run_episode(env, _agent(kind, task), task=task)
         official = official_verdict(task, info["turn_results"])
         verdicts[(info["success"], official["valid"])] += 1
