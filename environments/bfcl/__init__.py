@@ -61,6 +61,7 @@ class BFCLDomain(BenchmarkDomain):
     synthesis = NO_TRAIN_SPLIT
     train_domain = TRAIN_DOMAIN
     max_steps = MAX_STEPS
+    verdicts = ("official", "strict")
     description = "BFCL v4 multi-turn (8 API classes), scored by BFCL's own checker rules"
 
     def __init__(self, name: str, title: str, category: str | None) -> None:
