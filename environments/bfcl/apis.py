@@ -16,7 +16,14 @@ builds on:
   initial configuration once per process and pickled; each episode unpickles its own
   instances, so no two episodes (and no episode and the gold) share an object. BFCL's
   TravelAPI in long-context mode keeps module-level credit-card dicts by reference: there,
-  one booking changes a balance for every later instance.
+  one booking changes a balance for every later instance. :func:`new_pair` gives the two
+  worlds of BFCL's checker (the model's and the gold's) sharing exactly what BFCL's share,
+  fresh for the pair (the official verdicts need it; :mod:`environments.bfcl.verdicts`).
+* **Fresh defaults** (:attr:`Function.mutable_defaults`): an omitted list argument
+  (``post_tweet``'s ``tags`` and ``mentions``) is a fresh copy of the default BFCL's source
+  writes, never the process's one default object, which the method keeps and ``mention``
+  extends; a :class:`World` given a ``defaults`` dict shares one object per episode
+  instead (BFCL's semantics, for the official verdicts).
 * **Bounded arithmetic**: MathAPI's ``logarithm`` and ``square_root`` set the process-wide
   mpmath and decimal precision from an argument (``precision=2000000`` runs for minutes),
   and ``power`` and ``round_number`` compute with Python integers of any size
@@ -28,7 +35,8 @@ builds on:
 * **State** (:meth:`World.state`, :func:`differences`): the public attributes of every
   instance, which is what BFCL's state check compares.
 * **Gold replay** (:func:`replay`, :class:`GoldCache`): a scenario's gold calls run once per
-  process, keeping each turn's result texts and the state after it.
+  process, keeping each turn's result texts and the state after it, read-only
+  (:func:`frozen_copy`).
 
 Everything here needs ``bfcl-eval`` (installed with ``--no-deps``) and ``mpmath``; the
 package is imported on first use, and :func:`require_bfcl` says how to install it.

@@ -1,4 +1,4 @@
-"""BFCLEnv: BFCL multi-turn as a Gymnasium environment, scored by BFCL's own rules.
+"""BFCLEnv: BFCL multi-turn as a Gymnasium environment, scored by BFCL's own checker.
 
 The conversation follows BFCL's multi-turn inference in function-calling mode. The first
 observation is the first user turn; the tools are the OpenAI schemas of the involved
@@ -12,15 +12,32 @@ message is BFCL's :data:`~environments.bfcl.tasks.REVEAL_MESSAGE` after the new 
 schemas (:func:`~environments.bfcl.tasks.reveal_message`: an engine that keeps one token
 sequence renders the tool list only once). There is no system prompt.
 
-**Reward: BFCL's checker, turn by turn.** When a turn with gold calls ends it is checked
-as BFCL checks it: the agent made at least one call in the turn; every public attribute of
-each involved instance equals the gold instances' after the turn's gold calls (the state
-check); and each gold result of the turn appears among the agent's results so far, with
-multiplicity (the response check). A turn whose gold is empty is not checked (the agent
-should ask for a missing value or say a function is missing); what it changes there shows
-in the next checked turn. ``progress`` is the share of checked turns passed; ``success`` is
-BFCL's verdict: every turn reached and every checked turn passed. A step's reward is the
-increase of progress, so an episode's rewards sum to its final progress.
+**Reading.** Each call is read as BFCL's decoder and executor read it
+(:mod:`environments.bfcl.reading`): whitespace around a function name and around argument
+names is skipped as BFCL's reading skips it, argument names are NFKC-normalised; a name
+BFCL would not call (a case slip, a prefix, an unknown name) is an undefined name.
+
+**Reward: BFCL's checker, turn by turn** (:mod:`environments.bfcl.verdicts`). When a turn
+with gold calls ends it is checked as BFCL checks it: the agent made at least one call in
+the turn; every public attribute of each involved instance equals the gold instances'
+after the turn's gold calls (the state check); and each gold result of the turn appears
+among the agent's results so far, with multiplicity (the response check). A turn whose
+gold is empty is not checked (the agent should ask for a missing value or say a function
+is missing); what it changes there shows in the next checked turn. ``progress`` is the
+share of checked turns passed; ``success`` is BFCL's verdict: every turn reached and every
+checked turn passed. A step's reward is the increase of progress, so an episode's rewards
+sum to its final progress.
+
+**Two verdicts.** BFCL's checker lets the model's instances share objects with the gold's
+(long-context credit cards, ``post_tweet``'s default lists) and rewrites argument text, so
+it passes some wrong trajectories. Every episode is judged twice, on fresh worlds of its
+own: ``"official"`` reproduces those quirks within the episode (BFCL's verdicts, the
+leaderboard's), ``"strict"`` does not (the correct verdicts). ``verdicts=`` picks the one
+that makes the reward, ``progress``, ``success`` and ``turn_results`` (default
+``"official"``); ``info["verdicts"]`` holds both (``{"official": {"success", "progress",
+"turns"}, "strict": {...}, "differences": [...]}``, the differences, with the quirk that
+caused each, once the episode ends). What the agent sees comes from the strict world (the
+APIs as they are).
 
 **Limits.** As in BFCL, the 21st tool-calling step in one turn ends the conversation (BFCL's
 ``MAXIMUM_STEP_LIMIT`` is 20; ``truncated``, termination ``max_steps``); so does
@@ -31,7 +48,7 @@ response for every turn and checks them all).
 
 **Per-turn results** (``info["turn_results"]``, one dict per turn once it ends): ``turn``,
 ``checked``, ``passed`` (True for a turn BFCL does not check, once reached), ``reached``,
-``called`` (a call was made), ``calls`` (per step, the calls as decoded: ``{"name",
+``called`` (a call was made), ``calls`` (per step, the calls as read: ``{"name",
 "arguments"}``, what BFCL's checker would receive), ``message`` (the index of the message
 that opened the turn), ``failures`` (``{"rule", "values", "text"}`` per broken rule:
 ``no_call``, ``state_mismatch``, ``missing_result``, ``not_reached``), and for a checked

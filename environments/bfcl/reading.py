@@ -28,6 +28,8 @@ it) is not a call here.
 from __future__ import annotations
 
 import ast
+import keyword
+import math
 import re
 import unicodedata
 from collections.abc import Collection, Mapping
@@ -133,6 +135,9 @@ class Reader:
 
     def read(self, name: str, arguments: Mapping[str, Any]) -> Reading:
         """``name(arguments)`` as BFCL's decoder writes it and its executor reads it."""
+        if name in self._owner and all(map(_plain_key, arguments)) and _plain(arguments):
+            sent = FrozenDict(arguments)  # what the full reading gives, without parsing
+            return Reading(name, name, sent, sent)
         text = call_text(name, arguments)
         split = len(name) + 1  # the rewrite never crosses the call's own "("
         head = CALL_NAME.sub(self._rewrite, text[:split])
@@ -157,13 +162,18 @@ class Reader:
             or names != [_keyword(k) for k in arguments]  # code in an argument name
         ):
             return Reading(name, None, arguments, arguments, self._undefined(call.func, name))
+        try:
+            values = [ast.literal_eval(k.value) for k in call.keywords]
+        except ValueError:  # nan or inf: the names Python prints them by are not defined
+            unknown = next(
+                n for k in call.keywords for n in ast.walk(k.value) if isinstance(n, ast.Name)
+            )
+            return Reading(name, None, arguments, arguments, self._undefined(unknown, name))
         sent = FrozenDict(zip(names, arguments.values(), strict=True))
         if tail == text[split:]:
             return Reading(name, function, sent, sent)
-        checked = FrozenDict(
-            (str(k.arg), ast.literal_eval(k.value)) for k in call.keywords
-        )  # literals: each is the repr of JSON data, rewritten inside its strings
-        return Reading(name, function, sent, checked)
+        # each value is the repr of JSON data, rewritten inside its strings
+        return Reading(name, function, sent, FrozenDict(zip(names, values, strict=True)))
 
     def read_gold(self, text: str) -> ToolCall:
         """A ground-truth call string as BFCL's checker runs it (rewritten, then parsed;
@@ -180,6 +190,25 @@ class Reader:
         arguments = {p: ast.literal_eval(a) for p, a in zip(params, call.args, strict=False)}
         arguments.update((str(k.arg), ast.literal_eval(k.value)) for k in call.keywords)
         return ToolCall(name=function, arguments=arguments)
+
+
+def _plain_key(key: str) -> bool:
+    """Whether BFCL reads ``key=`` as the keyword ``key`` itself (an ASCII identifier)."""
+    return key.isascii() and key.isidentifier() and not keyword.iskeyword(key)
+
+
+def _plain(value: Any) -> bool:
+    """Whether BFCL's rewrite leaves ``value`` (JSON data) alone and Python reads its repr
+    back as it is: no ``(`` in its text, no infinite or NaN number."""
+    if isinstance(value, str):
+        return "(" not in value
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Mapping):
+        return all(_plain(k) and _plain(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return True
 
 
 def _parse(source: str) -> ast.expr:

@@ -88,8 +88,33 @@ def safe_call_strings(decoded: Sequence[Sequence[Sequence[str]]]) -> None:
                 if head not in names:  # BFCL rewrites an API name; anything else is looked up
                     assert callee.id not in defined, f"a defined name: {text[:80]}"
                 for arg in [*node.args, *(k.value for k in node.keywords)]:
-                    ast.literal_eval(arg)  # raises on anything but a literal
+                    _literal_or_undefined(arg, defined)
                 assert all(k.arg is not None for k in node.keywords), text
+
+
+_DATA_NODES = (
+    ast.Constant,
+    ast.List,
+    ast.Tuple,
+    ast.Dict,
+    ast.UnaryOp,
+    ast.USub,
+    ast.UAdd,
+    ast.Load,
+)
+
+
+def _literal_or_undefined(node: ast.expr, defined: frozenset[str]) -> None:
+    """A literal, or literal data holding names that are not defined where BFCL evaluates
+    (``nan``, ``inf``: the lookup fails before anything is called); else AssertionError."""
+    try:
+        ast.literal_eval(node)
+    except ValueError:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                assert sub.id not in defined, f"a defined name in an argument: {sub.id}"
+            else:
+                assert isinstance(sub, _DATA_NODES), f"not data: {ast.dump(sub)[:80]}"
 
 
 _LONG_CONTEXT = "eval_checker/multi_turn_eval/func_source_code/long_context.py"
