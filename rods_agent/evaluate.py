@@ -76,6 +76,9 @@ IDENTITY_KEYS: tuple[str, ...] = (
 )  # fmt: skip
 """Settings that make two runs different: a rerun into the same folder must match them."""
 
+IDENTITY_DEFAULTS: Mapping[str, Any] = {"verdicts": "official"}
+"""What a folder written before a setting existed ran with (its ``config.json`` lacks it)."""
+
 UserFactory = Callable[[], "UserSimulator | ScenarioUser"]
 """Builds the user simulator of one environment (one per live episode slot)."""
 
@@ -773,7 +776,11 @@ class RunFolder:
             prev = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{path} is unreadable ({exc}); use another --out") from None
-        diff = [k for k in IDENTITY_KEYS if k in config and prev.get(k) != config[k]]
+        diff = [
+            k
+            for k in IDENTITY_KEYS
+            if k in config and prev.get(k, IDENTITY_DEFAULTS.get(k)) != config[k]
+        ]
         if diff:
             shown = ", ".join(f"{k}={prev.get(k)!r} (now {config[k]!r})" for k in diff)
             raise ConfigError(

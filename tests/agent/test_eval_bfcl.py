@@ -304,3 +304,15 @@ def test_verdicts_are_refused_where_a_benchmark_gives_only_its_own(tmp_path):
     retail = load_any_domain("retail").seed_tasks("test")[:1]
     with pytest.raises(ConfigError, match="give only their own verdicts"):
         evaluate(ScriptedEngine(lambda info: None), retail, verdicts="strict")
+
+
+def test_a_folder_from_before_the_verdicts_resumes_as_official(all_tasks, tmp_path):
+    tasks = [t for t in all_tasks if t.id == "multi_turn_base_58"]
+    out = tmp_path / "run"
+    evaluate(_quirk_engine(), tasks, out=out)
+    config = json.loads((out / "config.json").read_text())
+    del config["verdicts"]  # as written before the option existed
+    (out / "config.json").write_text(json.dumps(config))
+    assert evaluate(_quirk_engine(), tasks, out=out).pass_k[1] == 1.0
+    with pytest.raises(ConfigError, match=r"verdicts='official' \(now 'strict'\)"):
+        evaluate(_quirk_engine(), tasks, out=out, verdicts="strict")
