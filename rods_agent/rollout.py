@@ -43,6 +43,7 @@ replies it needs.
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import time
@@ -183,6 +184,10 @@ class EpisodeRecord:
             training policy counts its updates; 0 for a fixed model).
         benchmark_record: A benchmark environment's own record of the episode (its final
             ``info["benchmark_record"]``: τ²-bench's simulation), None elsewhere.
+        verdicts: A benchmark environment's verdicts side by side (its final
+            ``info["verdicts"]``: ``{"official": {...}, "strict": {...}, "differences":
+            [...]}``, see :attr:`rods_env.benchmark.BenchmarkDomain.verdicts`), None
+            elsewhere.
     """
 
     task_id: str
@@ -207,6 +212,7 @@ class EpisodeRecord:
     step_spans: list[list[int]] = field(default_factory=list)
     weights_version: int = 0
     benchmark_record: dict[str, Any] | None = None
+    verdicts: dict[str, Any] | None = None
 
     def to_dict(self, *, tokens: bool = True) -> dict[str, Any]:
         """A JSON-able dict (without the token arrays when ``tokens`` is False)."""
@@ -563,6 +569,8 @@ class _Episode:
         r.turn_results = list(info.get("turn_results", []))
         record = info.get("benchmark_record")
         r.benchmark_record = dict(record) if isinstance(record, Mapping) else None
+        verdicts = info.get("verdicts")
+        r.verdicts = copy.deepcopy(dict(verdicts)) if isinstance(verdicts, Mapping) else None
         if self.config.check_tokens and self.chat is not None and r.token_ids:
             try:
                 r.token_check = self.chat.check(
