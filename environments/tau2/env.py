@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import gymnasium as gym
 
 from environments.tau2 import prompts
-from environments.tau2.scoring import Verdict, is_successful, says, score
+from environments.tau2.scoring import PARTING, QUIRKS, VERDICTS, Verdict, is_successful, says, score
 from environments.tau2.state import EpisodeState
 from environments.tau2.trajectory import (
     call_message,
@@ -112,6 +112,12 @@ class Tau2Env(gym.Env[str, str]):
         max_action_chars: Longer actions are an error observation.
         tau2_max_steps: τ²-bench's step limit (orchestrator steps: messages).
         max_errors: τ²-bench's limit on tool errors.
+        verdicts: Which verdict makes the reward, ``progress`` and ``success``:
+            ``"official"`` (the default), τ²-bench's own, its loose checks included (the
+            leaderboard's numbers); ``"strict"``, with COMMUNICATE as a whole token and
+            ACTION by a successful call with every compared argument
+            (:data:`environments.tau2.scoring.QUIRKS`). Both are in ``info["verdicts"]``
+            either way; the results file for τ²-bench's tools always holds its own.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}  # type: ignore[misc]
@@ -134,6 +140,7 @@ class Tau2Env(gym.Env[str, str]):
         max_action_chars: int = MAX_TEXT_CHARS,
         tau2_max_steps: int = TAU2_MAX_STEPS,
         max_errors: int = TAU2_MAX_ERRORS,
+        verdicts: str = "official",
     ) -> None:
         if isinstance(domain, str):
             from environments.tau2.domain import domain_named
@@ -150,6 +157,9 @@ class Tau2Env(gym.Env[str, str]):
                 raise ConfigError(f"{name} must be at least 1, got {value}")
         if split not in (None, "train", "test"):
             raise ConfigError(f"split must be 'train', 'test' or None, got {split!r}")
+        if verdicts not in VERDICTS:
+            raise ConfigError(f"verdicts must be 'official' or 'strict', got {verdicts!r}")
+        self.verdicts = verdicts
         if user is not None and not isinstance(user, ScenarioUser):
             raise ConfigError(
                 f"{domain.env_id} needs a user that plays τ²-bench's scenarios "
@@ -591,7 +601,43 @@ class Tau2Env(gym.Env[str, str]):
             if any(says(r, i) for r in self._reasoning for i in unsaid):
                 verdict = replace(verdict, quirks=(*verdict.quirks, "said_in_reasoning"))
         self._verdict = verdict
-        self._progress = float(verdict.reward)
+        self._progress = self._chosen(verdict)
+
+    def _chosen(self, verdict: Verdict) -> float:
+        """The reward of the chosen verdicts (``verdicts=``)."""
+        if self.verdicts == "strict" and verdict.strict_reward is not None:
+            return float(verdict.strict_reward)
+        return float(verdict.reward)
+
+    def _verdicts(self) -> dict[str, Any]:
+        """``info["verdicts"]``: τ²-bench's and the strict verdict, and where they part."""
+        verdict = self._verdict
+        official = verdict.reward if verdict is not None else 0.0
+        strict = verdict.strict_reward if verdict is not None else None
+        strict = official if strict is None else strict
+        out: dict[str, Any] = {
+            name: {
+                "success": is_successful(value),
+                "progress": value,
+                "turns": [is_successful(value)],
+            }
+            for name, value in (("official", official), ("strict", strict))
+        }
+        parting = [q for q in (verdict.quirks if verdict is not None else ()) if q in PARTING]
+        out["differences"] = (
+            [
+                {
+                    "turn": 0,
+                    "official": is_successful(official),
+                    "strict": is_successful(strict),
+                    "quirks": parting,
+                    "why": "; ".join(QUIRKS[q] for q in parting),
+                }
+            ]
+            if is_successful(official) != is_successful(strict)
+            else []
+        )
+        return out
 
     def _pick_task(self, options: dict[str, Any]) -> Task:
         choice = options.get("task")
@@ -628,13 +674,20 @@ class Tau2Env(gym.Env[str, str]):
         verdict = self._verdict
         results: list[dict[str, Any]] = []
         if verdict is not None:
+            failures = verdict.failures(self._tau2_task)
+            if not is_successful(self._chosen(verdict)) and not failures:  # strict only
+                failures = [
+                    {"rule": f"tau2_strict_{q}", "values": [], "text": QUIRKS[q]}
+                    for q in verdict.quirks
+                    if q in PARTING
+                ]
             results.append(
                 {
                     "turn": 0,
-                    "passed": verdict.success,
-                    "reward": verdict.reward,
+                    "passed": is_successful(self._chosen(verdict)),
+                    "reward": self._chosen(verdict),
                     "checks": verdict.breakdown(),
-                    "failures": verdict.failures(self._tau2_task),
+                    "failures": failures,
                     "message": 1 if self.solo else 2,  # the message that opened the turn
                 }
             )
@@ -643,7 +696,8 @@ class Tau2Env(gym.Env[str, str]):
             "turn": 0,
             "n_turns": 1,
             "progress": self._progress,
-            "success": verdict is not None and is_successful(verdict.reward),
+            "success": verdict is not None and is_successful(self._chosen(verdict)),
+            "verdicts": self._verdicts(),
             "turn_results": results,
             "termination": self._termination,
             "tool_calls": log,

@@ -61,6 +61,13 @@ QUIRKS = {
 }
 """The known quirks of τ²-bench's verdicts that a :class:`Verdict` records."""
 
+PARTING = ("communicate_substring", "action_loose")
+"""The quirks that make τ²-bench's verdict differ from the strict one (``said_in_reasoning``
+is a note: both verdicts are 0)."""
+
+VERDICTS = ("official", "strict")
+"""The verdicts a τ²-bench environment gives (``Tau2Env(verdicts=...)``)."""
+
 
 def is_successful(reward: float) -> bool:
     """τ²-bench's success test: the reward is 1 (within 1e-6)."""

@@ -9,6 +9,7 @@ import pytest
 
 from environments.tau2.env import Tau2Env
 from environments.tau2.scoring import QUIRKS, said_as_token
+from rods_env.errors import ConfigError
 
 RETAIL_TASK = "tau2-retail:2"  # a return; communicate_info "10"; DB and COMMUNICATE
 TRANSFER_TASK = "tau2-telecom:[service_issue]airplane_mode_on|lock_sim_card_pin[PERSONA:Easy]"
@@ -83,3 +84,42 @@ def test_a_failed_call_matches_a_gold_action_in_tau2s_verdict_not_in_the_strict_
 )
 def test_said_as_a_whole_token(text, info, said):
     assert said_as_token(text, info) is said
+
+
+def test_both_verdicts_side_by_side_and_the_strict_one_on_request():
+    official = Tau2Env("tau2-retail", split=None, max_steps=200)
+    strict = Tau2Env("tau2-retail", split=None, max_steps=200, verdicts="strict")
+    said_inside = "Your refund is 100 dollars."  # "10" only inside "100"
+    a = _gold_then(official, RETAIL_TASK, said_inside)
+    b = _gold_then(strict, RETAIL_TASK, said_inside)
+    assert a["verdicts"] == b["verdicts"]
+    assert a["verdicts"]["official"] == {"success": True, "progress": 1.0, "turns": [True]}
+    assert a["verdicts"]["strict"] == {"success": False, "progress": 0.0, "turns": [False]}
+    (difference,) = a["verdicts"]["differences"]
+    assert difference["quirks"] == ["communicate_substring"] and "substring" in difference["why"]
+    assert (a["progress"], a["success"]) == (1.0, True)  # τ²-bench's verdict by default
+    assert (b["progress"], b["success"]) == (0.0, False)
+    (failure,) = b["turn_results"][0]["failures"]
+    assert failure["rule"] == "tau2_strict_communicate_substring"
+    # the results file for τ²-bench's tools holds τ²-bench's verdict either way
+    assert b["benchmark_record"]["reward_info"]["reward"] == 1.0
+    agreeing = _gold_then(strict, RETAIL_TASK, "Your refund is 10 dollars.")
+    assert agreeing["verdicts"]["differences"] == [] and agreeing["progress"] == 1.0
+    with pytest.raises(ConfigError, match="verdicts must be"):
+        Tau2Env("tau2-retail", verdicts="lenient")
+
+
+def test_rods_eval_reports_both_verdicts_of_tau2(tmp_path):
+    from rods_agent.engines import oracle_engine
+    from rods_agent.evaluate import evaluate, load_pool
+
+    tasks = load_pool("tau2-retail", "seeds", "test")[:3]
+    summary = evaluate(oracle_engine(tasks), tasks, out=tmp_path / "run")
+    assert summary.verdicts == {
+        "Tau2-Retail": {
+            "official": {"pass^1": 1.0, "avg_reward": 1.0},
+            "strict": {"pass^1": 1.0, "avg_reward": 1.0},  # the gold says it as a token
+        }
+    }
+    md = (tmp_path / "run" / "summary.md").read_text()
+    assert "## Tau2-Retail: its official verdicts and the strict ones" in md
