@@ -1105,7 +1105,7 @@ def evaluate(
         if unable:
             raise ConfigError(
                 f"verdicts '{verdicts}': {', '.join(unable)} give only their own verdicts "
-                "(BFCL gives official and strict ones)"
+                "(BFCL and τ²-bench give official and strict ones)"
             )
     meta = dict(meta or {})
     if judged:

@@ -84,7 +84,9 @@ TERMINATIONS: tuple[str, ...] = get_args(Termination)
 engine or environment error. The three caps score the same point of a conversation alike.
 Benchmark environments add their own ends: the agent stopped by itself (``agent_stop``,
 τ²-bench's solo mode), too many tool errors (``too_many_errors``), a message the benchmark
-refuses (``agent_error``)."""
+refuses (``agent_error``). A benchmark's simulated user who fails (``user_error``: its
+model raised, or gave nothing) ends the episode as an ``error``, with the reason in
+``errors``: it is not the policy's doing."""
 _ENV_TERMINATION = {
     "user_stop": "user_stop",
     "terminal_tool": "terminal_tool",
@@ -92,6 +94,7 @@ _ENV_TERMINATION = {
     "agent_stop": "agent_stop",
     "too_many_errors": "too_many_errors",
     "agent_error": "agent_error",
+    "user_error": "error",  # the simulated user failed: not the policy's doing
 }
 
 
@@ -558,6 +561,8 @@ class _Episode:
         info = self.info
         self._close()
         r.termination = termination
+        if info.get("user_error"):
+            r.errors.append(f"the user failed: {info['user_error']}")
         r.messages = [dict(m) for m in info.get("messages", [])]
         r.progress = float(info.get("progress", 0.0))
         r.success = bool(info.get("success", False))

@@ -54,7 +54,7 @@ class PoolOptions:
     verdicts: Literal["official", "strict"] | None = field(
         default=None,
         metadata=option(
-            "on a benchmark whose checker has quirks (bfcl): score by its official verdicts "
+            "on a benchmark whose checker has quirks (bfcl, tau2-*): score by its official verdicts "
             "(the default; the leaderboard's) or the strict, correct ones; both are reported"
         ),
     )
