@@ -78,9 +78,12 @@ PASS_K_PNG = "pass_k.png"
 
 IDENTITY_KEYS: tuple[str, ...] = (
     "env", "pool", "split", "engine", "model", "trials", "max_turns", "user", "user_model",
-    "user_temperature",
+    "user_temperature", "verdicts",
 )  # fmt: skip
 """Settings that make two runs different: a rerun into the same folder must match them."""
+
+IDENTITY_DEFAULTS: Mapping[str, Any] = {"verdicts": "official"}
+"""What a folder written before a setting existed ran with (its ``config.json`` lacks it)."""
 
 UserFactory = Callable[[], "UserSimulator | ScenarioUser"]
 """Builds the user simulator of one environment (one per live episode slot)."""
@@ -128,6 +131,11 @@ class TaskResult:
         completion_tokens: Tokens generated over all trials.
         gen_seconds: Generation wall time the trials waited for.
         env_seconds: Time in the environments and user simulators.
+        verdicts: On a benchmark that gives several verdicts (BFCL's official and strict
+            ones), each verdict's success of each trial, in trial order; ``success`` is the
+            one the run was scored by.
+        verdict_differences: Where those verdicts part: per trial and turn, ``{"trial",
+            "turn", "quirks", "why", <each verdict>: passed}``.
     """
 
     task_id: str
@@ -144,6 +152,8 @@ class TaskResult:
     completion_tokens: int = 0
     gen_seconds: float = 0.0
     env_seconds: float = 0.0
+    verdicts: Mapping[str, tuple[bool, ...]] = field(default_factory=dict)
+    verdict_differences: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def n(self) -> int:
@@ -165,6 +175,8 @@ class TaskResult:
         """The result of ``task`` from its trials' records (any order)."""
         records = sorted(records, key=lambda r: r.trial)
         sig = task.signature
+        given = [r.verdicts for r in records]
+        names = [k for k in given[0] or {} if k != "differences"] if all(given) else []
         return cls(
             task_id=task.id,
             domain=task.domain,
@@ -180,6 +192,12 @@ class TaskResult:
             completion_tokens=sum(r.completion_tokens for r in records),
             gen_seconds=sum(r.gen_seconds for r in records),
             env_seconds=sum(r.env_seconds for r in records),
+            verdicts={n: tuple(bool(v[n]["success"]) for v in given if v) for n in names},
+            verdict_differences=tuple(
+                {"trial": r.trial, **d}
+                for r in records
+                for d in (r.verdicts or {}).get("differences", ())
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -189,6 +207,8 @@ class TaskResult:
         data.update(n=self.n, successes=self.successes, mean_progress=self.mean_progress)
         for name in ("success", "progress", "termination", "n_steps"):
             data[name] = list(data[name])
+        data["verdicts"] = {k: list(v) for k, v in self.verdicts.items()}
+        data["verdict_differences"] = [dict(d) for d in self.verdict_differences]
         return data
 
     @classmethod
@@ -209,6 +229,10 @@ class TaskResult:
             completion_tokens=int(data.get("completion_tokens", 0)),
             gen_seconds=float(data.get("gen_seconds", 0.0)),
             env_seconds=float(data.get("env_seconds", 0.0)),
+            verdicts={
+                str(k): tuple(bool(s) for s in v) for k, v in (data.get("verdicts") or {}).items()
+            },
+            verdict_differences=tuple(dict(d) for d in data.get("verdict_differences") or ()),
         )
 
 
@@ -284,6 +308,10 @@ class EvalSummary:
         benchmark_files: The benchmarks' own result files written beside
             ``episodes.jsonl`` (paths relative to the run folder; e.g. ``tau2/airline.json``
             for τ²-bench's tools), when the run had a folder.
+        verdicts: Per benchmark that gives several verdicts (by its title), each verdict's
+            numbers: ``pass^1`` and the benchmark's own (:func:`verdict_scores`).
+        verdict_differences: The trials and turns where those verdicts part, and why
+            (``{"task_id", "trial", "turn", "quirks", "why", <each verdict>: passed}``).
     """
 
     results: tuple[TaskResult, ...]
@@ -303,6 +331,8 @@ class EvalSummary:
     meta: Mapping[str, Any] = field(default_factory=dict)
     headline: Mapping[str, Mapping[str, float | None]] = field(default_factory=dict)
     benchmark_files: tuple[str, ...] = ()
+    verdicts: Mapping[str, Mapping[str, Mapping[str, float | None]]] = field(default_factory=dict)
+    verdict_differences: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def tasks(self) -> int:
@@ -321,6 +351,7 @@ class EvalSummary:
         k: int,
         meta: Mapping[str, Any] | None = None,
         headline: Mapping[str, Mapping[str, float | None]] | None = None,
+        verdicts: Mapping[str, Mapping[str, Mapping[str, float | None]]] | None = None,
     ) -> EvalSummary:
         """Summarize per-task results (pass^1..k, means, breakdowns, counts).
 
@@ -329,6 +360,7 @@ class EvalSummary:
             k: Report pass^1..k.
             meta: What describes the run.
             headline: The benchmarks' own numbers (see :func:`headline_scores`).
+            verdicts: Each verdict's numbers (see :func:`verdict_scores`).
         """
         results = tuple(results)
         terminations: Counter[str] = Counter()
@@ -352,6 +384,10 @@ class EvalSummary:
             env_seconds=sum(r.env_seconds for r in results),
             meta=dict(meta or {}),
             headline={name: dict(v) for name, v in (headline or {}).items()},
+            verdicts={t: {n: dict(v) for n, v in by.items()} for t, by in (verdicts or {}).items()},
+            verdict_differences=tuple(
+                {"task_id": r.task_id, **d} for r in results for d in r.verdict_differences
+            ),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -374,6 +410,8 @@ class EvalSummary:
             "env_seconds": self.env_seconds,
             "headline": {n: dict(v) for n, v in self.headline.items()},
             "benchmark_files": list(self.benchmark_files),
+            "verdicts": {t: {n: dict(v) for n, v in by.items()} for t, by in self.verdicts.items()},
+            "verdict_differences": [dict(d) for d in self.verdict_differences],
         }
 
     def line(self) -> str:
@@ -383,6 +421,14 @@ class EvalSummary:
         for name, scores in self.headline.items():
             shown = ", ".join(f"{label} {_percent(v)}" for label, v in scores.items())
             text += f"; {name} (its own numbers, %): {shown}"
+        for name, by in self.verdicts.items():
+            for verdict, scores in list(by.items())[1:]:  # the first is the headline's
+                shown = ", ".join(f"{label} {_percent(v)}" for label, v in scores.items())
+                text += f"; {name} with {verdict} verdicts (%): {shown}"
+        if self.verdicts:
+            tasks = len({d["task_id"] for d in self.verdict_differences})
+            text += f"; the verdicts differ on {tasks} task{'s' * (tasks != 1)}"
+            text += " (summary.md says where and why)" if tasks else ""
         return text
 
     def markdown(self) -> str:
@@ -411,6 +457,7 @@ class EvalSummary:
                 "| " + " | ".join(_percent(v) for v in scores.values()) + " |",
                 "",
             ]
+        lines += self._verdict_lines()
         if self.benchmark_files:
             files = ", ".join(f"`{f}`" for f in self.benchmark_files)
             lines += [
@@ -445,6 +492,46 @@ class EvalSummary:
         ]
         return "\n".join(lines)
 
+    def _verdict_lines(self) -> list[str]:
+        """Markdown: each verdict's numbers, then where they part and why."""
+        lines: list[str] = []
+        for name, by in self.verdicts.items():
+            labels = list(next(iter(by.values()), {}))
+            lines += [
+                f"## {name}: its official verdicts and the strict ones",
+                "",
+                "The official verdicts are the benchmark checker's own, its quirks included "
+                "(the leaderboard's numbers); the strict verdicts are the correct ones. "
+                f"This run was scored by the {self.meta.get('verdicts', 'official')} ones. "
+                "In percent:",
+                "",
+                "| verdicts | " + " | ".join(labels) + " |",
+                "|---|" + "---|" * len(labels),
+            ]
+            lines += [
+                f"| {verdict} | " + " | ".join(_percent(v) for v in scores.values()) + " |"
+                for verdict, scores in by.items()
+            ]
+            lines.append("")
+        if self.verdicts:
+            if not self.verdict_differences:
+                return [*lines, "The verdicts agree on every trial.", ""]
+            names = [n for n in next(iter(self.verdicts.values()))]
+            lines += [
+                "Where they differ:",
+                "",
+                "| task | trial | turn | " + " | ".join(names) + " | why |",
+                "|---|---|---|" + "---|" * len(names) + "---|",
+            ]
+            for d in self.verdict_differences:
+                passed = " | ".join("pass" if d.get(n) else "fail" for n in names)
+                lines.append(
+                    f"| {d['task_id']} | {d.get('trial', 0)} | {d.get('turn')} | {passed} | "
+                    f"{d.get('why', '')} |"
+                )
+            lines.append("")
+        return lines
+
 
 def _percent(value: float | None) -> str:
     return "N/A" if value is None else f"{100 * value:.2f}"
@@ -453,7 +540,8 @@ def _percent(value: float | None) -> str:
 def headline_scores(
     results: Iterable[TaskResult], families: Mapping[str, AnyDomain]
 ) -> dict[str, dict[str, float | None]]:
-    """The numbers each benchmark's own leaderboard reports, from per-task successes.
+    """The numbers each benchmark's own leaderboard reports, from per-task successes (its
+    own verdicts' where it gives several, whichever scored the run).
 
     Args:
         results: Per-task results.
@@ -463,10 +551,42 @@ def headline_scores(
     out: dict[str, dict[str, float | None]] = {}
     for name, family in families.items():
         if isinstance(family, BenchmarkDomain):
-            mine = {r.task_id: r.success for r in rows if r.domain == name}
+            own = family.verdicts[0] if family.verdicts else ""
+            mine = {r.task_id: r.verdicts.get(own, r.success) for r in rows if r.domain == name}
             scores = family.scores(mine) if mine else {}
             if scores:
                 out[family.title] = dict(scores)
+    return out
+
+
+def verdict_scores(
+    results: Iterable[TaskResult], families: Mapping[str, AnyDomain]
+) -> dict[str, dict[str, dict[str, float | None]]]:
+    """Per benchmark that gives several verdicts (by its title), each verdict's numbers:
+    pass^1 (the mean success rate) and the benchmark's own (:meth:`~rods_env.benchmark.
+    BenchmarkDomain.scores`), from the trials' verdicts.
+
+    Args:
+        results: Per-task results.
+        families: AnyDomain name to its domain or benchmark.
+    """
+    rows = list(results)
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    for name, family in families.items():
+        if not isinstance(family, BenchmarkDomain) or not family.verdicts:
+            continue
+        mine = [r for r in rows if r.domain == name and r.verdicts]
+        if not mine:
+            continue
+        by: dict[str, dict[str, float | None]] = {}
+        for verdict in family.verdicts:
+            successes = {r.task_id: r.verdicts.get(verdict, ()) for r in mine}
+            rates = [sum(s) / len(s) for s in successes.values() if s]
+            by[verdict] = {
+                "pass^1": sum(rates) / len(rates) if rates else None,
+                **family.scores(successes),
+            }
+        out[family.title] = by
     return out
 
 
@@ -662,7 +782,11 @@ class RunFolder:
             prev = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{path} is unreadable ({exc}); use another --out") from None
-        diff = [k for k in IDENTITY_KEYS if k in config and prev.get(k) != config[k]]
+        diff = [
+            k
+            for k in IDENTITY_KEYS
+            if k in config and prev.get(k, IDENTITY_DEFAULTS.get(k)) != config[k]
+        ]
         if diff:
             shown = ", ".join(f"{k}={prev.get(k)!r} (now {config[k]!r})" for k in diff)
             raise ConfigError(
@@ -902,6 +1026,7 @@ def evaluate(
     user_engine: Engine | EngineFactory | None = None,
     user_sampling: SamplingParams | None = None,
     user_model: str | None = None,
+    verdicts: str | None = None,
 ) -> EvalSummary:
     """Evaluate a model on tasks: ``trials`` episodes per task, pass^1..k and breakdowns.
 
@@ -936,6 +1061,9 @@ def evaluate(
         user_sampling: With ``user="llm"``: the user's sampling (default: LLMUser's).
         user_model: The name of the user's model, recorded in ``config.json`` and the
             summary (default: the evaluated model's, when it plays the user).
+        verdicts: On benchmarks that give several verdicts (BFCL: ``"official"``, its own,
+            the default; ``"strict"``, the correct ones), the one that scores the trials;
+            every verdict is reported either way (``summary.verdicts``).
 
     Returns:
         The summary; ``summary.results`` has one :class:`TaskResult` per task, and
@@ -974,7 +1102,21 @@ def evaluate(
                     else ""
                 )
             )
+    judged = [f for f in families.values() if isinstance(f, BenchmarkDomain) and f.verdicts]
+    if verdicts is not None:
+        unable = [
+            f.name
+            for f in families.values()
+            if not isinstance(f, BenchmarkDomain) or verdicts not in f.verdicts
+        ]
+        if unable:
+            raise ConfigError(
+                f"verdicts '{verdicts}': {', '.join(unable)} give only their own verdicts "
+                "(BFCL and τ²-bench give official and strict ones)"
+            )
     meta = dict(meta or {})
+    if judged:
+        meta.setdefault("verdicts", verdicts or judged[0].verdicts[0])
     if user_name == "llm" and user_model is None and user_engine is None:
         user_model = str(meta.get("model")) if meta.get("model") is not None else None
     meta.setdefault("user", user_name)
@@ -1041,6 +1183,7 @@ def evaluate(
                     tracker,
                     users,
                     user_sampling,
+                    verdicts,
                 )
             )
         finally:
@@ -1053,7 +1196,9 @@ def evaluate(
     elif folder is not None:
         folder.write_config(config, tasks)
     ordered = [results[t.id] for t in tasks]
-    summary = EvalSummary.from_results(ordered, k, meta, headline_scores(ordered, families))
+    summary = EvalSummary.from_results(
+        ordered, k, meta, headline_scores(ordered, families), verdict_scores(ordered, families)
+    )
     if folder is not None:
         files = folder.write_benchmark_results(tasks, trials, families, config)
         summary = replace(summary, benchmark_files=files)
@@ -1074,6 +1219,7 @@ def _run(
     tracker: _Tracker,
     user_engine: Engine | None = None,
     user_sampling: SamplingParams | None = None,
+    verdicts: str | None = None,
 ) -> dict[str, TaskResult]:
     """Run ``specs`` domain by domain (benchmark by benchmark); write each trial and each
     finished task at once."""
@@ -1138,6 +1284,8 @@ def _run(
                 kwargs["solo"] = True
             else:
                 kwargs["user"] = user_for_env()
+            if verdicts is not None:
+                kwargs["verdicts"] = verdicts
             return make_env(name, **kwargs)  # a benchmark's require() runs there
 
         run_rollouts(metered, make, mine, rollout, on_record=on_record, users=batcher)

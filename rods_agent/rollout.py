@@ -43,6 +43,7 @@ replies it needs.
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import time
@@ -84,7 +85,9 @@ TERMINATIONS: tuple[str, ...] = get_args(Termination)
 engine or environment error. The three caps score the same point of a conversation alike.
 Benchmark environments add their own ends: the agent stopped by itself (``agent_stop``,
 τ²-bench's solo mode), too many tool errors (``too_many_errors``), a message the benchmark
-refuses (``agent_error``)."""
+refuses (``agent_error``). A benchmark's simulated user who fails (``user_error``: its
+model raised, or gave nothing) ends the episode as an ``error``, with the reason in
+``errors``: it is not the policy's doing."""
 _ENV_TERMINATION = {
     "user_stop": "user_stop",
     "terminal_tool": "terminal_tool",
@@ -92,6 +95,7 @@ _ENV_TERMINATION = {
     "agent_stop": "agent_stop",
     "too_many_errors": "too_many_errors",
     "agent_error": "agent_error",
+    "user_error": "error",  # the simulated user failed: not the policy's doing
 }
 
 
@@ -187,6 +191,10 @@ class EpisodeRecord:
             training policy counts its updates; 0 for a fixed model).
         benchmark_record: A benchmark environment's own record of the episode (its final
             ``info["benchmark_record"]``: τ²-bench's simulation), None elsewhere.
+        verdicts: A benchmark environment's verdicts side by side (its final
+            ``info["verdicts"]``: ``{"official": {...}, "strict": {...}, "differences":
+            [...]}``, see :attr:`rods_env.benchmark.BenchmarkDomain.verdicts`), None
+            elsewhere.
     """
 
     task_id: str
@@ -211,6 +219,7 @@ class EpisodeRecord:
     step_spans: list[list[int]] = field(default_factory=list)
     weights_version: int = 0
     benchmark_record: dict[str, Any] | None = None
+    verdicts: dict[str, Any] | None = None
 
     def to_dict(self, *, tokens: bool = True) -> dict[str, Any]:
         """A JSON-able dict (without the token arrays when ``tokens`` is False)."""
@@ -584,12 +593,16 @@ class _Episode:
         info = self.info
         self._close()
         r.termination = termination
+        if info.get("user_error"):
+            r.errors.append(f"the user failed: {info['user_error']}")
         r.messages = [dict(m) for m in info.get("messages", [])]
         r.progress = float(info.get("progress", 0.0))
         r.success = bool(info.get("success", False))
         r.turn_results = list(info.get("turn_results", []))
         record = info.get("benchmark_record")
         r.benchmark_record = dict(record) if isinstance(record, Mapping) else None
+        verdicts = info.get("verdicts")
+        r.verdicts = copy.deepcopy(dict(verdicts)) if isinstance(verdicts, Mapping) else None
         if self.config.check_tokens and self.chat is not None and r.token_ids:
             try:
                 r.token_check = self.chat.check(

@@ -35,6 +35,11 @@ needs only what this class declares:
   leaderboard reports), printed by ``rods eval`` beside pass^k and progress;
 * :attr:`~BenchmarkDomain.max_steps`: the most agent steps one episode may take under the
   benchmark's own rules;
+* :attr:`~BenchmarkDomain.verdicts`: the verdicts its environment gives side by side, when
+  its own checker's verdicts (``"official"``, the first) and the correct ones
+  (``"strict"``) can part: ``make_env(verdicts=...)`` picks the one that makes the reward,
+  and the final ``info["verdicts"]`` holds each (``{"success", "progress", "turns"}``) and
+  ``"differences"`` (where they part, and why), which ``rods eval`` reports;
 * :meth:`~BenchmarkDomain.write_results`: the benchmark's own result files of an evaluation
   (from its episodes' ``benchmark_record``), which ``rods eval`` writes beside
   ``episodes.jsonl`` so that the benchmark's own tools can check rods' scores.
@@ -78,6 +83,8 @@ class BenchmarkDomain(ABC):
         max_episode_tokens: The conversation length (tokens, prompt included) its episodes
             need, when more than ``rods eval``'s default of 8,192 (τ²-bench's policies and
             tools alone take 5,000-9,000); None: the default.
+        verdicts: The verdicts its environment gives side by side (the first is the
+            benchmark's own, the default; see the module doc); empty: only its own.
     """
 
     name: str
@@ -89,6 +96,7 @@ class BenchmarkDomain(ABC):
     description: str = ""
     train_domain: str | None = None
     max_episode_tokens: int | None = None
+    verdicts: tuple[str, ...] = ()
 
     def missing(self) -> str | None:
         """None when the benchmark's own package is usable; otherwise one line saying what is

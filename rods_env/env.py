@@ -14,7 +14,13 @@ from rods_env.database import Database
 from rods_env.domain import Domain
 from rods_env.errors import ConfigError, RodsError
 from rods_env.gold import GOLD_CACHE, Gold, GoldCache
-from rods_env.parsing import ParsedAction, parse_action, strip_reasoning
+from rods_env.parsing import (
+    LENIENT_READING,
+    ParsedAction,
+    ReadingRule,
+    parse_action,
+    strip_reasoning,
+)
 from rods_env.rewards import (
     OutputCheck,
     SeenValues,
@@ -81,6 +87,9 @@ class ToolEnv(gym.Env[str, str]):
 
     # gymnasium types metadata as an instance attribute; it is class-level data here.
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}  # type: ignore[misc]
+    reading_rule: ClassVar[ReadingRule] = LENIENT_READING
+    """How an action is split into text and calls (:class:`rods_env.parsing.ReadingRule`):
+    rods' own domains read every form, bare JSON calls included."""
 
     def __init__(
         self,
@@ -242,7 +251,7 @@ class ToolEnv(gym.Env[str, str]):
             raise RodsError("the episode is over: call reset() to start another")
         self._steps += 1
         before = self._progress
-        parsed = parse_action(action, self.max_action_chars)
+        parsed = parse_action(action, self.max_action_chars, self.reading_rule)
 
         call_log: list[dict[str, Any]] = []
         if parsed.error:

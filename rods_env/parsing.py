@@ -16,6 +16,13 @@ reasoning too (a template may open the block in the prompt), and so is everythin
 The environment does this itself, because it also takes raw completion text from callers that
 never heard of the convention; :func:`split_reasoning` is the rule.
 
+**Reading rules.** Which forms count as calls is a setting each environment declares
+(:class:`ReadingRule`, an environment's ``reading_rule``): rods' own domains read
+:data:`LENIENT_READING` (every form above); a benchmark brought in as it is reads as its
+harness reads, e.g. τ²-bench's environments read :data:`TOOL_CALL_READING`, where only
+``<tool_call>`` blocks and a message dict's ``tool_calls`` are calls and any other text,
+JSON-looking or not, is text for the user.
+
 Parsing is linear in the length of the action (no backtracking regular expression runs over
 agent text), and everything that comes out is bounded plain JSON data: string keys, no
 value nested deeper than :data:`MAX_DEPTH`, no integer longer than :data:`MAX_INT_DIGITS`
@@ -59,6 +66,44 @@ def _reject_constant(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+@dataclass(frozen=True)
+class ReadingRule:
+    """How an environment splits an action into the text for the user and the tool calls.
+
+    Every rule reads ``<tool_call>`` blocks in text and the ``tool_calls`` of a message
+    dict as calls, and leaves ``<think>`` reasoning out first (:func:`split_reasoning`).
+
+    Attributes:
+        name: A short label (shown in docs and errors).
+        bare_json: Also read JSON as calls: a completion that is one call object or a list
+            of them (bare, or in a Markdown code fence), and a message dict that is itself
+            a call (``{"name": ..., "arguments": ...}``); text that starts with ``{`` but is
+            not valid JSON is then an error. Off: such text is text.
+        text_before_calls: With ``<tool_call>`` blocks, the message's text is only what
+            precedes the first block (what vLLM's hermes tool parser returns as
+            ``content``); off: all text outside the blocks.
+        unclosed_call: A last ``<tool_call>`` block without ``</tool_call>`` is read as a
+            call like a closed one (a completion may stop before the closing tag; vLLM's
+            hermes parser reads it); off: it is a call that cannot be read.
+    """
+
+    name: str
+    bare_json: bool = True
+    text_before_calls: bool = False
+    unclosed_call: bool = False
+
+
+LENIENT_READING = ReadingRule("lenient")
+"""rods' own domains: ``<tool_call>`` blocks, bare or fenced JSON calls, message dicts."""
+
+TOOL_CALL_READING = ReadingRule(
+    "tool calls only", bare_json=False, text_before_calls=True, unclosed_call=True
+)
+"""What a harness that talks to an OpenAI-compatible endpoint sees (τ²-bench): the calls
+are the ``<tool_call>`` blocks the server's tool parser extracts, or a message's
+``tool_calls``; the text is what precedes the first block; everything else is text."""
 
 
 @dataclass(frozen=True)
@@ -317,8 +362,8 @@ def strip_reasoning(text: str) -> str:
     return split_reasoning(text)[1]
 
 
-def parse_text(text: str) -> ParsedAction:
-    """Parse a raw completion (its ``<think>`` reasoning left out first)."""
+def parse_text(text: str, rule: ReadingRule = LENIENT_READING) -> ParsedAction:
+    """Parse a raw completion (its ``<think>`` reasoning left out first) by ``rule``."""
     at = _surrogate_at(text)
     if at >= 0:
         return ParsedAction(
@@ -338,7 +383,9 @@ def parse_text(text: str) -> ParsedAction:
         if len(bodies) + (unclosed is not None) > MAX_CALLS:
             return ParsedAction("", error=_too_many(len(bodies) + (unclosed is not None)))
         calls = [_body_call(body) for body in bodies]
-        if unclosed is not None:
+        if unclosed is not None and rule.unclosed_call:
+            calls.append(_body_call(unclosed))
+        elif unclosed is not None:
             calls.append(
                 ParsedCall(
                     "",
@@ -346,11 +393,12 @@ def parse_text(text: str) -> ParsedAction:
                     f"a <tool_call> block is not closed with </tool_call>: {_short(unclosed)}",
                 )
             )
-        return ParsedAction("".join(pieces).strip(), tuple(calls))
+        said = pieces[0] if rule.text_before_calls else "".join(pieces)
+        return ParsedAction(said.strip(), tuple(calls))
     stripped = text.strip()
     if not stripped:
         return ParsedAction("", error="empty action: write a message to the user or a tool call")
-    if stripped[0] in "[{" or stripped.startswith("```"):
+    if rule.bare_json and (stripped[0] in "[{" or stripped.startswith("```")):
         json_calls = _parse_json_calls(stripped)
         if json_calls is not None:
             if len(json_calls) > MAX_CALLS:
@@ -396,12 +444,18 @@ def _content_text(content: Any) -> str | None:
     return None
 
 
-def parse_message(message: Mapping[str, Any], max_chars: int | None = None) -> ParsedAction:
+def parse_message(
+    message: Mapping[str, Any],
+    max_chars: int | None = None,
+    rule: ReadingRule = LENIENT_READING,
+) -> ParsedAction:
     """Parse an OpenAI-style assistant message dict (``content`` and ``tool_calls``).
 
     Args:
         message: The message.
         max_chars: Most characters of text the whole message may hold (None: no bound).
+        rule: The reading rule (a message without ``tool_calls`` has its ``content`` read
+            as a text action is).
     """
     try:
         check_json(dict(message), budget=max_chars)
@@ -412,7 +466,17 @@ def parse_message(message: Mapping[str, Any], max_chars: int | None = None) -> P
         return ParsedAction("", error="message 'content' must be a string or a list of text parts")
     raw_calls = message.get("tool_calls")
     if raw_calls is None and "name" in message:
-        return ParsedAction("", (_call_from_obj(message),))
+        if rule.bare_json:
+            return ParsedAction("", (_call_from_obj(message),))
+        if not content.strip():
+            return ParsedAction(
+                "",
+                error=(
+                    "a message dict carries its calls in 'tool_calls' (this environment reads "
+                    "<tool_call> blocks and a message's 'tool_calls' as calls; a dict with "
+                    "a 'name' is not one)"
+                ),
+            )
     if raw_calls:
         content = strip_reasoning(content)
         if not isinstance(raw_calls, list):
@@ -420,25 +484,43 @@ def parse_message(message: Mapping[str, Any], max_chars: int | None = None) -> P
         if len(raw_calls) > MAX_CALLS:
             return ParsedAction(content.strip(), error=_too_many(len(raw_calls)))
         return ParsedAction(content.strip(), tuple(_call_from_obj(c) for c in raw_calls))
-    return parse_text(content)
+    return parse_text(content, rule)
 
 
-def parse_action(action: Any, max_chars: int | None = None) -> ParsedAction:
+def parse_action(
+    action: Any, max_chars: int | None = None, rule: ReadingRule = LENIENT_READING
+) -> ParsedAction:
     """Parse an action given as text or as an assistant message dict.
 
     Args:
         action: Raw completion text or a message dict.
         max_chars: Most characters the action may hold (text length, or the characters of
             every string in a dict action); None for no bound.
+        rule: Which forms count as calls (the environment's reading rule).
     """
     if isinstance(action, str):
         if max_chars is not None and len(action) > max_chars:
             return ParsedAction(
                 "", error=f"action too long ({len(action):,} characters; at most {max_chars:,})"
             )
-        return parse_text(action)
+        return parse_text(action, rule)
     if isinstance(action, Mapping):
-        return parse_message(action, max_chars)
+        return parse_message(action, max_chars, rule)
     return ParsedAction(
         "", error=f"an action must be a string or a message dict, got {type(action).__name__}"
     )
+
+
+def visible_text(action: Any) -> str | None:
+    """The text of an action as written, without its reasoning and without reading any
+    call out of it: a completion's text, or a message dict's ``content`` (None when the
+    action is neither, or its content is not text)."""
+    if isinstance(action, Mapping):
+        content = _content_text(action.get("content"))
+    elif isinstance(action, str):
+        content = action
+    else:
+        return None
+    if content is None or _surrogate_at(content) >= 0:
+        return None
+    return strip_reasoning(content).strip()

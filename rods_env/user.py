@@ -393,9 +393,11 @@ class ScenarioUser(Protocol):
     brought in with its own user instructions (τ²-bench's user guidelines and a task's
     ``user_scenario``) needs a user who reads those instructions and the conversation and
     writes the next message, possibly calling tools of their own (τ²-bench's telecom
-    user works a phone). The environment keeps the conversation and asks for each message;
-    the user answers like an agent does: text, with tool calls in any form that
-    :func:`rods_env.parsing.parse_action` reads.
+    user works a phone). The environment keeps the conversation and asks for each message.
+    A user's message is never read as an agent's action: it is text, whatever it looks
+    like (JSON included), except that a user given tools calls them with the forms that
+    count as calls in the environment's reading rule (``<tool_call>`` blocks, a message
+    dict's ``tool_calls``).
     """
 
     def begin_scenario(self, task: Any) -> None:
@@ -418,7 +420,7 @@ class ScenarioUser(Protocol):
             tools: The user's tool schemas (None: the user has no tools).
 
         Returns:
-            Text (tool calls in ``<tool_call>`` blocks or bare JSON) or an OpenAI-style
-            assistant message dict.
+            Text (tool calls in ``<tool_call>`` blocks) or an OpenAI-style assistant
+            message dict (tool calls in ``tool_calls``).
         """
         ...

@@ -13,6 +13,7 @@ id's title)::
 
     import gymnasium, rods_env
     env = gymnasium.make("rods/BFCL-MultiTurn-MissFunc-v0")
+    strict = gymnasium.make("rods/BFCL-MultiTurn-v0", verdicts="strict")  # the correct verdicts
 
 The data, the API classes and the function docs come from the installed ``bfcl-eval``
 package (``bash scripts/setup_bfcl.sh``), imported only when an environment or the tasks
@@ -20,8 +21,10 @@ are made.
 
 Modules: :mod:`~environments.bfcl.apis` (the safe execution layer: dispatch, per-episode
 instances, bounded MathAPI, result texts, state, gold replay), :mod:`~environments.bfcl.tasks`
-(the tasks, their rods views, BFCL's leaderboard numbers), :mod:`~environments.bfcl.env`
-(the environment), :mod:`~environments.bfcl.agents` (oracle, perturbations, trivial agents)
+(the tasks, their rods views, BFCL's leaderboard numbers), :mod:`~environments.bfcl.reading`
+(calls read as BFCL's decoder and executor read them), :mod:`~environments.bfcl.verdicts`
+(BFCL's checker turn by turn, official and strict), :mod:`~environments.bfcl.env` (the
+environment), :mod:`~environments.bfcl.agents` (oracle, perturbations, trivial agents)
 and :mod:`~environments.bfcl.export` (BFCL result files from rods' episodes).
 """
 
@@ -61,6 +64,7 @@ class BFCLDomain(BenchmarkDomain):
     synthesis = NO_TRAIN_SPLIT
     train_domain = TRAIN_DOMAIN
     max_steps = MAX_STEPS
+    verdicts = ("official", "strict")
     description = "BFCL v4 multi-turn (8 API classes), scored by BFCL's own checker rules"
 
     def __init__(self, name: str, title: str, category: str | None) -> None:

@@ -16,7 +16,14 @@ builds on:
   initial configuration once per process and pickled; each episode unpickles its own
   instances, so no two episodes (and no episode and the gold) share an object. BFCL's
   TravelAPI in long-context mode keeps module-level credit-card dicts by reference: there,
-  one booking changes a balance for every later instance.
+  one booking changes a balance for every later instance. :func:`new_pair` gives the two
+  worlds of BFCL's checker (the model's and the gold's) sharing exactly what BFCL's share,
+  fresh for the pair (the official verdicts need it; :mod:`environments.bfcl.verdicts`).
+* **Fresh defaults** (:attr:`Function.mutable_defaults`): an omitted list argument
+  (``post_tweet``'s ``tags`` and ``mentions``) is a fresh copy of the default BFCL's source
+  writes, never the process's one default object, which the method keeps and ``mention``
+  extends; a :class:`World` given a ``defaults`` dict shares one object per episode
+  instead (BFCL's semantics, for the official verdicts).
 * **Bounded arithmetic**: MathAPI's ``logarithm`` and ``square_root`` set the process-wide
   mpmath and decimal precision from an argument (``precision=2000000`` runs for minutes),
   and ``power`` and ``round_number`` compute with Python integers of any size
@@ -28,7 +35,8 @@ builds on:
 * **State** (:meth:`World.state`, :func:`differences`): the public attributes of every
   instance, which is what BFCL's state check compares.
 * **Gold replay** (:func:`replay`, :class:`GoldCache`): a scenario's gold calls run once per
-  process, keeping each turn's result texts and the state after it.
+  process, keeping each turn's result texts and the state after it, read-only
+  (:func:`frozen_copy`).
 
 Everything here needs ``bfcl-eval`` (installed with ``--no-deps``) and ``mpmath``; the
 package is imported on first use, and :func:`require_bfcl` says how to install it.
@@ -47,7 +55,7 @@ import pickle
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from threading import Lock
@@ -205,6 +213,11 @@ class Function:
         schema: The OpenAI tool schema the agent sees (:func:`openai_schema`; read-only).
         params: The method's parameter names in order (positional gold arguments map to
             them).
+        mutable_defaults: Parameter to its default as BFCL's source writes it, for the
+            parameters whose default is a list, dict or set (``post_tweet``'s ``tags`` and
+            ``mentions``): Python makes one such object per process, which the method then
+            keeps and changes. Pickled, so each use unpickles a fresh copy
+            (:func:`default_value`).
     """
 
     name: str
@@ -212,6 +225,59 @@ class Function:
     doc: Mapping[str, Any]
     schema: Mapping[str, Any]
     params: tuple[str, ...]
+    mutable_defaults: Mapping[str, bytes] = field(default_factory=FrozenDict)
+
+
+MUTABLE_DEFAULT_TYPES = (list, dict, set)
+"""Defaults that are one shared, changeable object per process when a method keeps them."""
+
+
+def default_value(function: Function, param: str) -> Any:
+    """A fresh copy of the default of ``param`` as BFCL's source writes it (never the
+    process's default object, which earlier calls may have changed)."""
+    return pickle.loads(function.mutable_defaults[param])
+
+
+def _source_defaults(owner: type) -> dict[str, dict[str, Any]]:
+    """Method -> parameter -> the default literal of every list, dict or set default, read
+    from the class's source (the objects Python made from them may have been changed)."""
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(owner)))
+    found: dict[str, dict[str, Any]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        args = node.args
+        positional = [*args.posonlyargs, *args.args]
+        pairs = [
+            *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+            *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d),
+        ]
+        for arg, default in pairs:
+            try:
+                value = ast.literal_eval(default)
+            except ValueError:
+                continue
+            if isinstance(value, MUTABLE_DEFAULT_TYPES):
+                found.setdefault(node.name, {})[arg.arg] = value
+    return found
+
+
+def _mutable_defaults(owner: type, name: str) -> FrozenDict:
+    """The pickled source defaults of method ``name`` whose live default is a list, dict or
+    set; an error when one cannot be read from the source."""
+    written = _source_defaults(owner).get(name, {})
+    out = {}
+    for param in inspect.signature(getattr(owner, name)).parameters.values():
+        if isinstance(param.default, MUTABLE_DEFAULT_TYPES):
+            if param.name not in written:
+                raise RuntimeError(
+                    f"BFCL's {owner.__name__}.{name} has a mutable default for '{param.name}' "
+                    "that is not a literal in its source: rods cannot give it fresh"
+                )
+            out[param.name] = pickle.dumps(written[param.name], protocol=pickle.HIGHEST_PROTOCOL)
+    return FrozenDict(out)
 
 
 @cache
@@ -242,6 +308,7 @@ def functions() -> Mapping[str, Function]:
                 doc=freeze(doc),
                 schema=freeze(openai_schema(doc)),
                 params=params,
+                mutable_defaults=_mutable_defaults(api_class(owner), name),
             )
     return FrozenDict(found)
 
@@ -406,12 +473,22 @@ class World:
 
     Args:
         instances: Class name to its instance (only this world uses them).
+        defaults: Where omitted list/dict/set arguments come from. None (rods' semantics):
+            each call gets a fresh copy of the default as BFCL's source writes it. A dict:
+            BFCL's semantics within one episode: one object per function and parameter,
+            made on first use and kept in the dict, so every call that omits the argument
+            gets the same object (Python's one default per process); BFCL's checker shares
+            it between the model's and the gold's instances, so it passes one dict to both
+            worlds (:func:`new_pair`).
     """
 
-    __slots__ = ("instances",)
+    __slots__ = ("defaults", "instances")
 
-    def __init__(self, instances: dict[str, Any]) -> None:
+    def __init__(
+        self, instances: dict[str, Any], defaults: dict[tuple[str, str], Any] | None = None
+    ) -> None:
         self.instances = instances
+        self.defaults = defaults
 
     def call(self, name: str, arguments: Mapping[str, Any], allowed: Collection[str]) -> CallResult:
         """Run one call: ``name`` among ``allowed``, with ``arguments`` as keywords.
@@ -421,23 +498,35 @@ class World:
         method made before raising stay, as in BFCL.
 
         Args:
-            name: The function name the agent wrote.
+            name: The function to call (as BFCL reads the agent's name:
+                :mod:`environments.bfcl.reading`).
             arguments: Its JSON arguments.
             allowed: The function names callable now (the tools visible this turn).
         """
         function = functions().get(name) if name in allowed else None
         instance = self.instances.get(function.owner) if function is not None else None
         if function is None or instance is None:
-            text = f"{ERROR_PREFIX}name '{_short(name)}' is not defined"
-            return CallResult(name, text, ran=False, error="unknown_function")
+            return unknown_function(name)
         method = getattr(instance, name)
+        kwargs = _fresh(dict(arguments))
+        for param in function.mutable_defaults:
+            if param not in kwargs:
+                kwargs[param] = self._default(function, param)
         if function.owner == "MathAPI":
             refusal = math_refusal(name, arguments)
             if refusal is not None:
                 return CallResult(name, json.dumps({"error": refusal}), ran=False, error="refused")
             with kept_precision():  # the result text too: mpmath prints at its precision
-                return _run(name, method, arguments)
-        return _run(name, method, arguments)
+                return _run(name, method, kwargs)
+        return _run(name, method, kwargs)
+
+    def _default(self, function: Function, param: str) -> Any:
+        if self.defaults is None:
+            return default_value(function, param)
+        key = (function.name, param)
+        if key not in self.defaults:
+            self.defaults[key] = default_value(function, param)
+        return self.defaults[key]
 
     def state(self) -> dict[str, dict[str, Any]]:
         """The live public attributes of every instance (not copies: read them, do not keep
@@ -448,13 +537,51 @@ class World:
         }
 
     def snapshot(self) -> State:
-        """A copy of :meth:`state` that later calls do not change."""
-        return pickle.loads(pickle.dumps(self.state(), protocol=pickle.HIGHEST_PROTOCOL))
+        """A read-only copy of :meth:`state` that later calls do not change."""
+        copied = pickle.loads(pickle.dumps(self.state(), protocol=pickle.HIGHEST_PROTOCOL))
+        return frozen_copy(copied)
 
     def differences(self, gold: State) -> dict[str, tuple[str, ...]]:
         """BFCL's state check against ``gold``: class to the public attributes whose values
         differ (``live != gold``, attribute by attribute); empty when the states match."""
         return differences(self, gold)
+
+
+def unknown_function(name: str, text: str | None = None) -> CallResult:
+    """The result of a call that names no function callable here: BFCL's executor's words
+    for an undefined name, or ``text``."""
+    text = text or f"{ERROR_PREFIX}name '{_short(name)}' is not defined"
+    return CallResult(name, text, ran=False, error="unknown_function")
+
+
+def frozen_copy(value: Any, _memo: dict[int, Any] | None = None) -> Any:
+    """``value`` with its containers made read-only, in place where they sit in an
+    object's attributes: dicts become :class:`~rods_env.tools.FrozenDict`, lists
+    :class:`~rods_env.tools.FrozenList`, sets frozensets; objects (BFCL's ``Directory``
+    and ``File``) keep their identity with their attributes frozen. Equality with the
+    live values is unchanged. Give it only a private copy (a snapshot's).
+    """
+    memo = {} if _memo is None else _memo
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    if isinstance(value, str | bytes | int | float | complex | bool | type(None)):
+        return value
+    if isinstance(value, dict):
+        out: Any = FrozenDict({k: frozen_copy(v, memo) for k, v in value.items()})
+    elif isinstance(value, list):
+        out = FrozenList(frozen_copy(v, memo) for v in value)
+    elif isinstance(value, tuple):
+        out = tuple(frozen_copy(v, memo) for v in value)
+    elif isinstance(value, set | frozenset):
+        out = frozenset(frozen_copy(v, memo) for v in value)
+    else:
+        memo[key] = value  # before its attributes: a directory's children point back to it
+        for name, attr in list(getattr(value, "__dict__", {}).items()):
+            setattr(value, name, frozen_copy(attr, memo))
+        return value
+    memo[key] = out
+    return out
 
 
 def differences(world: World, gold: State) -> dict[str, tuple[str, ...]]:
@@ -486,9 +613,9 @@ def _fresh(value: Any) -> Any:
     return value
 
 
-def _run(name: str, method: Any, arguments: Mapping[str, Any]) -> CallResult:
+def _run(name: str, method: Any, kwargs: dict[str, Any]) -> CallResult:
     try:
-        return CallResult(name, result_text(method(**_fresh(dict(arguments)))), ran=True)
+        return CallResult(name, result_text(method(**kwargs)), ran=True)
     except Exception as exc:
         return CallResult(name, f"{ERROR_PREFIX}{exc}", ran=True, error="exception")
 
@@ -510,22 +637,30 @@ class Scenario:
 
 
 class _Templates:
-    """Pickled freshly loaded instances per scenario, built once per process (bounded)."""
+    """Pickled freshly loaded instances per scenario, built once per process (bounded).
+
+    ``pair=False``: one world's instances. ``pair=True``: two worlds' instances loaded
+    side by side, as BFCL's checker loads the model's and the gold's: whatever both
+    reference from BFCL's modules (long-context TravelAPI's credit cards and bookings) is
+    one object in the pickle, so each unpickled pair shares a fresh copy of it.
+    """
 
     def __init__(self, capacity: int = 4096) -> None:
         self.capacity = capacity
-        self._blobs: OrderedDict[Scenario, bytes] = OrderedDict()
+        self._blobs: OrderedDict[tuple[Scenario, bool], bytes] = OrderedDict()
         self._lock = Lock()
 
-    def get(self, scenario: Scenario) -> bytes:
+    def get(self, scenario: Scenario, pair: bool = False) -> bytes:
+        key = (scenario, pair)
         with self._lock:
-            blob = self._blobs.get(scenario)
+            blob = self._blobs.get(key)
             if blob is not None:
-                self._blobs.move_to_end(scenario)
+                self._blobs.move_to_end(key)
                 return blob
-        blob = pickle.dumps(_load(scenario), protocol=pickle.HIGHEST_PROTOCOL)
+        loaded: Any = (_load(scenario), _load(scenario)) if pair else _load(scenario)
+        blob = pickle.dumps(loaded, protocol=pickle.HIGHEST_PROTOCOL)
         with self._lock:
-            self._blobs[scenario] = blob
+            self._blobs[key] = blob
             while len(self._blobs) > self.capacity:
                 self._blobs.popitem(last=False)
         return blob
@@ -550,12 +685,74 @@ _TEMPLATES = _Templates()
 
 
 def new_world(scenario: Scenario) -> World:
-    """A fresh world in the initial state of ``scenario``, sharing no object with any other.
+    """A fresh world in the initial state of ``scenario``, sharing no object with any other,
+    each omitted list argument a fresh default (rods' semantics).
 
     The blob it unpickles was made in this process from the loaded classes (never from
     outside data).
     """
     return World(pickle.loads(_TEMPLATES.get(scenario)))
+
+
+def new_pair(scenario: Scenario, *, share_data: bool, share_defaults: bool) -> tuple[World, World]:
+    """Two fresh worlds of ``scenario`` for BFCL's checker, the model's and the gold's, that
+    share what BFCL's share, with each kind of sharing switched on or off.
+
+    Args:
+        scenario: The initial state.
+        share_data: The objects both worlds take from BFCL's modules are the same objects
+            (long-context TravelAPI's credit-card and booking dicts: a change through one
+            world shows in the other), fresh for this pair.
+        share_defaults: An omitted list argument is one object for both worlds
+            (:class:`World`'s ``defaults``), fresh for this pair.
+    """
+    defaults: dict[tuple[str, str], Any] | None = {} if share_defaults else None
+    if share_data:
+        model, gold = pickle.loads(_TEMPLATES.get(scenario, pair=True))
+    else:
+        model, gold = (pickle.loads(_TEMPLATES.get(scenario)) for _ in range(2))
+    return World(model, defaults), World(gold, defaults)
+
+
+@cache
+def shares_data(scenario: Scenario) -> bool:
+    """Whether two worlds of ``scenario`` loaded as BFCL loads them hold a changeable object
+    in common (BFCL's checker then lets the model's calls change the gold's state)."""
+    return _common_containers(*pickle.loads(_TEMPLATES.get(scenario, pair=True)))
+
+
+def _containers(value: Any, seen: dict[int, Any]) -> None:
+    """Every list, dict, set and object reachable from ``value``, by id (kept alive)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str | bytes | int | float | complex | bool | type(None)):
+            continue
+        if id(item) in seen:
+            continue
+        seen[id(item)] = item
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend(item)
+        elif hasattr(item, "__dict__"):
+            stack.extend(vars(item).values())
+
+
+def _common_containers(a: Any, b: Any) -> bool:
+    left: dict[int, Any] = {}
+    right: dict[int, Any] = {}
+    _containers(a, left)
+    _containers(b, right)
+    return any(not isinstance(left[k], tuple | frozenset) for k in left.keys() & right.keys())
+
+
+def has_mutable_defaults(classes: Collection[str]) -> bool:
+    """Whether a function of ``classes`` has a list, dict or set default (TwitterAPI's
+    ``post_tweet``)."""
+    table = functions()
+    return any(table[name].mutable_defaults for name in functions_of(classes))
 
 
 # -- gold ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""BFCLEnv: BFCL multi-turn as a Gymnasium environment, scored by BFCL's own rules.
+"""BFCLEnv: BFCL multi-turn as a Gymnasium environment, scored by BFCL's own checker.
 
 The conversation follows BFCL's multi-turn inference in function-calling mode. The first
 observation is the first user turn; the tools are the OpenAI schemas of the involved
@@ -12,15 +12,32 @@ message is BFCL's :data:`~environments.bfcl.tasks.REVEAL_MESSAGE` after the new 
 schemas (:func:`~environments.bfcl.tasks.reveal_message`: an engine that keeps one token
 sequence renders the tool list only once). There is no system prompt.
 
-**Reward: BFCL's checker, turn by turn.** When a turn with gold calls ends it is checked
-as BFCL checks it: the agent made at least one call in the turn; every public attribute of
-each involved instance equals the gold instances' after the turn's gold calls (the state
-check); and each gold result of the turn appears among the agent's results so far, with
-multiplicity (the response check). A turn whose gold is empty is not checked (the agent
-should ask for a missing value or say a function is missing); what it changes there shows
-in the next checked turn. ``progress`` is the share of checked turns passed; ``success`` is
-BFCL's verdict: every turn reached and every checked turn passed. A step's reward is the
-increase of progress, so an episode's rewards sum to its final progress.
+**Reading.** Each call is read as BFCL's decoder and executor read it
+(:mod:`environments.bfcl.reading`): whitespace around a function name and around argument
+names is skipped as BFCL's reading skips it, argument names are NFKC-normalised; a name
+BFCL would not call (a case slip, a prefix, an unknown name) is an undefined name.
+
+**Reward: BFCL's checker, turn by turn** (:mod:`environments.bfcl.verdicts`). When a turn
+with gold calls ends it is checked as BFCL checks it: the agent made at least one call in
+the turn; every public attribute of each involved instance equals the gold instances'
+after the turn's gold calls (the state check); and each gold result of the turn appears
+among the agent's results so far, with multiplicity (the response check). A turn whose
+gold is empty is not checked (the agent should ask for a missing value or say a function
+is missing); what it changes there shows in the next checked turn. ``progress`` is the
+share of checked turns passed; ``success`` is BFCL's verdict: every turn reached and every
+checked turn passed. A step's reward is the increase of progress, so an episode's rewards
+sum to its final progress.
+
+**Two verdicts.** BFCL's checker lets the model's instances share objects with the gold's
+(long-context credit cards, ``post_tweet``'s default lists) and rewrites argument text, so
+it passes some wrong trajectories. Every episode is judged twice, on fresh worlds of its
+own: ``"official"`` reproduces those quirks within the episode (BFCL's verdicts, the
+leaderboard's), ``"strict"`` does not (the correct verdicts). ``verdicts=`` picks the one
+that makes the reward, ``progress``, ``success`` and ``turn_results`` (default
+``"official"``); ``info["verdicts"]`` holds both (``{"official": {"success", "progress",
+"turns"}, "strict": {...}, "differences": [...]}``, the differences, with the quirk that
+caused each, once the episode ends). What the agent sees comes from the strict world (the
+APIs as they are).
 
 **Limits.** As in BFCL, the 21st tool-calling step in one turn ends the conversation (BFCL's
 ``MAXIMUM_STEP_LIMIT`` is 20; ``truncated``, termination ``max_steps``); so does
@@ -31,7 +48,7 @@ response for every turn and checks them all).
 
 **Per-turn results** (``info["turn_results"]``, one dict per turn once it ends): ``turn``,
 ``checked``, ``passed`` (True for a turn BFCL does not check, once reached), ``reached``,
-``called`` (a call was made), ``calls`` (per step, the calls as decoded: ``{"name",
+``called`` (a call was made), ``calls`` (per step, the calls as read: ``{"name",
 "arguments"}``, what BFCL's checker would receive), ``message`` (the index of the message
 that opened the turn), ``failures`` (``{"rule", "values", "text"}`` per broken rule:
 ``no_call``, ``state_mismatch``, ``missing_result``, ``not_reached``), and for a checked
@@ -52,22 +69,14 @@ function until revealed.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Sequence
 from functools import cache
 from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
 
-from environments.bfcl.apis import (
-    GOLD_CACHE,
-    GoldCache,
-    GoldRun,
-    World,
-    functions_of,
-    new_world,
-    schemas,
-)
+from environments.bfcl.apis import GOLD_CACHE, GoldCache, GoldRun, World, functions_of, schemas
+from environments.bfcl.reading import Reading, reader
 from environments.bfcl.tasks import (
     CATEGORIES,
     MAX_STEPS_PER_TURN,
@@ -77,6 +86,7 @@ from environments.bfcl.tasks import (
     reveal_message,
     task_index,
 )
+from environments.bfcl.verdicts import VERDICTS, Judge, explain, failure
 from rods_env.env import clip_action, render_messages
 from rods_env.errors import ConfigError, RodsError
 from rods_env.parsing import ParsedAction, parse_action
@@ -85,6 +95,7 @@ from rods_env.task import Task
 from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text
 
 Holdout = Literal["bfcl", "strict"]
+Verdicts = Literal["official", "strict"]
 
 _ARGS_JSON = json.JSONEncoder(ensure_ascii=False)
 
@@ -111,6 +122,10 @@ class BFCLEnv(gym.Env[str, str]):
             BFCL's full budget of steps.
         holdout: ``"bfcl"``: a held-out function runs when called before its reveal, as in
             BFCL; ``"strict"``: it is unknown until revealed.
+        verdicts: Which verdicts make the reward, ``progress`` and ``success``:
+            ``"official"``, BFCL's checker's own, quirks included (the leaderboard's
+            numbers); ``"strict"``, the correct ones (:mod:`environments.bfcl.verdicts`).
+            Both are in ``info["verdicts"]`` either way.
         render_mode: None or ``"ansi"``.
         max_action_chars: Longer actions are rejected with an error observation.
         gold_cache: Where gold replays are kept (default: process-wide).
@@ -127,6 +142,7 @@ class BFCLEnv(gym.Env[str, str]):
         split: str | None = None,
         max_steps: int | None = None,
         holdout: Holdout = "bfcl",
+        verdicts: Verdicts = "official",
         render_mode: str | None = None,
         max_action_chars: int = MAX_TEXT_CHARS,
         gold_cache: GoldCache | None = None,
@@ -142,12 +158,15 @@ class BFCLEnv(gym.Env[str, str]):
             )
         if holdout not in ("bfcl", "strict"):
             raise ConfigError(f"holdout must be 'bfcl' or 'strict', got {holdout!r}")
+        if verdicts not in VERDICTS:
+            raise ConfigError(f"verdicts must be 'official' or 'strict', got {verdicts!r}")
         if render_mode not in (None, "ansi"):
             raise ConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if max_steps is not None and max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
         self.category = category
         self.holdout: Holdout = holdout
+        self.verdicts: Verdicts = verdicts
         self.render_mode = render_mode
         self.max_steps = max_steps
         self.max_action_chars = int(max_action_chars)
@@ -167,8 +186,7 @@ class BFCLEnv(gym.Env[str, str]):
         self._by_id = {t.id: t for t in self._pool}
         self._gold_cache = gold_cache or GOLD_CACHE
         self._task: BFCLTask | None = None
-        self._gold: GoldRun | None = None
-        self._world: World | None = None
+        self._judges: dict[str, Judge] = {}
         self._messages: list[FrozenDict] = []
         self._over = True
 
@@ -182,17 +200,19 @@ class BFCLEnv(gym.Env[str, str]):
 
     @property
     def gold(self) -> GoldRun:
-        """The gold replay of the current task."""
-        if self._gold is None:
-            raise RodsError("call reset() first")
-        return self._gold
+        """The gold replay of the current task (the ground truth as sent, no quirk)."""
+        return self._judge("strict").gold
 
     @property
     def world(self) -> World:
-        """The episode's API instances (read them, do not change them)."""
-        if self._world is None:
+        """The episode's API instances, the ones the agent's calls change and its
+        observations come from (read them, do not change them)."""
+        return self._judge("strict").world
+
+    def _judge(self, name: str) -> Judge:
+        if not self._judges:
             raise RodsError("call reset() first")
-        return self._world
+        return self._judges[name]
 
     @property
     def tasks(self) -> list[BFCLTask]:
@@ -221,18 +241,20 @@ class BFCLEnv(gym.Env[str, str]):
         """
         super().reset(seed=seed)
         task = self._pick((options or {}).get("task"))
-        self._gold = self._gold_cache.get(
-            (task.id, task.config, task.ground_truth), task.scenario, task.gold
-        )
-        self._world = new_world(task.scenario)
+        # every episode judges with fresh worlds: nothing outlives it but immutable gold
+        self._judges = {
+            name: Judge(task, quirks, self._gold_cache) for name, quirks in VERDICTS.items()
+        }
+        self._reader = reader(task.id, task.classes)
         self._task = task
         self._limit = self.max_steps or len(task.turns) * (MAX_STEPS_PER_TURN + 1)
         self._steps = 0
         self._results: list[str] = []
-        self._counts: Counter[str] = Counter()
+        self._readings: list[list[Reading]] = []
+        self._allowed_by_turn: list[frozenset[str]] = []
         self._turn_results: list[dict[str, Any]] = []
-        self._checked = len(self._gold.checked_turns)
-        self._passed = 0
+        self._successes = dict.fromkeys(VERDICTS, False)
+        self._differences: list[dict[str, Any]] = []
         self._progress = 0.0
         self._success = False
         self._termination: str | None = None
@@ -325,11 +347,13 @@ class BFCLEnv(gym.Env[str, str]):
         self._turn_steps = 0
         self._turn_called = False
         self._turn_calls: list[list[dict[str, Any]]] = []
+        self._readings.append([])
         hidden = frozenset(
             name for at, names in task.revealed.items() if at > index for name in names
         )
         visible, self._schemas = _turn_tools(task.classes, hidden)
         self._allowed = visible | hidden if self.holdout == "bfcl" else visible
+        self._allowed_by_turn.append(self._allowed)
         self._turn_message = len(self._messages)  # the (first) user message that opens it
         messages = task.turns[index]
         if not messages:
@@ -342,8 +366,6 @@ class BFCLEnv(gym.Env[str, str]):
         return "\n".join(str(m.get("content") or "") for m in messages)
 
     def _run_calls(self, parsed: ParsedAction, log: list[dict[str, Any]]) -> str:
-        world = self._world
-        assert world is not None
         tool_calls = []
         for k, call in enumerate(parsed.calls):
             args = call.arguments if call.arguments is not None else {}
@@ -363,12 +385,16 @@ class BFCLEnv(gym.Env[str, str]):
                 out = f"Error: {call.error}"
                 log.append({"name": call.name, "ok": False, "error": "ParseError"})
             else:
-                result = world.call(call.name, call.arguments, self._allowed)
+                reading = self._reader.read(call.name, call.arguments)
+                results = {name: j.run(reading, self._allowed) for name, j in self._judges.items()}
+                result = results["strict"]  # the agent sees the world as it is
                 out = result.text
                 self._results.append(out)
-                self._counts[out] += 1
+                self._readings[-1].append(reading)
                 self._turn_called = True
-                decoded.append({"name": call.name, "arguments": call.arguments})
+                decoded.append(
+                    {"name": reading.function or call.name, "arguments": dict(reading.arguments)}
+                )
                 log.append({"name": call.name, "ok": result.error is None, "error": result.error})
             content = clip_text(out, MAX_TEXT_CHARS)
             self._messages.append(
@@ -396,60 +422,54 @@ class BFCLEnv(gym.Env[str, str]):
         return self._open_turn(self._turn + 1)
 
     def _close_turn(self) -> None:
-        gold = self._gold
-        world = self._world
-        assert gold is not None and world is not None
-        turn = gold.turns[self._turn]
+        """Every judge checks the turn; the turn result is the chosen verdicts' judge's."""
+        checks = {name: j.close(self._turn, self._turn_called) for name, j in self._judges.items()}
         result: dict[str, Any] = {
             "turn": self._turn,
-            "checked": turn.checked,
-            "passed": True,  # BFCL does not check a turn without gold calls
             "reached": True,
             "called": self._turn_called,
             "calls": self._turn_calls,
             "message": self._turn_message,
             "failures": [],
+            **checks[self.verdicts],
         }
-        if turn.state is not None:
-            diff = world.differences(turn.state)
-            counts = self._counts
-            missing = [text for text, n in Counter(turn.results).items() if counts.get(text, 0) < n]
-            passed = self._turn_called and not diff and not missing
-            self._passed += passed
-            self._progress = self._passed / self._checked
-            result.update(
-                passed=passed,
-                state_ok=not diff,
-                state_diff={cls: list(attrs) for cls, attrs in diff.items()},
-                missing_results=[text[:200] for text in missing],
-                failures=_failures(self._turn_called, diff, missing),
-            )
+        self._progress = self._judges[self.verdicts].progress
         self._turn_results.append(result)
 
     def _finish(self, reason: str) -> None:
         task = self._task
-        gold = self._gold
-        assert task is not None and gold is not None
+        assert task is not None
         if len(self._turn_results) == self._turn:
             self._close_turn()
+        gold = self._judge("strict").gold
         for t in range(len(self._turn_results), len(task.turns)):
-            checked = gold.turns[t].checked
             self._turn_results.append(
                 {
                     "turn": t,
-                    "checked": checked,
+                    "checked": gold.turns[t].checked,
                     "passed": False,
                     "reached": False,
                     "called": False,
                     "calls": [],
                     "message": None,
-                    "failures": [_failure("not_reached")],
+                    "failures": [failure("not_reached")],
                 }
             )
         # BFCL's verdict: every turn reached (a conversation cut in its last turn still
         # counts them all, as in BFCL) and every checked turn passed.
         reached_all = self._turn == len(task.turns) - 1
-        self._success = reached_all and self._passed == self._checked
+        for name, judge in self._judges.items():
+            self._successes[name] = reached_all and all(t["passed"] for t in judge.turns)
+        self._success = self._successes[self.verdicts]
+        passes = {name: [bool(t["passed"]) for t in j.turns] for name, j in self._judges.items()}
+        self._differences = explain(
+            task,
+            self._readings,
+            self._allowed_by_turn,
+            passes["official"],
+            passes["strict"],
+            self._gold_cache,
+        )
         self._termination = reason
         self._over = True
 
@@ -463,6 +483,17 @@ class BFCLEnv(gym.Env[str, str]):
             "n_turns": len(task.turns),
             "progress": self._progress,
             "success": self._success,
+            "verdicts": {
+                **{
+                    name: {
+                        "success": self._successes[name],
+                        "progress": judge.progress,
+                        "turns": [bool(t["passed"]) for t in judge.turns],
+                    }
+                    for name, judge in self._judges.items()
+                },
+                "differences": list(self._differences),
+            },
             "turn_results": list(self._turn_results),
             "termination": self._termination,
             "tool_calls": call_log,
@@ -471,34 +502,3 @@ class BFCLEnv(gym.Env[str, str]):
             "policy": "",
             "steps": self._steps,
         }
-
-
-FAILURE_RULES: dict[str, str] = {
-    "no_call": "no function was called in this turn",
-    "state_mismatch": "the state differs from the gold's after this turn",
-    "missing_result": "a gold result is not among the results so far",
-    "not_reached": "the conversation ended before this turn",
-}
-"""The rules of BFCL's checker a turn can break, in words (``failures`` in turn results)."""
-
-
-def _failure(rule: str, values: Sequence[str] = ()) -> dict[str, Any]:
-    text = FAILURE_RULES[rule] + (f": {', '.join(values)}" if values else "")
-    return {"rule": rule, "values": list(values), "text": text}
-
-
-def _failures(
-    called: bool, diff: dict[str, tuple[str, ...]], missing: list[str]
-) -> list[dict[str, Any]]:
-    found = []
-    if not called:
-        found.append(_failure("no_call"))
-    if diff:
-        found.append(
-            _failure("state_mismatch", [f"{c}.{a}" for c, attrs in diff.items() for a in attrs])
-        )
-    if missing:
-        found.append(
-            _failure("missing_result", [t if len(t) <= 80 else t[:77] + "..." for t in missing])
-        )
-    return found

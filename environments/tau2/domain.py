@@ -43,6 +43,9 @@ class Tau2Domain(BenchmarkDomain):
     """τ²-bench's limit of 200 orchestrator steps (messages) allows at most 100 agent turns."""
     max_episode_tokens = 32_768
     """A policy, the tools and a long conversation: 8,192 tokens would cut many episodes."""
+    verdicts = ("official", "strict")
+    """τ²-bench's verdicts (its evaluator's, loose checks included) and the strict ones
+    (docs/tau2.md, "Verdicts of record and strict verdicts")."""
 
     def __init__(self, tau2_domain: str, title: str, *, has_solo_mode: bool = False) -> None:
         self.tau2_domain = tau2_domain

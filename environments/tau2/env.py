@@ -7,15 +7,22 @@ The conversation runs as τ²-bench's orchestrator runs it, one agent action per
   In **solo mode** (telecom) there is no user: the system prompt is τ²-bench's solo prompt
   and the ticket is the first observation; the agent has the user's tools too, and ends by
   calling ``done``.
+* An action is read as τ²-bench receives a served model's message
+  (:data:`rods_env.parsing.TOOL_CALL_READING`, the class's ``reading_rule``): its calls
+  are its ``<tool_call>`` blocks (or a message dict's ``tool_calls``), its text what
+  precedes the first block; any other text, JSON-looking or not, is text.
 * An action with tool calls runs them through τ²-bench's own tools (its ``get_response``:
   errors become ``"Error: ..."`` replies); the replies are the observation.
-* An action with text only goes to the user, whose reply is the observation. A user model
-  may call tools of their own first (telecom's phone); the agent does not see those.
+* An action with text only goes to the user, whose reply is the observation. The user's
+  reply is never read as an agent action: it is text, whatever it looks like, except that
+  telecom's user calls the phone's tools with the forms of the reading rule, any number
+  of times in a row (the agent does not see those calls).
 * The episode **terminates** when the user says ``###STOP###`` / ``###TRANSFER###`` /
   ``###OUT-OF-SCOPE###``, when a solo agent stops, at τ²-bench's limits (200 orchestrator
-  steps, 10 tool errors), or at an agent error (a solo agent's text). It is **truncated**
-  after ``max_steps`` agent actions. Only a stop is scored; every other end gets reward 0,
-  as in τ²-bench.
+  steps, 10 tool errors), at an agent error (a solo agent's text), or when the user fails
+  (``user_error``: the simulator raised, or gave an empty message four times; the reason
+  is ``info["user_error"]``). It is **truncated** after ``max_steps`` agent actions. Only
+  a stop is scored; every other end gets reward 0, as in τ²-bench.
 
 The reward is τ²-bench's (:mod:`.scoring`), given at the last step: the step rewards sum to
 it, and ``info["progress"]`` is it (0 or 1), ``info["success"]`` whether it is 1, and
@@ -26,22 +33,25 @@ would score, verdict for verdict the same (``env.trajectory`` gives it at any st
 termination reason and ``RewardInfo``), which ``rods eval`` writes for τ²-bench's own tools
 (:mod:`.results`).
 
-An action that cannot be parsed, or is empty, is an error observation for the agent, as in
-rods' environments; it is not part of the τ²-bench trajectory (it reached neither the
-user nor the tools), but a call that cannot be read counts as a tool error.
+An action that cannot be parsed, or is empty, and a ``<tool_call>`` block that cannot be
+read, are error observations for the agent, as in rods' environments; they are not part of
+the τ²-bench trajectory (they reached neither the user nor the tools) and count neither as
+τ²-bench steps nor as its tool errors (a served model's message never holds such a thing:
+its server's tool parser decides what is a call).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import gymnasium as gym
 
 from environments.tau2 import prompts
-from environments.tau2.scoring import Verdict, is_successful, score
+from environments.tau2.scoring import PARTING, QUIRKS, VERDICTS, Verdict, is_successful, says, score
 from environments.tau2.state import EpisodeState
 from environments.tau2.trajectory import (
     call_message,
@@ -52,7 +62,17 @@ from environments.tau2.trajectory import (
 from environments.tau2.users import ScriptedStandIn
 from rods_env.env import render_messages
 from rods_env.errors import ConfigError, RodsError
-from rods_env.parsing import ParsedAction, parse_action
+from rods_env.parsing import (
+    THINK_CLOSE,
+    THINK_OPEN,
+    TOOL_CALL_READING,
+    ParsedAction,
+    ParsedCall,
+    ReadingRule,
+    parse_action,
+    split_reasoning,
+    visible_text,
+)
 from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
 from rods_env.task import Task, load_tasks
 from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text, freeze
@@ -69,14 +89,9 @@ TAU2_MAX_STEPS = 200
 TAU2_MAX_ERRORS = 10
 """τ²-bench's default limit on tool errors."""
 
-MAX_USER_TOOL_ROUNDS = 20
-"""Most tool calls a user model makes in a row before the environment stops asking (the
-step and error limits usually end such a loop first)."""
-
-
-class UserFailed(RodsError):
-    """The user model gave no usable message (an engine error, or an empty message): the
-    episode cannot go on, and it is not the agent's doing."""
+USER_RETRIES = 3
+"""Times an empty user message is asked for again before the user is said to have failed
+(τ²-bench's ``generate`` retries an empty response ``DEFAULT_MAX_RETRIES`` = 3 times)."""
 
 
 class Tau2Env(gym.Env[str, str]):
@@ -97,9 +112,20 @@ class Tau2Env(gym.Env[str, str]):
         max_action_chars: Longer actions are an error observation.
         tau2_max_steps: τ²-bench's step limit (orchestrator steps: messages).
         max_errors: τ²-bench's limit on tool errors.
+        verdicts: Which verdict makes the reward, ``progress`` and ``success``:
+            ``"official"`` (the default), τ²-bench's own, its loose checks included (the
+            leaderboard's numbers); ``"strict"``, with COMMUNICATE as a whole token and
+            ACTION by a successful call with every compared argument
+            (:data:`environments.tau2.scoring.QUIRKS`). Both are in ``info["verdicts"]``
+            either way; the results file for τ²-bench's tools always holds its own.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}  # type: ignore[misc]
+    reading_rule: ClassVar[ReadingRule] = TOOL_CALL_READING
+    """How an action is split into text and calls: as τ²-bench receives a served model's
+    message, only ``<tool_call>`` blocks and a message dict's ``tool_calls`` are calls, and
+    the text is what precedes the first block; any other text, JSON-looking or not, goes to
+    the user (:data:`rods_env.parsing.TOOL_CALL_READING`)."""
 
     def __init__(
         self,
@@ -114,6 +140,7 @@ class Tau2Env(gym.Env[str, str]):
         max_action_chars: int = MAX_TEXT_CHARS,
         tau2_max_steps: int = TAU2_MAX_STEPS,
         max_errors: int = TAU2_MAX_ERRORS,
+        verdicts: str = "official",
     ) -> None:
         if isinstance(domain, str):
             from environments.tau2.domain import domain_named
@@ -130,6 +157,9 @@ class Tau2Env(gym.Env[str, str]):
                 raise ConfigError(f"{name} must be at least 1, got {value}")
         if split not in (None, "train", "test"):
             raise ConfigError(f"split must be 'train', 'test' or None, got {split!r}")
+        if verdicts not in VERDICTS:
+            raise ConfigError(f"verdicts must be 'official' or 'strict', got {verdicts!r}")
+        self.verdicts = verdicts
         if user is not None and not isinstance(user, ScenarioUser):
             raise ConfigError(
                 f"{domain.env_id} needs a user that plays τ²-bench's scenarios "
@@ -241,6 +271,8 @@ class Tau2Env(gym.Env[str, str]):
         self._progress = 0.0
         self._verdict: Verdict | None = None
         self._termination: str | None = None
+        self._user_error: str | None = None
+        self._reasoning: list[str] = []
         self._over = False
         self._traj: list[dict[str, Any]] = []
         self._user_view: list[dict[str, Any]] = []
@@ -283,7 +315,10 @@ class Tau2Env(gym.Env[str, str]):
             raise RodsError("the episode is over: call reset() to start another")
         self._steps += 1
         before = self._progress
-        parsed = parse_action(action, self.max_action_chars)
+        parsed = parse_action(action, self.max_action_chars, self.reading_rule)
+        thought = _reasoning(action)
+        if thought:
+            self._reasoning.append(thought)
         log: list[dict[str, Any]] = []
         if parsed.error or (not parsed.calls and not parsed.content.strip()):
             error = parsed.error or (
@@ -392,9 +427,8 @@ class Tau2Env(gym.Env[str, str]):
             self._count_agent_message()  # to the environment
         outputs: list[str] = []
         for cid, call in zip(ids, parsed.calls, strict=True):
-            if call.error is not None:
+            if call.error is not None:  # never reached τ²-bench's tools: not its error
                 out, ok = f"Error: {call.error}", False
-                self._errors += 1
             else:
                 reply = self._run_tool(cid, call.name, call.arguments or {}, "assistant")
                 out, ok = str(reply.content or ""), not reply.error
@@ -445,35 +479,32 @@ class Tau2Env(gym.Env[str, str]):
 
     # -- the user --------------------------------------------------------------------------
     def _user_turn(self, agent_text: str) -> str:
-        """The user's answer to the agent's text, after any tool calls of their own."""
+        """The user's answer to the agent's text, after any tool calls of their own.
+
+        As in τ²-bench's orchestrator, a user's tool calls run and their replies go back to
+        the user, as many times in a row as the user makes them: only τ²-bench's own limits
+        (its step and error counts) end such a run. A user who fails (the simulator raises,
+        or answers with nothing :data:`USER_RETRIES` + 1 times) ends the episode cleanly
+        (``user_error``, unscored)."""
         self._user_view.append({"role": "user", "content": agent_text})
-        for _ in range(MAX_USER_TOOL_ROUNDS + 1):
-            try:
-                action = self.user.respond(
-                    self._user_prompt, list(self._user_view), self._user_schemas
-                )
-            except RodsError:
-                raise
-            except Exception as exc:
-                raise UserFailed(f"the user simulator raised {type(exc).__name__}: {exc}") from exc
-            parsed = parse_action(action, MAX_TEXT_CHARS)
-            calls = [c for c in parsed.calls if c.error is None] if self._user_schemas else []
-            if parsed.error or (not calls and not parsed.content.strip()):
-                raise UserFailed(
-                    "the simulated user gave no usable message"
-                    + (f" ({parsed.error})" if parsed.error else " (an empty one)")
-                )
+        while True:
+            reply = self._user_reply()
+            if isinstance(reply, str):
+                self._user_error = reply
+                self._finish("user_error")
+                return f"(the conversation ended: {reply})"
+            text, calls = reply
             if calls:
                 ids = [self._new_call_id() for _ in calls]
                 specs: list[dict[str, Any]] = [
                     {"id": cid, "name": c.name, "arguments": c.arguments or {}, "requestor": "user"}
                     for cid, c in zip(ids, calls, strict=True)
                 ]
-                self._traj.append(call_message("user", specs, parsed.content or None))
+                self._traj.append(call_message("user", specs, text or None))
                 self._user_view.append(
                     {
                         "role": "assistant",
-                        "content": parsed.content or None,
+                        "content": text or None,
                         "tool_calls": [
                             {
                                 "id": s["id"],
@@ -489,19 +520,20 @@ class Tau2Env(gym.Env[str, str]):
                 )
                 self._tau2_steps += 1
                 for spec in specs:
-                    reply = self._run_tool(spec["id"], spec["name"], spec["arguments"], "user")
+                    reply_message = self._run_tool(
+                        spec["id"], spec["name"], spec["arguments"], "user"
+                    )
                     self._user_view.append(
                         {
                             "role": "tool",
                             "tool_call_id": spec["id"],
-                            "content": str(reply.content or ""),
+                            "content": str(reply_message.content or ""),
                         }
                     )
                 self._tau2_steps += 1
                 if self._check_limits():
                     return "(the conversation was cut at τ²-bench's limits)"
                 continue
-            text = parsed.content
             self._traj.append(text_message("user", text))
             self._user_view.append({"role": "assistant", "content": text})
             shown = clip_text(text, MAX_TEXT_CHARS)
@@ -509,7 +541,37 @@ class Tau2Env(gym.Env[str, str]):
             self._tau2_steps += 1
             self._check_limits("user_stop" if any(t in text for t in self._stops) else None)
             return shown
-        raise UserFailed(f"the simulated user made {MAX_USER_TOOL_ROUNDS} tool calls in a row")
+
+    def _user_reply(self) -> tuple[str, tuple[ParsedCall, ...]] | str:
+        """The user's next message as ``(text, calls)``, or why there is none.
+
+        An empty message is asked for again, up to :data:`USER_RETRIES` times, as τ²-bench's
+        ``generate`` retries an empty response."""
+        for _ in range(USER_RETRIES + 1):
+            try:
+                action = self.user.respond(
+                    self._user_prompt, list(self._user_view), self._user_schemas
+                )
+            except Exception as exc:  # the user's failure, not the agent's: a clean end
+                return f"the user simulator raised {type(exc).__name__}: {exc}"
+            text, calls = self._read_user(action)
+            if calls or text:
+                return text, calls
+        return f"the simulated user gave an empty message {USER_RETRIES + 1} times"
+
+    def _read_user(self, action: Any) -> tuple[str, tuple[ParsedCall, ...]]:
+        """A user's message as τ²-bench receives it: never read as an agent action.
+
+        A user without tools (airline, retail) only writes text, whatever it looks like.
+        Telecom's user has the phone's tools: their calls are the ``<tool_call>`` blocks or
+        ``tool_calls`` that the reading rule reads, when every one of them can be read; a
+        message with a call that cannot be read is text, as an OpenAI-compatible server's
+        tool parser leaves it (vLLM's hermes parser returns the whole text as content)."""
+        if self._user_schemas:
+            parsed = parse_action(action, MAX_TEXT_CHARS, self.reading_rule)
+            if parsed.error is None and all(c.error is None for c in parsed.calls):
+                return parsed.content, parsed.calls
+        return visible_text(action) or "", ()
 
     # -- the end ---------------------------------------------------------------------------
     def _check_limits(self, stop: str | None = None) -> bool:
@@ -532,8 +594,50 @@ class Tau2Env(gym.Env[str, str]):
         assert self._state is not None and self._tau2_task is not None
         self._termination = reason
         self._over = True
-        self._verdict = score(self.backend, self._tau2_task, self._traj, reason, self._state)
-        self._progress = float(self._verdict.reward)
+        verdict = score(self.backend, self._tau2_task, self._traj, reason, self._state)
+        if self._reasoning and verdict.communicate and not all(verdict.communicate):
+            infos = self._tau2_task.evaluation_criteria.communicate_info or []
+            unsaid = [i for i, ok in zip(infos, verdict.communicate, strict=True) if not ok]
+            if any(says(r, i) for r in self._reasoning for i in unsaid):
+                verdict = replace(verdict, quirks=(*verdict.quirks, "said_in_reasoning"))
+        self._verdict = verdict
+        self._progress = self._chosen(verdict)
+
+    def _chosen(self, verdict: Verdict) -> float:
+        """The reward of the chosen verdicts (``verdicts=``)."""
+        if self.verdicts == "strict" and verdict.strict_reward is not None:
+            return float(verdict.strict_reward)
+        return float(verdict.reward)
+
+    def _verdicts(self) -> dict[str, Any]:
+        """``info["verdicts"]``: τ²-bench's and the strict verdict, and where they part."""
+        verdict = self._verdict
+        official = verdict.reward if verdict is not None else 0.0
+        strict = verdict.strict_reward if verdict is not None else None
+        strict = official if strict is None else strict
+        out: dict[str, Any] = {
+            name: {
+                "success": is_successful(value),
+                "progress": value,
+                "turns": [is_successful(value)],
+            }
+            for name, value in (("official", official), ("strict", strict))
+        }
+        parting = [q for q in (verdict.quirks if verdict is not None else ()) if q in PARTING]
+        out["differences"] = (
+            [
+                {
+                    "turn": 0,
+                    "official": is_successful(official),
+                    "strict": is_successful(strict),
+                    "quirks": parting,
+                    "why": "; ".join(QUIRKS[q] for q in parting),
+                }
+            ]
+            if is_successful(official) != is_successful(strict)
+            else []
+        )
+        return out
 
     def _pick_task(self, options: dict[str, Any]) -> Task:
         choice = options.get("task")
@@ -570,13 +674,20 @@ class Tau2Env(gym.Env[str, str]):
         verdict = self._verdict
         results: list[dict[str, Any]] = []
         if verdict is not None:
+            failures = verdict.failures(self._tau2_task)
+            if not is_successful(self._chosen(verdict)) and not failures:  # strict only
+                failures = [
+                    {"rule": f"tau2_strict_{q}", "values": [], "text": QUIRKS[q]}
+                    for q in verdict.quirks
+                    if q in PARTING
+                ]
             results.append(
                 {
                     "turn": 0,
-                    "passed": verdict.success,
-                    "reward": verdict.reward,
+                    "passed": is_successful(self._chosen(verdict)),
+                    "reward": self._chosen(verdict),
                     "checks": verdict.breakdown(),
-                    "failures": verdict.failures(self._tau2_task),
+                    "failures": failures,
                     "message": 1 if self.solo else 2,  # the message that opened the turn
                 }
             )
@@ -585,7 +696,8 @@ class Tau2Env(gym.Env[str, str]):
             "turn": 0,
             "n_turns": 1,
             "progress": self._progress,
-            "success": verdict is not None and is_successful(verdict.reward),
+            "success": verdict is not None and is_successful(self._chosen(verdict)),
+            "verdicts": self._verdicts(),
             "turn_results": results,
             "termination": self._termination,
             "tool_calls": log,
@@ -596,6 +708,7 @@ class Tau2Env(gym.Env[str, str]):
             "reward_info": verdict.to_dict() if verdict is not None else None,
             "tau2_steps": self._tau2_steps,
             "tool_errors": self._errors,
+            "user_error": self._user_error,
             "user": "solo" if self.solo else getattr(self.user, "name", type(self.user).__name__),
             **(self._final() if self._over else {}),
         }
@@ -611,10 +724,36 @@ class Tau2Env(gym.Env[str, str]):
             "task_id": str(self._tau2_task.id),
             "solo": self.solo,
             "termination_reason": termination_reason(self._termination),
+            "tau2_replayable": not self._shows_new_ids(trajectory),
             "reward_info": self._verdict.to_tau2(self._tau2_task),
             "messages": [{**m, "turn_idx": i} for i, m in enumerate(trajectory)],
         }
         return {"tau2_messages": trajectory, "benchmark_record": record}
+
+    def _shows_new_ids(self, trajectory: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether a tool reply shows an id τ²-bench's tools drew with ``uuid4()`` in this
+        episode (telecom's new bills): τ²-bench's own evaluator, whose replay draws new
+        ids, then cannot replay the conversation (rods' replay draws the same ones)."""
+        drawn = [h[:8] for h in self.state.drawn_ids]
+        return bool(drawn) and any(
+            h in str(m.get("content") or "")
+            for m in trajectory
+            if m.get("role") == "tool"
+            for h in drawn
+        )
+
+
+def _reasoning(action: Any) -> str:
+    """The ``<think>`` reasoning of an action (or a message dict's ``reasoning_content``)."""
+    if isinstance(action, str):
+        return split_reasoning(action)[0] if THINK_CLOSE in action or THINK_OPEN in action else ""
+    if isinstance(action, Mapping):
+        parts = [action.get("reasoning_content"), action.get("reasoning")]
+        content = action.get("content")
+        if isinstance(content, str):
+            parts.append(_reasoning(content))
+        return "\n".join(p for p in parts if isinstance(p, str) and p)
+    return ""
 
 
 def _clip(action: Any, limit: int = 2000) -> str:

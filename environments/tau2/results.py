@@ -49,6 +49,17 @@ SOLO_USER = "dummy_user"
 """The agent and user implementations τ²-bench's tools read as solo mode."""
 
 
+NOT_REPLAYABLE = {
+    "tau2_can_replay": False,
+    "why": (
+        "a tool reply shows an id that τ²-bench's tools draw with uuid4() (a new bill), so "
+        "its evaluator's replay draws another and raises; rods' replay draws the same "
+        "(environments.tau2.results.rescore)"
+    ),
+}
+"""What a simulation's reward info says when τ²-bench's evaluator cannot re-score it."""
+
+
 def results_path(folder: str | Path, domain: Tau2Domain) -> Path:
     """Where the results file of ``domain`` goes in run folder ``folder``."""
     return Path(folder) / RESULTS_FOLDER / f"{domain.tau2_domain}.json"
@@ -88,6 +99,8 @@ def simulation(row: Mapping[str, Any], domain: Tau2Domain) -> dict[str, Any]:
         messages = list(record["messages"])
         termination = str(record["termination_reason"])
         reward_info = dict(record["reward_info"])
+        if record.get("tau2_replayable") is False:
+            reward_info["info"] = {**(reward_info.get("info") or {}), **NOT_REPLAYABLE}
     else:
         errors = "; ".join(str(e) for e in row.get("errors") or []) or "no record"
         messages = []
@@ -163,3 +176,31 @@ def write_results(
     document = results_document(domain, episodes, run)
     atomic_write(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     return path
+
+
+def rescore(path: str | Path, domain: Tau2Domain) -> list[tuple[str, float, float]]:
+    """Re-score every simulation of a results file of ``domain`` from its messages, as
+    τ²-bench's evaluator does (a replay of the tool calls, then the checks), with rods'
+    reproducible ids: also the conversations τ²-bench's own evaluator cannot replay.
+
+    Returns:
+        ``(simulation id, reward in the file, reward re-scored)`` per simulation.
+    """
+    from environments.tau2.trajectory import score_trajectory
+
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    solo = document["info"]["agent_info"].get("implementation") == SOLO_AGENT
+    backend = domain.backend()
+    tasks = domain.tau2_tasks()
+    out = []
+    for sim in document["simulations"]:
+        task = tasks[str(sim["task_id"])]
+        messages = [{k: v for k, v in m.items() if k in _MESSAGE_KEYS} for m in sim["messages"]]
+        verdict = score_trajectory(
+            backend, task, messages, str(sim["termination_reason"]), solo=solo
+        )
+        out.append((str(sim["id"]), float(sim["reward_info"]["reward"]), verdict.reward))
+    return out
+
+
+_MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "id", "requestor", "error"})

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from threading import Lock
 from typing import Any
@@ -42,6 +43,30 @@ BASES = ("DB", "ENV_ASSERTION", "ACTION", "COMMUNICATE")
 
 DEFAULT_BASIS = ("DB", "COMMUNICATE")
 """τ²-bench's default reward basis (a task that does not name one)."""
+
+
+QUIRKS = {
+    "communicate_substring": (
+        "COMMUNICATE passed by a substring only: a communicate_info string said inside a "
+        'longer number or word ("10" in "100" or "1.10")'
+    ),
+    "action_loose": (
+        "ACTION passed by a call that names fewer arguments than the gold action compares, "
+        "or whose reply was an error (τ²-bench compares only the arguments the call names)"
+    ),
+    "said_in_reasoning": (
+        "a communicate_info string not said was in the agent's <think> reasoning: τ²-bench "
+        "given the raw completion, with no reasoning parser, would count it as said"
+    ),
+}
+"""The known quirks of τ²-bench's verdicts that a :class:`Verdict` records."""
+
+PARTING = ("communicate_substring", "action_loose")
+"""The quirks that make τ²-bench's verdict differ from the strict one (``said_in_reasoning``
+is a note: both verdicts are 0)."""
+
+VERDICTS = ("official", "strict")
+"""The verdicts a τ²-bench environment gives (``Tau2Env(verdicts=...)``)."""
 
 
 def is_successful(reward: float) -> bool:
@@ -65,6 +90,11 @@ class Verdict:
         note: Why the reward is what it is when no check ran.
         checked: The bases whose checks ran (those of the basis, or all of
             :data:`BASES` with ``every_check``).
+        strict_reward: The reward with τ²-bench's two loose checks made strict
+            (:data:`QUIRKS`): what the agent did, where τ²-bench's verdict (``reward``, the
+            verdict of record) says more.
+        quirks: The quirks of τ²-bench's evaluator that made ``reward`` differ from
+            ``strict_reward``, or that rods noted about the conversation (:data:`QUIRKS`).
 
     A check outside the task's reward basis is not run (its field stays None or empty):
     τ²-bench runs it and leaves it out of the reward.
@@ -78,6 +108,8 @@ class Verdict:
     communicate: tuple[bool, ...] = ()
     note: str | None = None
     checked: tuple[str, ...] = ()
+    strict_reward: float | None = None
+    quirks: tuple[str, ...] = ()
 
     @property
     def success(self) -> bool:
@@ -145,7 +177,7 @@ class Verdict:
         """A JSON-able dict (``info["reward_info"]``)."""
         data = asdict(self)
         data["reward_basis"] = list(self.reward_basis)
-        for name in ("env_assertions", "actions", "communicate", "checked"):
+        for name in ("env_assertions", "actions", "communicate", "checked", "quirks"):
             data[name] = list(data[name])
         data["breakdown"] = self.breakdown()
         return data
@@ -154,15 +186,20 @@ class Verdict:
         """The verdict as τ²-bench's ``RewardInfo`` (JSON), what its evaluator would write
         into a results file: the reward, the basis and its breakdown, and each check that
         ran (one outside the basis is left out unless it ran)."""
+        rods = {"strict_reward": self.strict_reward, "quirks": list(self.quirks)}
         if self.note is not None and not self.checked:
             # τ²-bench's form for an unscored end, or for a task without criteria
-            return {"reward": self.reward, "reward_basis": None, "info": {"note": self.note}}
+            return {
+                "reward": self.reward,
+                "reward_basis": None,
+                "info": {"note": self.note, **rods},
+            }
         criteria = task.evaluation_criteria
         out: dict[str, Any] = {
             "reward": self.reward,
             "reward_basis": list(self.reward_basis),
             "reward_breakdown": self.breakdown(),
-            "info": {"checked": list(self.checked), "scorer": "rods"},
+            "info": {"checked": list(self.checked), "scorer": "rods", **rods},
         }
         if "DB" in self.checked and self.db_match is not None:
             out["db_check"] = {"db_match": self.db_match, "db_reward": float(self.db_match)}
@@ -316,13 +353,39 @@ def action_matches(action: Any, call: Mapping[str, Any]) -> bool:
     return bool(called == wanted)
 
 
+def action_matches_strictly(action: Any, call: Mapping[str, Any], failed: Collection[str]) -> bool:
+    """A call that does what the gold action does: the same name, every argument the
+    action compares (``compare_args``, or all of its arguments) present and equal, and a
+    reply that is not an error."""
+    if action.name != call.get("name") or call.get("id") in failed:
+        return False
+    arguments = call.get("arguments") or {}
+    names = action.arguments.keys() if action.compare_args is None else action.compare_args
+    return all(k in arguments and arguments[k] == action.arguments.get(k) for k in names)
+
+
+def _spoken(text: str) -> str:
+    return text.lower().replace(",", "")
+
+
+def said_as_token(text: str, info: str) -> bool:
+    """Whether ``info`` occurs in ``text`` (case-folded, commas removed, as τ²-bench reads
+    it) as a whole token: not inside a longer word or number (``"10"`` is not said by
+    ``"100"``, ``"1.10"`` or ``"10.5"``)."""
+    needle = re.escape(_spoken(info))
+    return re.search(rf"(?<![\w.]){needle}(?![\w]|\.\d)", _spoken(text)) is not None
+
+
+def says(text: str, info: str) -> bool:
+    """τ²-bench's COMMUNICATE rule on one text: ``info`` is a substring, case-folded, with
+    the text's commas removed."""
+    return info.lower() in text.lower().replace(",", "")
+
+
 def communicated(trajectory: Sequence[Mapping[str, Any]], info: str) -> bool:
     """Whether an assistant message with text contains ``info`` (τ²-bench's substring rule)."""
-    needle = info.lower()
     return any(
-        m.get("role") == "assistant"
-        and _has_text(m)
-        and needle in str(m["content"]).lower().replace(",", "")
+        m.get("role") == "assistant" and _has_text(m) and says(str(m["content"]), info)
         for m in trajectory
     )
 
@@ -351,10 +414,15 @@ def score(
     """
     basis = reward_basis(task)
     if termination not in STOPPED:
-        return Verdict(0.0, basis, note=f"the conversation did not end by a stop ({termination})")
+        return Verdict(
+            0.0,
+            basis,
+            note=f"the conversation did not end by a stop ({termination})",
+            strict_reward=0.0,
+        )
     criteria = task.evaluation_criteria
     if criteria is None:
-        return Verdict(1.0, basis, note="no evaluation criteria")
+        return Verdict(1.0, basis, note="no evaluation criteria", strict_reward=1.0)
     problem = check_task(task)
     if problem is not None:
         raise ConfigError(f"cannot score τ²-bench task {task.id}: {problem}")
@@ -399,4 +467,33 @@ def score(
     if "COMMUNICATE" in in_basis:
         reward *= float(all(said))
     checked = tuple(b for b in BASES if b in counts)
-    return Verdict(reward, basis, db_match, assertions, actions, said, checked=checked)
+    strict, quirks = reward, list[str]()
+    if "ACTION" in in_basis and all(actions):
+        calls = tool_calls_of(trajectory)
+        failed = {
+            str(m.get("id")) for m in trajectory if m.get("role") == "tool" and m.get("error")
+        }
+        if not all(
+            any(action_matches_strictly(a, c, failed) for c in calls)
+            for a in criteria.actions or []
+        ):
+            strict, quirks = 0.0, [*quirks, "action_loose"]
+    if "COMMUNICATE" in in_basis and all(said):
+        texts = [
+            str(m["content"]) for m in trajectory if m.get("role") == "assistant" and _has_text(m)
+        ]
+        if not all(
+            any(said_as_token(t, info) for t in texts) for info in criteria.communicate_info or []
+        ):
+            strict, quirks = 0.0, [*quirks, "communicate_substring"]
+    return Verdict(
+        reward,
+        basis,
+        db_match,
+        assertions,
+        actions,
+        said,
+        checked=checked,
+        strict_reward=strict,
+        quirks=tuple(quirks),
+    )

@@ -28,6 +28,7 @@ are equal, because that JSON is the sorted union of the per-record JSON of each 
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import copy
 import functools
@@ -125,6 +126,36 @@ class _EpisodeUuid:
         if rng is None:
             return uuid.uuid4()
         return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+
+class _IdStream(random.Random):
+    """An episode's id stream that keeps the ids it gave (:attr:`EpisodeState.drawn_ids`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drawn: list[int] = []
+
+    def getrandbits(self, k: int, /) -> int:
+        bits = super().getrandbits(k)
+        self.drawn.append(bits)
+        return bits
+
+
+def ids_seed(domain: str, task_id: str) -> str:
+    """The seed of an episode's id stream (see :class:`_EpisodeUuid`): the task's, so the
+    same actions give the same ids in every episode, replay and process."""
+    return f"tau2-ids:{domain}:{task_id}"
+
+
+@contextlib.contextmanager
+def episode_ids(stream: random.Random) -> Iterator[None]:
+    """Draw τ²-bench's ``uuid4()`` ids from ``stream`` inside the block (as an episode's
+    tools do), e.g. to run τ²-bench's own code with reproducible ids."""
+    token = _EPISODE_IDS.set(stream)
+    try:
+        yield
+    finally:
+        _EPISODE_IDS.reset(token)
 
 
 def _seed_tool_ids(domain: str) -> None:
@@ -536,7 +567,7 @@ class EpisodeState:
             _safe_toolkit_class(kits[1]) if proto.user_tools is not None else None
         )
         self.env: Any = None
-        self._ids = random.Random()
+        self._ids = _IdStream()
         self.synced = False
         """Whether the last thing run on this state was τ²-bench's ``sync_tools`` (its own
         call, or the one that ends a successful ``get_response``): running it again then
@@ -561,7 +592,8 @@ class EpisodeState:
         self._agent_db, self._user_db = self._shared_agent_db, self._shared_user_db
         agent_db = self._agent_db.reset()
         user_db = self._user_db.reset() if self._user_db is not None else None
-        self._ids.seed(f"tau2-ids:{self.backend.domain}:{task.id}")
+        self._ids.seed(ids_seed(self.backend.domain, str(task.id)))
+        self._ids.drawn.clear()
         env = copy.copy(self.proto)
         env.tools = self._tools_class(agent_db)
         env.user_tools = (
@@ -622,6 +654,12 @@ class EpisodeState:
         return self.run(
             lambda: self.env.make_tool_call(name, requestor=requestor, **arguments), name
         )
+
+    @property
+    def drawn_ids(self) -> tuple[str, ...]:
+        """The ids (``uuid4().hex``) τ²-bench's tools drew in this episode, in order
+        (telecom's new bills are named ``"B" + hex[:8]``)."""
+        return tuple(uuid.UUID(int=bits, version=4).hex for bits in self._ids.drawn)
 
     def fingerprint(self) -> tuple[Any, Any]:
         """What τ²-bench's database check compares: the agent and user databases' changes."""

@@ -34,6 +34,7 @@ TERMINATION_REASONS: dict[str, str] = {
     "max_steps": "max_steps",
     "too_many_errors": "too_many_errors",
     "agent_error": "agent_error",
+    "user_error": "user_error",
 }
 """How an episode's termination reads as τ²-bench's ``TerminationReason``; any other end (a
 caller's cap: ``max_turns``, ``max_tokens``, ``error``) is a ``max_steps`` to τ²-bench:

@@ -51,6 +51,13 @@ class PoolOptions:
     trials: int | None = field(
         default=None, metadata=option("trials per task, n >= k (default: k)")
     )
+    verdicts: Literal["official", "strict"] | None = field(
+        default=None,
+        metadata=option(
+            "on a benchmark whose checker has quirks (bfcl, tau2-*): score by its official verdicts "
+            "(the default; the leaderboard's) or the strict, correct ones; both are reported"
+        ),
+    )
 
 
 DEFAULT_MAX_TURNS = 30
@@ -246,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
         user_engine=user_engine,
         user_sampling=user_sampling,
         user_model=user_model,
+        verdicts=pool.verdicts,
     )
     print(f"rods eval: {summary.line()}; wrote {pool.out}")
     if summary.benchmark_files:

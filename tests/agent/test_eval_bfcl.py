@@ -247,3 +247,72 @@ def test_bfcl_conversations_on_each_familys_own_template(bfcl, family_models, ca
                 reference.replace("<|return|>", "<|end|>"),
             )
         assert ours == reference, record.task_id
+
+
+def _quirk_engine():
+    """The gold, plus on multi_turn_base_170 an unrequested mention of the tweet of turn 4
+    at the start of turn 5 (BFCL's checker passes it: its default mentions list is shared
+    by the model's and the gold's tweets)."""
+    from environments.bfcl.agents import PlanAgent, gold_plan
+    from environments.bfcl.tasks import get_task
+    from rods_env.task import ToolCall
+
+    def make_agent(info):
+        task = get_task(info["task_id"])
+        plan = list(gold_plan(task))
+        if task.id == "multi_turn_base_170":
+            mention = ToolCall(
+                name="mention", arguments={"tweet_id": 0, "mentioned_usernames": ["@eve"]}
+            )
+            plan[5] = ((mention, *plan[5][0]),)
+        return PlanAgent(tuple(plan))
+
+    return ScriptedEngine(make_agent)
+
+
+@pytest.mark.parametrize("verdicts", [None, "official", "strict"])
+def test_rods_eval_reports_both_verdicts_and_where_they_differ(all_tasks, tmp_path, verdicts):
+    tasks = [t for t in all_tasks if t.id in ("multi_turn_base_170", "multi_turn_base_58")]
+    summary = evaluate(_quirk_engine(), tasks, out=tmp_path / "run", verdicts=verdicts)
+    assert summary.meta["verdicts"] == (verdicts or "official")
+    scored = 1.0 if verdicts != "strict" else 0.5
+    assert summary.pass_k[1] == scored  # the chosen verdicts score the run
+    assert summary.headline["BFCL"]["base"] == 1.0  # the headline: always BFCL's own
+    assert summary.verdicts["BFCL"]["official"]["base"] == 1.0
+    assert summary.verdicts["BFCL"]["strict"]["base"] == 0.5
+    assert summary.verdicts["BFCL"]["strict"]["pass^1"] == 0.5
+    (difference,) = summary.verdict_differences
+    assert difference["task_id"] == "multi_turn_base_170" and difference["turn"] == 5
+    assert difference["quirks"] == ["shared_defaults"] and "mentions" in difference["why"]
+    line = summary.line()
+    assert "BFCL with strict verdicts (%): pass^1 50.00, overall N/A, base 50.00" in line
+    assert "the verdicts differ on 1 task (summary.md says where and why)" in line
+    md = (tmp_path / "run" / "summary.md").read_text()
+    assert "| multi_turn_base_170 | 0 | 5 | pass | fail |" in md
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert saved["verdict_differences"][0]["quirks"] == ["shared_defaults"]
+    results = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    by_id = {r["task_id"]: r for r in results}
+    assert by_id["multi_turn_base_170"]["verdicts"] == {"official": [True], "strict": [False]}
+    again = evaluate(_quirk_engine(), tasks, out=tmp_path / "run", verdicts=verdicts)
+    assert again.verdicts == summary.verdicts  # a resumed run reads them back
+
+
+def test_verdicts_are_refused_where_a_benchmark_gives_only_its_own(tmp_path):
+    from rods_env.registry import load_any_domain
+
+    retail = load_any_domain("retail").seed_tasks("test")[:1]
+    with pytest.raises(ConfigError, match="give only their own verdicts"):
+        evaluate(ScriptedEngine(lambda info: None), retail, verdicts="strict")
+
+
+def test_a_folder_from_before_the_verdicts_resumes_as_official(all_tasks, tmp_path):
+    tasks = [t for t in all_tasks if t.id == "multi_turn_base_58"]
+    out = tmp_path / "run"
+    evaluate(_quirk_engine(), tasks, out=out)
+    config = json.loads((out / "config.json").read_text())
+    del config["verdicts"]  # as written before the option existed
+    (out / "config.json").write_text(json.dumps(config))
+    assert evaluate(_quirk_engine(), tasks, out=out).pass_k[1] == 1.0
+    with pytest.raises(ConfigError, match=r"verdicts='official' \(now 'strict'\)"):
+        evaluate(_quirk_engine(), tasks, out=out, verdicts="strict")

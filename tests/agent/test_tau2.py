@@ -104,6 +104,48 @@ def test_a_telecom_user_model_gets_its_tools_and_calls_them():
     assert any(m["role"] == "tool" for r in users.requests for m in r.messages)
 
 
+class JsonUserModel(ScenarioModel):
+    """Answers in JSON-looking text, or its server fails after the first message."""
+
+    def __init__(self, *, fail: bool) -> None:
+        super().__init__()
+        self.fail = fail
+
+    def generate(self, requests, params):
+        out = super().generate(requests, params)
+        later = [len(r.messages) > 2 for r in requests]
+        if self.fail:
+            return [
+                Completion(text="", error="the user's server is down") if b else c
+                for b, c in zip(later, out, strict=True)
+            ]
+        return [
+            Completion(text='{"reply": "Great, thanks!"} ###STOP###') if b else c
+            for b, c in zip(later, out, strict=True)
+        ]
+
+
+def test_a_users_json_is_text_and_a_failing_user_is_an_error_episode_not_an_exception(tmp_path):
+    tasks = load_pool("tau2-retail", "seeds", "test")[:3]
+    summary = evaluate(
+        oracle_engine(tasks), tasks, user="llm", user_engine=JsonUserModel(fail=False)
+    )
+    assert summary.pass_k[1] == 1.0 and summary.terminations == {"user_stop": 3}
+    evaluate(
+        oracle_engine(tasks),
+        tasks,
+        user="llm",
+        user_engine=JsonUserModel(fail=True),
+        out=tmp_path / "run",
+    )
+    rows = [json.loads(line) for line in (tmp_path / "run" / "episodes.jsonl").open()]
+    assert [r["termination"] for r in rows] == ["error"] * 3  # left out of training, rerun
+    assert all("the user failed" in r["errors"][-1] for r in rows)
+    assert all("server is down" in r["errors"][-1] for r in rows)
+    record = rows[0]["benchmark_record"]
+    assert record["termination_reason"] == "user_error" and record["reward_info"]["reward"] == 0
+
+
 def test_solo_mode_runs_without_a_user_model():
     tasks = load_pool("tau2-telecom", "seeds", "test")[:5]
     summary = evaluate(oracle_engine(tasks), tasks, user="solo")

@@ -5,7 +5,18 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rods_env.parsing import MAX_CALLS, check_json, parse_action, parse_text
+from rods_env.env import ToolEnv
+from rods_env.parsing import (
+    LENIENT_READING,
+    MAX_CALLS,
+    OPEN_TAG,
+    TOOL_CALL_READING,
+    ParsedCall,
+    check_json,
+    parse_action,
+    parse_text,
+    visible_text,
+)
 from tests.core.fuzz import TAGS, actions
 
 
@@ -137,3 +148,63 @@ def test_a_message_dict_is_bounded_by_what_it_writes(values, bound):
     message = _numbers_call(values)
     refused = parse_action(message, bound).error is not None
     assert refused == (_written(message) > bound)
+
+
+# -- reading rules ---------------------------------------------------------------------------
+def test_tool_call_reading_reads_only_blocks_and_tool_calls():
+    rule = TOOL_CALL_READING
+    for text in (
+        '{"name": "Summary", "arguments": {"status": "done"}}',
+        '[{"name": "a"}, {"name": "b"}]',
+        '```json\n{"name": "a", "arguments": {}}\n```',
+        '{"name": "a", "arguments": {',
+        "{sigh} Yes, go ahead.",
+    ):
+        parsed = parse_action(text, rule=rule)
+        assert (parsed.calls, parsed.error, parsed.content) == ((), None, text)
+        assert parse_action(text).calls or parse_action(text).error  # lenient: a call or an error
+    said = parse_action(
+        'Let me look. <tool_call>{"name": "a", "arguments": {}}</tool_call> Done, 42.', rule=rule
+    )
+    assert said.content == "Let me look." and [c.name for c in said.calls] == ["a"]
+    assert (
+        parse_action(
+            'Let me look. <tool_call>{"name": "a", "arguments": {}}</tool_call> Done, 42.'
+        ).content
+        == "Let me look.  Done, 42."
+    )  # lenient: all the text outside the blocks
+    unclosed = parse_action('<tool_call>{"name": "a", "arguments": {"x": 1}}', rule=rule)
+    assert unclosed.calls == (ParsedCall("a", {"x": 1}),)  # a completion cut before the tag
+    assert parse_action('<tool_call>{"name": "a", "arguments": {"x": 1}}').calls[0].error
+    assert parse_action('<tool_call>{"name": "a"', rule=rule).calls[0].error
+    call_dict = parse_action({"name": "a", "arguments": {}}, rule=rule)
+    assert call_dict.calls == () and "'tool_calls'" in (call_dict.error or "")
+    assert parse_action({"name": "a", "arguments": {}}).calls[0].name == "a"
+    as_text = parse_action({"role": "assistant", "content": '{"name": "a"}'}, rule=rule)
+    assert as_text.content == '{"name": "a"}' and as_text.calls == ()
+    message = {
+        "role": "assistant",
+        "content": "Checking.",
+        "tool_calls": [{"function": {"name": "a", "arguments": '{"x": 2}'}}],
+    }
+    assert parse_action(message, rule=rule) == parse_action(message)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(actions(NAMES))
+def test_tool_call_reading_makes_calls_only_of_blocks_and_tool_calls(action):
+    parsed = parse_action(action, max_chars=200_000, rule=TOOL_CALL_READING)
+    text = action.get("content") if isinstance(action, dict) else action
+    has_calls = isinstance(action, dict) and bool(action.get("tool_calls"))
+    if parsed.calls and not has_calls:
+        assert isinstance(text, (str, list)) and OPEN_TAG in json.dumps(text)
+    if isinstance(action, str) and OPEN_TAG not in action and not parsed.error:
+        assert parsed.calls == () and parsed.content == visible_text(action)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(actions(NAMES))
+def test_the_lenient_rule_is_every_own_domains_default(action):
+    assert ToolEnv.reading_rule is LENIENT_READING
+    lenient = parse_action(action, 200_000, LENIENT_READING)
+    assert lenient == parse_action(action, 200_000)

@@ -8,9 +8,9 @@ class on the episode's state (:mod:`environments.bfcl.world.state`). What rods a
 * arguments are validated first (strict JSON types from BFCL's docs; the values a doc lists
   as an ``[Enum]`` and a few documented constants are the only ones accepted): a bad call is
   an error observation that names the argument, where BFCL's executor would run it;
-* every omitted optional argument is passed as a fresh copy of its default (BFCL's
-  ``post_tweet`` keeps its default ``mentions`` list, which ``mention`` later extends: one
-  process's later tweets would start with old mentions);
+* every omitted optional argument is passed as a fresh copy of its default as BFCL's source
+  writes it (BFCL's ``post_tweet`` keeps its default ``mentions`` list, which ``mention``
+  later extends: one process's later tweets would start with old mentions);
 * an exception inside a method is the result text BFCL's executor writes
   (``Error during execution: ...``), and the changes the method made before it stay, as in
   BFCL; MathAPI's unbounded arguments are refused and the process's precision is restored
@@ -37,6 +37,7 @@ from pydantic import Strict
 from environments.bfcl.apis import (
     ERROR_PREFIX,
     Function,
+    default_value,
     functions,
     kept_precision,
     math_refusal,
@@ -182,6 +183,8 @@ def _method(function: Function, owner: type) -> Any:
         hint = _annotation(function.name, name, prop)
         if name in required:
             default: Any = inspect.Parameter.empty
+        elif name in function.mutable_defaults:  # as BFCL's source writes it, never the
+            default = default_value(function, name)  # process's object, which may have changed
         else:
             default = (
                 real[name].default if real[name].default is not inspect.Parameter.empty else None

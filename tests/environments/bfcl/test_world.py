@@ -146,9 +146,24 @@ def test_a_method_that_raises_gives_bfcls_error_text(domain):
 
 def test_omitted_defaults_are_fresh_every_call(domain):
     """BFCL's post_tweet keeps its default mentions list, which mention() extends: each
-    call here gets its own, so one episode never leaks into the next."""
+    call here gets its own, as BFCL's source writes it, so one episode never leaks into the
+    next, even after BFCL's own code changed the process's default (its checker does)."""
+    from environments.bfcl.apis import api_class
     from environments.bfcl.world.state import TABLE
+    from tests.environments.bfcl.official import restore_bfcl_module_state
 
+    bfcl = api_class("TwitterAPI")()
+    bfcl._load_scenario({"username": "u", "password": "p", "authenticated": True})
+    polluted = bfcl.post_tweet("the process's default list")
+    bfcl.mention(polluted["id"], ["@old"])
+    assert bfcl.post_tweet("later")["mentions"] == ["@old"]  # BFCL's own leak
+    try:
+        _check_fresh_defaults(domain, TABLE)
+    finally:
+        restore_bfcl_module_state()
+
+
+def _check_fresh_defaults(domain, TABLE):
     for seed in (1, 2):
         db = domain.database(seed)
         tools = domain.toolkit(db)

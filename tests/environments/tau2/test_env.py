@@ -14,7 +14,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import rods_env
-from environments.tau2.env import Tau2Env, UserFailed
+from environments.tau2.env import USER_RETRIES, Tau2Env
 from rods_env.errors import ConfigError, RodsError
 from rods_env.oracle import run_episode
 
@@ -102,8 +102,9 @@ def test_the_reward_comes_once_at_the_end_and_sums_to_progress(airline):
 @pytest.mark.parametrize(
     ("action", "needle"),
     [
-        ('{"name": "x", "arguments": {', "could not parse"),
+        ('<tool_call>{"name": "x", "arguments": {</tool_call>', "not valid JSON"),
         ("<tool_call>[1, 2]</tool_call>", "JSON object"),
+        ({"name": "get_user_details", "arguments": {}}, "'tool_calls'"),
         ("   ", "empty"),
         ({"role": "assistant", "content": ""}, "empty"),
         ("y" * 10_000_000, "action too long"),
@@ -228,16 +229,47 @@ def test_a_user_model_gets_tau2s_prompt_and_its_tool_calls_stay_hidden_from_the_
     assert term and info["termination"] == "user_stop"
 
 
-def test_a_user_that_fails_is_an_error_not_a_silent_zero():
+def test_a_user_that_fails_ends_the_episode_cleanly_and_says_why():
     class Empty:
+        def __init__(self):
+            self.asked = 0
+
         def begin_scenario(self, task):
             pass
 
         def respond(self, system, messages, tools=None):
-            return "  "
+            self.asked += 1
+            return "  " if self.asked <= USER_RETRIES + 1 else "Hello."
 
-    with pytest.raises(UserFailed, match="no usable message"):
-        Tau2Env("tau2-retail", user=Empty()).reset(seed=0)
+    empty = Empty()
+    env = Tau2Env("tau2-retail", user=empty)
+    obs, info = env.reset(seed=0)  # the first message never comes: over at once, no raise
+    assert empty.asked == USER_RETRIES + 1  # an empty reply is asked for again, as τ²-bench
+    assert info["termination"] == "user_error" and info["progress"] == 0.0
+    assert "empty message" in info["user_error"] and "empty message" in obs
+    assert info["benchmark_record"]["termination_reason"] == "user_error"
+    with pytest.raises(RodsError, match="episode is over"):
+        env.step("Hello?")
+
+    class Raising:
+        def begin_scenario(self, task):
+            pass
+
+        def respond(self, system, messages, tools=None):
+            if len(messages) > 1:
+                raise RuntimeError("the user's server is down")
+            return "I want to return my order."
+
+    env = Tau2Env("tau2-retail", user=Raising())
+    env.reset(seed=0)
+    obs, reward, term, trunc, info = env.step("Sure, what is your order id?")
+    assert term and not trunc and reward == 0.0 and info["termination"] == "user_error"
+    assert "RuntimeError: the user's server is down" in info["user_error"]
+
+    once = Empty()
+    once.asked = USER_RETRIES  # one empty reply, then a message: a retry, not a failure
+    _, info = Tau2Env("tau2-retail", user=once).reset(seed=0)
+    assert info["termination"] is None and info["user_error"] is None
     with pytest.raises(ConfigError, match="needs a user that plays τ²-bench's scenarios"):
         Tau2Env("tau2-retail", user=rods_env.ScriptedUser())
     with pytest.raises(ConfigError, match="has no solo mode"):
