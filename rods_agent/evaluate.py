@@ -51,7 +51,13 @@ from rods_agent.engines.base import (
     SamplingParams,
     derive_seed,
 )
-from rods_agent.rollout import EpisodeRecord, EpisodeSpec, RolloutConfig, run_rollouts
+from rods_agent.rollout import (
+    EpisodeRecord,
+    EpisodeSpec,
+    RolloutConfig,
+    env_prompt_kwargs,
+    run_rollouts,
+)
 from rods_env.benchmark import BenchmarkDomain
 from rods_env.errors import ConfigError
 from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl
@@ -1001,6 +1007,7 @@ def _settings(
         "concurrency": rollout.batch_size,
         "tool_format": rollout.tool_format,
         "user": user,
+        **({"prompt": rollout.prompt} if rollout.prompt != "full" else {}),
     }
 
 
@@ -1267,7 +1274,12 @@ def _run(
             continue
 
         def make(name: str = name) -> Any:
-            kwargs: dict[str, Any] = {"tasks": (), "split": None, "max_steps": rollout.max_turns}
+            kwargs: dict[str, Any] = {
+                "tasks": (),
+                "split": None,
+                "max_steps": rollout.max_turns,
+                **env_prompt_kwargs(name, rollout.prompt),
+            }
             if user == "solo":
                 kwargs["solo"] = True
             else:

@@ -459,15 +459,22 @@ def grpo_step(
 ) -> dict[str, float]:
     """One optimizer step of GRPO over ``sequences``, accumulated over micro-batches.
 
-    Each sequence needs ``old_logp`` (and ``ref_logp`` when ``config.kl_coef > 0``). The
-    per-token loss is ``clipped_surrogate * tis_weight + kl_coef * k3``, aggregated by
+    Each sequence needs ``old_logp`` (and ``ref_logp`` when ``config.kl_coef > 0``), except
+    that a sequence whose ``old_logp`` is None takes it from this step's own forward pass
+    (detached): the on-policy case of one update per batch, where a separate scoring pass
+    would compute the same numbers again. Its ``old_logp`` is filled in on the way.
+
+    The per-token loss is ``clipped_surrogate * tis_weight + kl_coef * k3``, aggregated by
     ``config.loss_agg`` with the whole batch's normalizer; gradients are clipped to
-    ``config.max_grad_norm`` before the step.
+    ``config.max_grad_norm`` before the step. Without a KL term, a sequence whose advantage
+    is 0 (a group whose rewards were all equal) has a loss of exactly 0 at every token: it
+    is counted in the normalizer but not run through the model (``skipped``).
 
     Returns:
         Metrics: ``loss``, ``pg_loss``, ``kl``, ``clip_fraction``, ``ratio_mean``,
-        ``entropy``, ``tis_weight_mean``, ``grad_norm``, ``tokens``, ``sequences``,
-        ``seconds``.
+        ``entropy``, ``tis_weight_mean`` (over the tokens run), ``grad_norm``, ``tokens``,
+        ``sequences``, ``skipped`` (sequences not run), ``forward_tokens`` (tokens of the
+        sequences run), ``seconds``.
     """
     import torch
 
@@ -475,6 +482,9 @@ def grpo_step(
     seqs = [s for s in sequences if s.n_loss_tokens > 0]
     n_tokens = float(sum(s.n_loss_tokens for s in seqs))
     n_seqs = float(len(seqs))
+    run = [s for s in seqs if s.advantage != 0.0] if config.kl_coef == 0 else seqs
+    skipped = len(seqs) - len(run)
+    run_tokens = max(float(sum(s.n_loss_tokens for s in run)), 1.0)
     # Clip what the optimizer updates: with float32 master weights the gradients are there.
     params = [p for group in optimizer.param_groups for p in group["params"]]
     optimizer.zero_grad(set_to_none=True)
@@ -482,16 +492,19 @@ def grpo_step(
     model.train()
     for mb, logp, ent, mask in scored_micro_batches(
         model,
-        [s.token_ids for s in seqs],
-        [s.loss_mask for s in seqs],
+        [s.token_ids for s in run],
+        [s.loss_mask for s in run],
         sampling,
         micro_batch_size=config.micro_batch_size,
         device=device,
         entropy=True,
         share_heads=share_heads,
     ):
-        rows = [seqs[i] for i in mb]
+        rows = [run[i] for i in mb]
         mask = mask.float()
+        for row, s in enumerate(rows):
+            if s.old_logp is None:  # on-policy: this forward pass is the old policy
+                s.old_logp = (logp[row, : len(s.token_ids)].detach() * s.loss_mask).float()
         old = pad_rows([_required(s.old_logp, "old_logp") for s in rows], 0.0, device)
         eng = pad_rows([s.engine_logp for s in rows], 0.0, device)
         adv = torch.tensor([s.advantage for s in rows], dtype=torch.float32, device=device)
@@ -522,26 +535,30 @@ def grpo_step(
             sums["tis"] += float((tis * mask).sum().item())
             if ent is not None:
                 sums["entropy"] += float((ent * mask).sum().item())
+    if seqs and not run:  # the gradient the skipped rows' backward would have given: zeros
+        for p in params:
+            p.grad = torch.zeros_like(p)
     grad_norm = (
         float(torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm).item())
         if params and seqs
         else 0.0
     )
-    if seqs:
+    if seqs:  # AdamW steps on a zero gradient too (its moments move the weights)
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    per_token = max(n_tokens, 1.0)
     return {
         "loss": sums["loss"],
         "pg_loss": sums["pg_loss"],
-        "kl": sums["kl"] / per_token,
-        "clip_fraction": sums["clipped"] / per_token,
-        "ratio_mean": sums["ratio"] / per_token if seqs else 1.0,
-        "entropy": sums["entropy"] / per_token,
-        "tis_weight_mean": sums["tis"] / per_token if seqs else 1.0,
+        "kl": sums["kl"] / run_tokens,
+        "clip_fraction": sums["clipped"] / run_tokens,
+        "ratio_mean": sums["ratio"] / run_tokens if run else 1.0,
+        "entropy": sums["entropy"] / run_tokens,
+        "tis_weight_mean": sums["tis"] / run_tokens if run else 1.0,
         "grad_norm": grad_norm if math.isfinite(grad_norm) else float("nan"),
         "tokens": n_tokens,
         "sequences": n_seqs,
+        "skipped": float(skipped),
+        "forward_tokens": float(sum(len(s.token_ids) for s in run)),
         "seconds": time.perf_counter() - t0,
     }
 

@@ -59,6 +59,7 @@ from rods_agent.engines.base import (
     derive_seed,
 )
 from rods_agent.engines.formats import get_tool_format
+from rods_env.env import PROMPTS
 from rods_env.errors import ConfigError
 from rods_env.task import Task
 
@@ -112,6 +113,9 @@ class RolloutConfig:
         tool_format: Name of the tool-call format (:mod:`rods_agent.engines.formats`).
         check_tokens: At the end of each episode, compare the kept token sequence with a
             re-rendering of the conversation (recorded in ``token_check``).
+        prompt: What an own-domain environment shows (``ToolEnv(prompt=...)``): ``full``
+            (the domain's policy and every tool) or ``brief`` (a short policy and the task's
+            own tools).
     """
 
     sampling: SamplingParams = field(default_factory=SamplingParams)
@@ -120,12 +124,15 @@ class RolloutConfig:
     batch_size: int = 32
     tool_format: str = "auto"
     check_tokens: bool = True
+    prompt: str = "full"
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_tokens", "batch_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
         get_tool_format(self.tool_format)
+        if self.prompt not in PROMPTS:
+            raise ConfigError(f"prompt must be one of {', '.join(PROMPTS)}, got {self.prompt!r}")
 
 
 @dataclass(frozen=True)
@@ -276,6 +283,9 @@ class DomainRouter:
         make_user: Builds the user simulator of a new environment (None: the environment's
             default user).
         solo: Run without a user (a benchmark domain's solo mode, e.g. τ²-bench's telecom).
+        prompt: What rods domains' environments show (:data:`rods_env.env.PROMPTS`); a
+            benchmark's environment shows the benchmark's own prompt, so anything but
+            ``full`` is refused for it.
         **env_kwargs: More environment arguments.
     """
 
@@ -285,11 +295,13 @@ class DomainRouter:
         max_steps: int = 40,
         make_user: Callable[[], Any] | None = None,
         solo: bool = False,
+        prompt: str = "full",
         **env_kwargs: Any,
     ) -> None:
         self.max_steps = max_steps
         self.make_user = make_user
         self.solo = solo
+        self.prompt = prompt
         self.env_kwargs = env_kwargs
         self._envs: dict[str, Any] = {}
 
@@ -300,6 +312,7 @@ class DomainRouter:
             from rods_env.registry import load_any_domain, make_env
 
             kwargs = dict(self.env_kwargs)
+            kwargs.update(env_prompt_kwargs(task.domain, self.prompt))
             if self.solo:
                 if "solo" not in getattr(load_any_domain(task.domain), "user_modes", ()):
                     raise ConfigError(f"{task.domain} has no solo mode: its tasks need a user")
@@ -309,6 +322,25 @@ class DomainRouter:
             env = make_env(task.domain, max_steps=self.max_steps, **kwargs)
             self._envs[task.domain] = env
         return env
+
+
+def env_prompt_kwargs(domain: str, prompt: str) -> dict[str, Any]:
+    """The environment arguments that make ``domain``'s environment show ``prompt``.
+
+    Raises:
+        ConfigError: ``prompt`` is not ``full`` and ``domain`` is a benchmark (whose
+            prompt is the benchmark's own).
+    """
+    if prompt == "full":
+        return {}
+    from rods_env.benchmark import BenchmarkDomain
+    from rods_env.registry import load_any_domain
+
+    if isinstance(load_any_domain(domain), BenchmarkDomain):
+        raise ConfigError(
+            f"{domain} shows the benchmark's own prompt; prompt={prompt!r} is for rods domains"
+        )
+    return {"prompt": prompt}
 
 
 _Outcome = tuple[Any, BaseException | None, float]

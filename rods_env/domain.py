@@ -182,6 +182,10 @@ class Domain:
             (:func:`rods_env.seeds.build_seed_tasks`).
         exploits: Panel agents (:data:`rods_env.exploits.EXTRA_EXPLOITS`) this domain's
             tasks are also played against, besides :data:`rods_env.exploits.EXPLOITS`.
+        brief_policy: A short policy for the brief prompt (``ToolEnv(prompt="brief")``): the
+            rules an agent needs, in a few lines. None: the domain has no brief prompt.
+        brief_tools: Tools the brief prompt always offers besides the task's own (the
+            look-ups any task of the domain may start with).
     """
 
     name: str
@@ -205,6 +209,8 @@ class Domain:
     world_per_task: bool = False
     seed_augments: tuple[str, ...] = ()
     exploits: tuple[str, ...] = ()
+    brief_policy: str | None = None
+    brief_tools: tuple[str, ...] = ()
 
     @property
     def env_id(self) -> str:
@@ -251,6 +257,19 @@ class Domain:
         if self.task_tools is None:
             return names
         return names & frozenset(self.task_tools(task))
+
+    def brief_tools_for(self, task: Task) -> frozenset[str]:
+        """The tools the brief prompt offers for ``task``: the tools of its gold calls and
+        of its withheld tools, plus :attr:`brief_tools`, within :meth:`tools_for`.
+
+        The full prompt offers every tool of the domain (4-5k tokens of schemas and policy
+        for a small model's context); the brief one about a fifth of that. The task is
+        the same and is scored the same; what the agent is shown is smaller.
+        """
+        names = {call.name for turn in task.turns for call in turn.calls}
+        names.update(name for turn in task.turns for name in turn.withheld_tools)
+        names.update(self.brief_tools)
+        return self.tools_for(task) & frozenset(names)
 
     @cached_property
     def skill_map(self) -> dict[str, Skill]:

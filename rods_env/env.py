@@ -37,6 +37,9 @@ from rods_env.task import Task, load_tasks
 from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text
 from rods_env.user import ScriptedUser, TurnView, UserSimulator
 
+PROMPTS = ("full", "brief")
+"""What an own-domain environment shows the agent (``ToolEnv(prompt=...)``)."""
+
 _ARGS_JSON = json.JSONEncoder(ensure_ascii=False)  # reused: cheaper than json.dumps per call
 
 
@@ -76,6 +79,10 @@ class ToolEnv(gym.Env[str, str]):
         render_mode: None or ``"ansi"``.
         max_action_chars: Longer actions are rejected with an error observation.
         gold_cache: Where gold replays are cached (default: process-wide).
+        prompt: ``"full"``: the domain's policy and every tool (the task as a benchmark
+            poses it); ``"brief"``: the domain's brief policy and only the task's own tools
+            (:meth:`Domain.brief_tools_for`), for a small model's context. The task, the
+            user and the reward are the same.
     """
 
     # gymnasium types metadata as an instance attribute; it is class-level data here.
@@ -95,6 +102,7 @@ class ToolEnv(gym.Env[str, str]):
         render_mode: str | None = None,
         max_action_chars: int = MAX_TEXT_CHARS,
         gold_cache: GoldCache | None = None,
+        prompt: str = "full",
     ) -> None:
         if isinstance(domain, str):
             from rods_env.registry import load_domain
@@ -104,6 +112,11 @@ class ToolEnv(gym.Env[str, str]):
             raise ConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
+        if prompt not in PROMPTS:
+            raise ConfigError(f"prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
+        if prompt == "brief" and domain.brief_policy is None:
+            raise ConfigError(f"domain {domain.name} has no brief prompt (Domain.brief_policy)")
+        self.prompt = prompt
         self.domain = domain
         self.render_mode = render_mode
         self.max_steps = int(max_steps)
@@ -131,7 +144,7 @@ class ToolEnv(gym.Env[str, str]):
         self._all_tool_names = frozenset(domain.toolkit.names())
         self._schemas_all = FrozenList(domain.toolkit.schemas())
         self._task_tools = self._all_tool_names
-        self._policy = domain.policy
+        self._policy = domain.brief_policy if prompt == "brief" else domain.policy
         self._count_results = domain.rules.results != "off"
         self._per_turn_results = domain.rules.results == "turn"
         self._results_seen: Counter[str] = Counter()
@@ -207,9 +220,12 @@ class ToolEnv(gym.Env[str, str]):
         self._over = False
         self._seen = SeenValues()
         self._results_seen = Counter()
-        self._task_tools = (
-            self._all_tool_names if self.domain.task_tools is None else self.domain.tools_for(task)
-        )
+        if self.prompt == "brief":
+            self._task_tools = self.domain.brief_tools_for(task)
+        elif self.domain.task_tools is None:
+            self._task_tools = self._all_tool_names
+        else:
+            self._task_tools = self.domain.tools_for(task)
         first = clip_text(self.user.start(task), MAX_TEXT_CHARS)
         # a domain without a policy sends no system prompt (BFCL's function-calling mode)
         system = [FrozenDict(role="system", content=self._policy)] if self._policy else []

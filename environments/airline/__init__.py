@@ -23,6 +23,8 @@ DOMAIN = Domain(
     sizes=("tiny", "default", *LONG_SIZES),
     toolkit=AirlineTools,
     policy=(_HERE / "policy.md").read_text(encoding="utf-8"),
+    brief_policy=(_HERE / "policy_brief.md").read_text(encoding="utf-8"),
+    brief_tools=("get_user_details", "get_reservation_details"),
     skills=SKILLS,
     seeds_path=_HERE / "seeds.jsonl",
     unrelated_write=unrelated_write,

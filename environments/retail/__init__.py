@@ -23,6 +23,13 @@ DOMAIN = Domain(
     sizes=("tiny", "default", *LONG_SIZES),
     toolkit=RetailTools,
     policy=(_HERE / "policy.md").read_text(encoding="utf-8"),
+    brief_policy=(_HERE / "policy_brief.md").read_text(encoding="utf-8"),
+    brief_tools=(
+        "find_user_id_by_email",
+        "find_user_id_by_name_zip",
+        "get_user_details",
+        "get_order_details",
+    ),
     skills=SKILLS,
     seeds_path=_HERE / "seeds.jsonl",
     unrelated_write=unrelated_write,

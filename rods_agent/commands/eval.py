@@ -94,6 +94,14 @@ class RunOptions:
         default="auto",
         metadata=option("how completions become actions", choices=tool_formats),
     )
+    prompt: Literal["full", "brief"] = field(
+        default="full",
+        metadata=option(
+            "what a rods domain shows: full (its policy and every tool) or brief (a short "
+            "policy and the task's own tools, as a small model trained with "
+            "rollout.prompt=brief saw them)"
+        ),
+    )
     progress: bool = field(
         default=True, metadata=option("no progress bars (ours and transformers')")
     )
@@ -187,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         max_tokens=max_episode_tokens,
         batch_size=engine.concurrency,
         tool_format=opts.tool_format,
+        prompt=opts.prompt,
     )
     user_model = None
     if user == "llm":

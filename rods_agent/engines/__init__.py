@@ -324,8 +324,14 @@ def build_engine(
         if options.engine == "transformers":
             from rods_agent.engines.hf import TransformersEngine
 
+            # keeping each conversation's keys and values between turns gives the same
+            # completions (tests/agent/test_engines.py) and prefills only each turn's news
             return TransformersEngine(
-                model, device=options.device, dtype=options.dtype, thinking=options.thinking_switch
+                model,
+                device=options.device,
+                dtype=options.dtype,
+                thinking=options.thinking_switch,
+                reuse_kv=True,
             )
         from rods_agent.engines.vllm_engine import VLLMEngine
 

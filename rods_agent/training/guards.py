@@ -28,7 +28,9 @@ from rods_env.errors import ConfigError, TrainingError
 from rods_env.task import Task
 
 
-def opening_lengths(chat: Any, tasks: Iterable[Task]) -> dict[str, tuple[int, str]]:
+def opening_lengths(
+    chat: Any, tasks: Iterable[Task], *, prompt: str = "full"
+) -> dict[str, tuple[int, str]]:
     """The longest opening prompt of each domain's tasks, in tokens of ``chat``.
 
     Each task's environment is reset (cheap) and its opening rendered exactly as a rollout
@@ -40,7 +42,7 @@ def opening_lengths(chat: Any, tasks: Iterable[Task]) -> dict[str, tuple[int, st
     Raises:
         ConfigError: the chat template cannot render an opening (one line, naming the task).
     """
-    router = DomainRouter(max_steps=2)
+    router = DomainRouter(max_steps=2, prompt=prompt)
     seen: set[tuple[str, str, str]] = set()
     longest: dict[str, tuple[int, str]] = {}
     for task in tasks:
@@ -74,7 +76,7 @@ def check_prompts_fit(config: TrainConfig, chat: Any, tasks: Sequence[Task]) -> 
         ConfigError: an opening of ``tasks`` leaves no room for a completion within
             ``rollout.max_tokens`` (or, with a warm start, ``warm_start.max_tokens``).
     """
-    lengths = opening_lengths(chat, tasks)
+    lengths = opening_lengths(chat, tasks, prompt=config.rollout.prompt)
     caps = [("rollout.max_tokens", config.rollout.max_tokens)]
     if config.warm_start.enabled:
         caps.append(("warm_start.max_tokens", config.warm_start.max_tokens))

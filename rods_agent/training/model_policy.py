@@ -179,6 +179,7 @@ class ModelPolicy:
             max_tokens=rc.max_tokens,
             batch_size=max(1, batch_size),
             tool_format=rc.tool_format,
+            prompt=rc.prompt,
         )
 
     def _make_env(self) -> DomainRouter:
@@ -191,6 +192,7 @@ class ModelPolicy:
             max_steps=self.config.rollout.max_turns + 1,
             make_user=make_user,
             solo=self.config.rollout.user == "solo",
+            prompt=self.config.rollout.prompt,
         )
 
     def _bar(self, total: int, desc: str, unit: str) -> Any:
@@ -305,13 +307,17 @@ class ModelPolicy:
             if callable(sleep) and not self.device.startswith("cpu"):
                 sleep()
         t_score = time.perf_counter()
-        for s, lp in zip(seqs, self._score(self.learner, seqs), strict=True):
-            s.old_logp = lp * s.loss_mask
+        scored = self.config.grpo.epochs > 1 or not self.config.grpo.fused_scoring
+        forward_tokens = float(sum(len(s.token_ids) for s in seqs)) if scored else 0.0
+        if scored:
+            for s, lp in zip(seqs, self._score(self.learner, seqs), strict=True):
+                s.old_logp = lp * s.loss_mask
+        # else one update per batch: grpo_step takes the old log-probabilities from its own
+        # forward pass (the same weights), so no separate scoring pass runs
         if self.config.grpo.kl_coef > 0:
             for s, lp in zip(seqs, self._reference_scores(seqs), strict=True):
                 s.ref_logp = lp * s.loss_mask
         timings = {"score": time.perf_counter() - t_score}
-        metrics.update(mismatch_metrics(seqs))
         step_metrics: dict[str, float] = {}
         t_step = time.perf_counter()
         stepped = 0
@@ -321,10 +327,12 @@ class ModelPolicy:
                 self.learner, seqs, self.optimizer, self.loss_config, self.sampling,
                 device=self.device, share_heads=self.config.model.share_heads,
             )  # fmt: skip
+            forward_tokens += step_metrics["forward_tokens"]
             if step_metrics["tokens"] > 0:  # grpo_step stepped the optimizer
                 self.scheduler.stepped()
                 stepped += 1
         timings["step"] = time.perf_counter() - t_step
+        metrics.update(mismatch_metrics([s for s in seqs if s.old_logp is not None]))
         metrics["optimizer_steps"] = float(stepped)
         metrics["loss_tokens"] = float(sum(s.n_loss_tokens for s in seqs))
         if stepped:
@@ -342,9 +350,7 @@ class ModelPolicy:
         # Tokens the learner ran forward (scoring, then each epoch): divide by the loop's
         # time.update for the learner's tokens/s. No wall-clock value goes into these
         # metrics, so a resumed run logs the same numbers as an unbroken one.
-        metrics["learner_tokens"] = float(
-            sum(len(s.token_ids) for s in seqs) * (1 + self.config.grpo.epochs)
-        )
+        metrics["learner_tokens"] = forward_tokens
         timings["total"] = time.perf_counter() - t0
         self.update_seconds = timings
         log.info(
@@ -407,7 +413,11 @@ class ModelPolicy:
         """``log.eval_k`` seeded episodes per task with the current weights, through
         :func:`rods_agent.evaluate.evaluate`: pass^k, mean progress and the breakdowns of
         ``rods eval`` (timings left out: the loop records them), plus ``progress`` and
-        ``success`` as every policy reports them."""
+        ``success`` as every policy reports them.
+
+        The per-task results go to ``<out>/eval/step-NNNNNN/`` (``rods eval``'s files:
+        confidence intervals over tasks and seeds are computed from them; a run killed
+        mid-evaluation resumes it)."""
         from rods_agent.evaluate import evaluate
 
         k = self.config.log.eval_k
@@ -427,6 +437,7 @@ class ModelPolicy:
             progress=self.config.log.progress,
             meta={"step": step, "weights_version": self.weights_version},
             seed=derive_seed(self.config.seed, "eval", step),
+            out=self.out_dir / "eval" / f"step-{step:06d}",
         ).to_dict()
         for timing in ("gen_seconds", "env_seconds"):
             summary.pop(timing, None)

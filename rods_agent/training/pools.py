@@ -21,7 +21,8 @@ def train_domain(env: str) -> str:
 
 
 def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
-    """The starting pool and the test split (reserved from synthesis, used for evaluation).
+    """The starting pool and the test split (reserved from synthesis, used for evaluation;
+    ``data.eval_pool`` replaces the latter with held-out tasks of the caller's choosing).
 
     ``data.pool`` is ``seeds`` (each domain's seed tasks) or a JSONL task pool; a pool's
     tasks without a split (synthesized pools) count as train tasks. A benchmark domain
@@ -84,4 +85,15 @@ def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
     if not train:
         where = "the seed sets" if pool_file is None else data.pool
         raise ConfigError(f"data.pool: no {data.split} tasks of {', '.join(config.env)} in {where}")
+    if data.eval_pool is not None:
+        test = load_tasks(data.eval_pool)
+        if not test:
+            raise ConfigError(f"data.eval_pool: no tasks in {data.eval_pool}")
+        trained = {t.id for t in train}
+        both = [t.id for t in test if t.id in trained]
+        if both:
+            raise ConfigError(
+                f"data.eval_pool: {len(both)} of its tasks are in the training pool too "
+                f"(first: {both[0]}); an evaluation split must be held out"
+            )
     return train, test

@@ -47,6 +47,7 @@ def oracle_transcripts(
     max_tokens: int = 16_384,
     max_turns: int = 60,
     batch_size: int = 32,
+    prompt: str = "full",
 ) -> list[EpisodeRecord]:
     """The oracle's episode of each task, tokenized with ``chat`` as a rollout is.
 
@@ -57,6 +58,9 @@ def oracle_transcripts(
             rollout's token cap ends it).
         max_turns: Most oracle steps per episode.
         batch_size: Episodes run at once.
+        prompt: What the environments show (``full`` or ``brief``; see
+            :class:`rods_env.env.ToolEnv`): the transcripts carry the prompt the model will
+            see in its rollouts.
     """
     from rods_agent.engines import oracle_agents
     from rods_agent.engines.scripted import ScriptedEngine
@@ -67,10 +71,11 @@ def oracle_transcripts(
         max_turns=max_turns,
         max_tokens=max_tokens,
         batch_size=batch_size,
+        prompt=prompt,
     )
     return run_rollouts(
         engine,
-        lambda: DomainRouter(max_steps=max_turns),
+        lambda: DomainRouter(max_steps=max_turns, prompt=prompt),
         [EpisodeSpec(t) for t in tasks],
         config,
     )
@@ -220,17 +225,25 @@ def mean_progress(
     seed: int = 0,
     batch_size: int = 32,
     trials: int = 1,
+    prompt: str = "full",
 ) -> float:
-    """Mean progress of ``trials`` seeded episodes per task with ``engine``."""
+    """Mean progress of ``trials`` seeded episodes per task with ``engine`` (``prompt``:
+    what the environments show)."""
     specs = [
         EpisodeSpec(t, trial, sampling_seed=derive_seed(seed, "progress", t.id, trial))
         for t in tasks
         for trial in range(trials)
     ]
     config = RolloutConfig(
-        sampling=sampling, max_turns=max_turns, max_tokens=max_tokens, batch_size=batch_size
+        sampling=sampling,
+        max_turns=max_turns,
+        max_tokens=max_tokens,
+        batch_size=batch_size,
+        prompt=prompt,
     )
-    records = run_rollouts(engine, lambda: DomainRouter(max_steps=max_turns), specs, config)
+    records = run_rollouts(
+        engine, lambda: DomainRouter(max_steps=max_turns, prompt=prompt), specs, config
+    )
     return sum(r.progress for r in records) / len(records) if records else 0.0
 
 
@@ -309,7 +322,9 @@ def warm_start(
     if not pool:
         raise ConfigError("warm_start: no tasks to transcribe")
     t0 = time.perf_counter()
-    records = oracle_transcripts(pool, engine.chat, max_tokens=ws.max_tokens)
+    records = oracle_transcripts(
+        pool, engine.chat, max_tokens=ws.max_tokens, prompt=config.rollout.prompt
+    )
     whole = [i for i, r in enumerate(records) if complete(r)]
     cut = len(pool) - len(whole)
     if not whole:
@@ -332,6 +347,7 @@ def warm_start(
         return mean_progress(
             engine, chosen, measure_sampling, max_turns=rc.max_turns,
             max_tokens=rc.max_tokens, seed=config.seed, trials=rc.group_size,
+            prompt=rc.prompt,
         )  # fmt: skip
 
     out: dict[str, float] = {

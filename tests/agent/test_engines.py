@@ -410,3 +410,17 @@ def test_build_engine_loads_a_complete_folder_and_reports_a_broken_one(tmp_path,
         build_engine(EngineOptions(engine="transformers", model=str(broken)))
     message = str(info.value)
     assert message.startswith(f"cannot load model '{broken}'") and "\n" not in message
+
+
+def test_freed_tensor_memory_goes_back_to_the_system():
+    """On glibc the mmap threshold is fixed once (a learner's RSS stops creeping up)."""
+    import sys
+
+    from rods_agent.engines.hf import return_freed_memory
+
+    took = return_freed_memory()
+    assert return_freed_memory() is took  # once per process
+    if sys.platform.startswith("linux"):
+        import ctypes.util
+
+        assert took == (ctypes.util.find_library("c") is not None)

@@ -284,3 +284,100 @@ def test_a_shared_head_is_computed_once_and_changes_nothing(monkeypatch):
     whole = [shape[1] for share, shape, past in calls if not share]
     assert max(rest) < max(whole)
     assert sum(1 for share, _, past in calls if share and not past) == 4  # 2 heads x 2 passes
+
+
+# -- exact shortcuts of the update ------------------------------------------------------------
+def _counting(model, calls):
+    original = model.forward
+
+    def counting(*args, _orig=original, **kw):
+        calls.append(kw["input_ids"].shape[0])
+        return _orig(*args, **kw)
+
+    model.forward = counting
+    return model
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean"])
+def test_rows_with_zero_advantage_are_skipped_and_change_nothing(agg):
+    """Without KL, a zero-advantage row's loss is 0 at every token: skipping its forward
+    pass (but counting it in the normalizer) gives the same update as running it."""
+    sampling = Sampling(temperature=0.9)
+    base = _model(3)
+    seqs = _sequences(6, seed=4)
+    for i, s in enumerate(seqs):
+        s.advantage = 0.0 if i % 2 == 0 else (1.0 if i % 4 == 1 else -1.0)
+    results, calls = [], []
+    for skip in (True, False):
+        model = _counting(copy.deepcopy(base), calls)
+        rows = _prepare(model, copy.deepcopy(seqs), sampling)
+        if not skip:  # the same rows with a tiny advantage that the loss rounds to 0
+            for s in rows:
+                s.advantage = s.advantage or 1e-30
+        calls.clear()
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        cfg = LossConfig(loss_agg=agg, micro_batch_size=1, max_grad_norm=1e9)
+        results.append((model, grpo_step(model, rows, opt, cfg, sampling), sum(calls)))
+    (m1, r1, run1), (m2, r2, run2) = results
+    for p1, p2 in zip(m1.parameters(), m2.parameters(), strict=True):
+        assert torch.allclose(p1, p2, atol=1e-6)
+    moved = zip(m1.parameters(), base.parameters(), strict=True)
+    assert any((p1 - p0).abs().max() > 1e-4 for p1, p0 in moved)
+    assert r1["loss"] == pytest.approx(r2["loss"], rel=1e-5, abs=1e-8)
+    assert r1["tokens"] == r2["tokens"] and r1["skipped"] == 3 and r2["skipped"] == 0
+    assert run1 == 3 and run2 == 6  # rows through the model
+
+
+def test_a_batch_of_zero_advantages_still_steps_adamw_like_a_zero_gradient():
+    """All rows skipped: AdamW gets the zero gradient their backward would have given, and
+    its moments move the weights as before."""
+    sampling = Sampling()
+    base = _model(4)
+    seqs = _sequences(4, seed=5)
+    finals = []
+    for zero in (True, False):
+        model = copy.deepcopy(base)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.1)
+        first = _prepare(model, copy.deepcopy(seqs), sampling)
+        grpo_step(model, first, opt, LossConfig(), sampling)  # moments from a real step
+        second = _prepare(model, copy.deepcopy(seqs), sampling)
+        for s in second:
+            s.advantage = 0.0 if zero else 1e-30
+        m = grpo_step(model, second, opt, LossConfig(), sampling)
+        finals.append((model, m))
+    (mz, rz), (mt, rt) = finals
+    assert rz["skipped"] == 4 and rt["skipped"] == 0
+    for p1, p2 in zip(mz.parameters(), mt.parameters(), strict=True):
+        assert torch.allclose(p1, p2, atol=1e-6)
+
+
+@pytest.mark.parametrize("kl", [0.0, 0.1])
+def test_fused_old_logprobs_train_exactly_like_a_separate_scoring_pass(kl):
+    """One update per batch: old log-probabilities taken from the update's own forward
+    pass give the update of a separate (eval-mode, no-grad) scoring pass."""
+    sampling = Sampling(temperature=0.8, top_p=0.95)
+    base, ref = _model(5), _model(6)
+    seqs = _sequences(6, seed=6)
+    for i, s in enumerate(seqs):
+        s.advantage = 1.0 if i % 2 else -1.0
+    results = []
+    for fused in (True, False):
+        model = copy.deepcopy(base)
+        rows = copy.deepcopy(seqs)
+        if not fused:
+            _prepare(model, rows, sampling)
+        if kl:
+            refs = score_sequences(ref, rows, sampling, micro_batch_size=3)
+            for s, lp in zip(rows, refs, strict=True):
+                s.ref_logp = lp
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        cfg = LossConfig(kl_coef=kl, micro_batch_size=2, max_grad_norm=1e9)
+        results.append((model, grpo_step(model, rows, opt, cfg, sampling), rows))
+    (m1, r1, rows1), (m2, r2, rows2) = results
+    for p1, p2 in zip(m1.parameters(), m2.parameters(), strict=True):
+        assert torch.allclose(p1, p2, atol=1e-6)
+    for key in ("loss", "grad_norm", "ratio_mean", "tis_weight_mean", "clip_fraction"):
+        assert r1[key] == pytest.approx(r2[key], rel=1e-5, abs=1e-7)
+    assert r1["ratio_mean"] == pytest.approx(1.0)
+    for a, b in zip(rows1, rows2, strict=True):  # filled in on the way, as scored
+        assert torch.allclose(a.old_logp, b.old_logp, atol=1e-5)

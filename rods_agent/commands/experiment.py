@@ -1,0 +1,44 @@
+"""``rods experiment``: static vs filter vs rods from one warm start, at equal rollouts.
+
+    rods experiment configs/learning-cpu.yaml                 # runs, or resumes, every stage
+    rods experiment configs/learning-cpu.yaml runs.seeds=[0]  # key=value overrides
+    rods experiment configs/learning-cpu.yaml --summary       # redraw the summary only
+
+The stages and what each writes are in :mod:`rods_agent.experiment.runner` and
+docs/learning.md. A rerun with the same configuration continues where the last one stopped;
+one with other settings is refused, naming them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``rods experiment`` options."""
+    parser.add_argument("config", type=Path, help="experiment YAML (configs/learning-cpu.yaml)")
+    parser.add_argument(
+        "overrides", nargs="*", metavar="key=value", help="overrides, e.g. runs.steps=8"
+    )
+    parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="only (re)write the summary, table and plots from what the stages wrote",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``rods experiment``."""
+    from rods_agent.experiment.config import load_experiment
+    from rods_agent.experiment.runner import Experiment
+    from rods_agent.experiment.summary import write_summary
+
+    config = load_experiment(args.config, args.overrides)
+    if args.summary:
+        write_summary(config, Path(config.out))
+        print(f"rods experiment: summary in {Path(config.out) / 'summary.md'}")
+        return 0
+    Experiment(config).run()
+    print((Path(config.out) / "summary.md").read_text(encoding="utf-8"))
+    return 0

@@ -1,0 +1,149 @@
+"""The configuration of ``rods experiment``: one YAML file, typed sections, ``key=value``
+overrides (the same machinery as ``rods train``'s, :mod:`rods_agent.config`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from rods_agent.config import Section, SynthMode, TrainConfig
+from rods_env.errors import ConfigError
+
+Mode = Literal["static", "filter", "rods"]
+
+
+class PoolPlan(Section):
+    """The task sets of the experiment, all from the domain's train seeds but the test split."""
+
+    skills: list[str] | None = Field(
+        None,
+        description="Only tasks of these skills, in every split (a world of short episodes for "
+        "a CPU: the cost of a step grows with the tokens of its episodes); null: every skill.",
+    )
+    validation: int = Field(
+        24,
+        ge=1,
+        description="Train seeds held out as the validation split (hyperparameters and the "
+        "warm start's stopping point are chosen on it, never on the test split).",
+    )
+    per_seed: int = Field(
+        2,
+        ge=1,
+        description="Synthesized variants per remaining train seed (the warm start's data).",
+    )
+    modes: list[SynthMode] = Field(
+        default_factory=lambda: list[SynthMode](["resample"]),
+        description="Synthesis modes of those variants.",
+    )
+    augment: list[str] = Field(default_factory=list, description="Augmentations of them.")
+    seed: int = Field(0, description="Synthesis seed.")
+
+
+class WarmStartPlan(Section):
+    """Supervised fine-tuning on the oracle's transcripts of the synthesized train pool, one
+    epoch at a time, stopped when validation progress stops rising."""
+
+    max_epochs: int = Field(4, ge=1, description="Most epochs.")
+    patience: int = Field(
+        1, ge=1, description="Epochs without a new best validation progress before stopping."
+    )
+    tasks: int = Field(0, ge=0, description="Synthesized tasks transcribed (0: all).")
+
+
+class EvalPlan(Section):
+    """The held-out evaluations."""
+
+    test_tasks: int = Field(0, ge=0, description="Test tasks evaluated (0: the whole test split).")
+    trials: int = Field(1, ge=1, description="Trials per task.")
+    every: int = Field(4, ge=1, description="Steps between evaluations of each run.")
+    base_model: bool = Field(
+        True, description="Also evaluate the model before the warm start (validation and test)."
+    )
+
+
+class RunsPlan(Section):
+    """The GRPO runs: every mode from the same warm start, at equal rollouts."""
+
+    modes: list[Mode] = Field(
+        default_factory=lambda: list[Mode](["static", "filter", "rods"]),
+        description="Modes compared.",
+    )
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], description="Seeds of each mode.")
+    steps: int = Field(12, ge=1, description="GRPO steps of each run (equal rollouts per mode).")
+
+
+class ExperimentConfig(Section):
+    """``rods experiment``: static vs filter vs rods from one warm start (docs/learning.md)."""
+
+    out: str = Field("results/learning", description="Experiment directory (a rerun resumes it).")
+    env: str = Field("retail", description="The rods domain trained and evaluated on.")
+    train: TrainConfig = Field(
+        default_factory=TrainConfig,
+        description="rods train's configuration shared by every stage (model, rollout, grpo, "
+        "data, log); the experiment sets env, mode, seed, steps, out and the pools.",
+    )
+    pool: PoolPlan = Field(default_factory=PoolPlan)
+    warm_start: WarmStartPlan = Field(default_factory=WarmStartPlan)
+    eval: EvalPlan = Field(default_factory=EvalPlan)
+    runs: RunsPlan = Field(default_factory=RunsPlan)
+
+    @model_validator(mode="after")
+    def _model_policy(self) -> ExperimentConfig:
+        if self.train.policy != "model":
+            raise ValueError("train.policy: an experiment trains a model (policy: model)")
+        if not self.train.warm_start.enabled:
+            raise ValueError(
+                "train.warm_start.enabled: the experiment's runs start from its warm start; "
+                "set it true (its lr, batch and token settings are used)"
+            )
+        return self
+
+
+def load_experiment(path: str | Path | None, overrides: Sequence[str] = ()) -> ExperimentConfig:
+    """Load an experiment configuration (YAML plus dotted ``key=value`` overrides).
+
+    Raises:
+        ConfigError: one line naming the file, key or value that is wrong.
+    """
+    import yaml
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    layers = []
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"{p}: no such config file")
+        try:
+            loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ConfigError(f"{p}: not a valid YAML config ({first})") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{p}: a config file must be a mapping of keys to values")
+        layers.append(OmegaConf.create(loaded))
+    for item in overrides:
+        key, sep, _ = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r} is not of the form key=value")
+        try:
+            layers.append(OmegaConf.from_dotlist([item]))
+        except (OmegaConfBaseException, yaml.YAMLError, ValueError) as exc:
+            raise ConfigError(f"override {item!r}: {str(exc).splitlines()[0]}") from None
+    try:
+        merged = OmegaConf.to_container(OmegaConf.merge(*layers), resolve=True) if layers else {}
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"config: {str(exc).splitlines()[0]}") from None
+    try:
+        return ExperimentConfig.model_validate(merged)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"]) or "config"
+        if error["type"] == "extra_forbidden":
+            raise ConfigError(f"{where}: unknown key") from None
+        if error["type"] == "value_error":
+            raise ConfigError(str(error["msg"]).removeprefix("Value error, ")) from None
+        raise ConfigError(f"{where}: {error['msg']} (got {error.get('input')!r})") from None

@@ -1,0 +1,512 @@
+"""``rods experiment``: static vs filter vs rods from one warm start, at equal rollouts.
+
+The protocol (docs/learning.md), in stages; each writes its results before the next
+starts, and a rerun skips what is done (a run killed mid-way resumes from its checkpoint):
+
+1. **pools** -- the domain's train seeds split into the validation split (held out) and
+   the train seeds; variants synthesized from the train seeds (the warm start's data: no
+   test task, no test customer).
+2. **warm start** -- supervised fine-tuning on the oracle's transcripts of the synthesized
+   pool, one epoch at a time, each epoch evaluated on the validation split; it stops when
+   validation progress has not risen for ``warm_start.patience`` epochs and keeps the
+   best epoch. The base model and the kept one are evaluated on the test split.
+3. **runs** -- ``rods train`` in every mode and seed from the kept model (no warm start of
+   its own), the same steps, tasks per step and group size, evaluated on the test split
+   every ``eval.every`` steps.
+4. **summary** -- held-out progress and pass^1 per mode and step with two-way bootstrap
+   95% intervals over tasks and seeds, the paired difference of each mode to ``static``,
+   effective group ratio, pool by generation and terminations per mode; ``rods report``'s
+   plots of every run.
+
+Every stage runs in a child process (``rods sft``, ``rods eval``, ``rods train``) whose
+output goes to a ``log.txt`` beside its results; a failing stage stops the experiment with
+its last lines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rods_agent.config import config_yaml
+from rods_agent.experiment.config import ExperimentConfig
+from rods_env.errors import ConfigError, RodsError
+from rods_env.fileio import atomic_write, read_jsonl, write_json
+
+EXPERIMENT_FILE = "experiment.yaml"
+DONE = "done.json"
+
+
+class StageFailed(RodsError):
+    """A stage's child process failed (its log's last lines are in the message)."""
+
+
+@dataclass
+class Paths:
+    """Where each stage keeps its files under the experiment directory."""
+
+    root: Path
+
+    @property
+    def pools(self) -> Path:
+        """The task sets."""
+        return self.root / "pools"
+
+    @property
+    def warm(self) -> Path:
+        """The warm start's epochs and the kept model."""
+        return self.root / "warm-start"
+
+    @property
+    def evals(self) -> Path:
+        """Evaluations outside the runs (the base and the warm-started model)."""
+        return self.root / "eval"
+
+    def run(self, mode: str, seed: int) -> Path:
+        """A GRPO run's directory."""
+        return self.root / "runs" / f"{mode}-s{seed}"
+
+
+# -- progress -------------------------------------------------------------------------------
+class Clock:
+    """What the experiment has done and about how long the rest takes, in one line.
+
+    Stage times are learnt as they finish (warm-start epochs, evaluations, run steps) and
+    kept in ``timings.json``, so a resumed experiment estimates from its own history.
+    """
+
+    def __init__(self, path: Path, config: ExperimentConfig, write: Callable[[str], None]):
+        self.path = path
+        self.config = config
+        self.write = write
+        self.start = time.monotonic()
+        data = json.loads(path.read_text()) if path.exists() else {}
+        self.seconds: dict[str, list[float]] = {k: list(v) for k, v in data.items()}
+
+    def record(self, kind: str, seconds: float) -> None:
+        """Learn that one ``kind`` (``epoch``, ``eval``, ``step``) took ``seconds``."""
+        self.seconds.setdefault(kind, []).append(float(seconds))
+        write_json(self.path, self.seconds)
+
+    def per(self, kind: str) -> float | None:
+        """The mean seconds of one ``kind`` so far (None before the first)."""
+        seen = self.seconds.get(kind)
+        return sum(seen) / len(seen) if seen else None
+
+    def left(self, *, epochs: int, evals: int, steps: int) -> str:
+        """About how long ``epochs`` epochs, ``evals`` evaluations and ``steps`` steps take."""
+        total, unknown = 0.0, False
+        for kind, n in (("epoch", epochs), ("eval", evals), ("step", steps)):
+            if n <= 0:
+                continue
+            per = self.per(kind)
+            if per is None:
+                unknown = True
+                continue
+            total += per * n
+        shown = _hms(total)
+        return f"about {shown} left" + (" (more: not yet measured)" if unknown else "")
+
+    def say(self, where: str, left: str) -> None:
+        """One progress line: where the experiment is, elapsed and left."""
+        elapsed = _hms(time.monotonic() - self.start)
+        self.write(f"rods experiment: {where}; {elapsed} elapsed" + (f", {left}" if left else ""))
+
+
+def _hms(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+# -- child processes --------------------------------------------------------------------------
+def _child(
+    args: Sequence[str],
+    log: Path,
+    threads: int,
+    *,
+    watch: Callable[[], None] | None = None,
+) -> None:
+    """Run ``rods ARGS`` in a child process, its output appended to ``log``.
+
+    Raises:
+        StageFailed: the child exited non-zero (with the log's last lines).
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    cmd = [sys.executable, "-c", "from rods_agent.cli import main; raise SystemExit(main())"]
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"\n$ rods {' '.join(args)}\n")
+        out.flush()
+        proc = subprocess.Popen([*cmd, *args], stdout=out, stderr=subprocess.STDOUT, env=env)
+        try:
+            while proc.poll() is None:
+                time.sleep(5)
+                if watch is not None:
+                    watch()
+        except BaseException:
+            proc.terminate()
+            proc.wait()
+            raise
+    if proc.returncode != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-6:]
+        raise StageFailed(
+            f"'rods {args[0]}' failed (exit {proc.returncode}; {log}): " + " | ".join(tail)
+        )
+
+
+def _done(folder: Path) -> dict[str, Any] | None:
+    path = folder / DONE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _mark_done(folder: Path, data: dict[str, Any]) -> None:
+    write_json(folder / DONE, data)
+
+
+# -- the experiment -------------------------------------------------------------------------
+class Experiment:
+    """One experiment directory and its stages (see the module doc).
+
+    Args:
+        config: The experiment's configuration.
+        write: Where progress lines go (default: stderr).
+    """
+
+    def __init__(
+        self, config: ExperimentConfig, write: Callable[[str], None] | None = None
+    ) -> None:
+        self.config = config
+        self.paths = Paths(Path(config.out))
+        self.write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.clock = Clock(self.paths.root / "timings.json", config, self.write)
+
+    # -- the whole ----------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        """Run (or resume) every stage; returns the summary."""
+        self._check_resume()
+        self.pools()
+        model = self.warm_start()
+        self.runs(model)
+        from rods_agent.experiment.summary import write_summary
+
+        summary = write_summary(self.config, self.paths.root)
+        self.clock.say("done", f"summary in {self.paths.root / 'summary.md'}")
+        return summary
+
+    def _check_resume(self) -> None:
+        """Write the configuration, or refuse a directory holding another experiment."""
+        path = self.paths.root / EXPERIMENT_FILE
+        text = self._config_text()
+        if path.exists():
+            before = path.read_text(encoding="utf-8")
+            if before != text:
+                diff = _changed_keys(before, text)
+                raise ConfigError(
+                    f"{self.paths.root} holds an experiment with other settings ({diff}); "
+                    "use another out= or delete it"
+                )
+            return
+        atomic_write(path, text)
+
+    def _config_text(self) -> str:
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_yaml(OmegaConf.create(self.config.model_dump(mode="json")))
+
+    # -- 1. pools -----------------------------------------------------------------------------
+    def pools(self) -> dict[str, Any]:
+        """The validation split, the train seeds and the synthesized warm-start pool."""
+        folder = self.paths.pools
+        done = _done(folder)
+        if done is not None:
+            return done
+        self.clock.say("pools: splitting the train seeds, synthesizing the warm start's pool", "")
+        from rods_env.registry import load_domain
+        from rods_env.synthesis import SynthesisConfig, Synthesizer, TaskPool
+        from rods_env.task import dump_tasks
+
+        cfg = self.config
+        domain = load_domain(cfg.env)
+        train = domain.seed_tasks("train")
+        test = domain.seed_tasks("test")
+        if cfg.pool.skills is not None:
+            unknown = sorted(set(cfg.pool.skills) - {s.name for s in domain.skills})
+            if unknown:
+                known = ", ".join(s.name for s in domain.skills)
+                raise ConfigError(
+                    f"pool.skills: {domain.name} has no skill {unknown[0]!r}; skills: {known}"
+                )
+            train = [t for t in train if t.skill in cfg.pool.skills]
+            test = [t for t in test if t.skill in cfg.pool.skills]
+        if cfg.pool.validation >= len(train):
+            raise ConfigError(
+                f"pool.validation: {cfg.pool.validation} of {len(train)} train seeds leaves "
+                "none to train on"
+            )
+        ranked = sorted(train, key=lambda t: _stable_hash(cfg.pool.seed, t.id))
+        validation = sorted(ranked[: cfg.pool.validation], key=lambda t: t.id)
+        keep = {t.id for t in validation}
+        seeds = [t for t in train if t.id not in keep]
+        pool = TaskPool(domains=domain)  # as rods synth builds one: duplicates left out
+        for mode in cfg.pool.modes:
+            synthesis = SynthesisConfig(
+                per_seed=cfg.pool.per_seed,
+                mode=mode,
+                augment=tuple(cfg.pool.augment),
+                seed=cfg.pool.seed,
+            )
+            synth_engine = Synthesizer(synthesis, domains=domain, known=pool.keys())
+            synth_engine.remember(seeds)
+            for seed_task in seeds:
+                for outcome in synth_engine.variants(seed_task):
+                    if outcome.accepted:
+                        pool.add(outcome.task, key=outcome.key)
+        synth = list(pool)
+        if not synth:
+            raise ConfigError("pool: synthesis accepted no variant of the train seeds")
+        folder.mkdir(parents=True, exist_ok=True)
+        dump_tasks(seeds, folder / "train-seeds.jsonl")
+        dump_tasks(validation, folder / "validation.jsonl")
+        dump_tasks(test, folder / "test.jsonl")
+        dump_tasks(synth, folder / "synthesized.jsonl")
+        data = {
+            "train_seeds": len(seeds),
+            "validation": len(validation),
+            "test": len(test),
+            "synthesized": len(synth),
+        }
+        _mark_done(folder, data)
+        return data
+
+    # -- 2. warm start ------------------------------------------------------------------------
+    def _train_config(self, **overrides: Any) -> Any:
+        """The experiment's ``train`` configuration with ``overrides`` (dotted keys)."""
+        from rods_agent.config import TrainConfig
+
+        data = self.config.train.model_dump(mode="json")
+        data["env"] = [self.config.env]
+        for key, value in overrides.items():
+            node = data
+            *parents, last = key.split(".")
+            for p in parents:
+                node = node[p]
+            node[last] = value
+        return TrainConfig.model_validate(data)
+
+    def _evaluate(self, model: str, tasks: Path, out: Path, seed: int, what: str) -> dict[str, Any]:
+        """Evaluate ``model`` on the tasks of ``tasks`` into ``out`` (``rods eval``; resumable)."""
+        done = _done(out)
+        if done is not None:
+            return done
+        rc = self.config.train.rollout
+        mc = self.config.train.model
+        n = self.config.eval.test_tasks if "test" in tasks.name else 0
+        args = [
+            "eval", "--env", self.config.env, "--pool", str(tasks), "--split", "all",
+            "--engine", "transformers", "--model", model, "--dtype", _dtype(mc.dtype),
+            "--device", _device(mc.device), "--seed", str(seed),
+            "--temperature", str(rc.temperature), "--top-p", str(rc.top_p),
+            "--max-tokens", str(rc.max_new_tokens), "--max-episode-tokens", str(rc.max_tokens),
+            "--max-turns", str(rc.max_turns), "--prompt", rc.prompt,
+            "--trials", str(self.config.eval.trials), "--concurrency", "64",
+            "--no-progress", "--out", str(out),
+        ]  # fmt: skip
+        if n:
+            args += ["--limit", str(n)]
+        self.clock.say(f"evaluating {what}", "")
+        t0 = time.monotonic()
+        _child(args, out / "log.txt", mc.threads)
+        self.clock.record("eval", time.monotonic() - t0)
+        summary = json.loads((out / "summary.json").read_text())
+        data = {
+            "progress": summary["mean_progress"],
+            "pass1": summary["pass_k"]["1"],
+            "tasks": summary.get("tasks"),
+        }
+        _mark_done(out, data)
+        return data
+
+    def warm_start(self) -> str:
+        """Fine-tune epoch by epoch until validation progress stops rising; returns the
+        kept model's folder."""
+        folder = self.paths.warm
+        done = _done(folder)
+        if done is not None:
+            return str(done["model"])
+        cfg, plan = self.config, self.config.warm_start
+        pools = self.paths.pools
+        base = _model_path(cfg.train.model.path)
+        history: list[dict[str, Any]] = []
+        if cfg.eval.base_model:
+            before = self._evaluate(
+                base, pools / "validation.jsonl", folder / "epoch-0" / "eval-validation",
+                cfg.train.seed, "the base model on the validation split",
+            )  # fmt: skip
+            history.append({"epoch": 0, "model": base, **before})
+        best, best_epoch, previous = None, 0, base
+        for epoch in range(1, plan.max_epochs + 1):
+            out = folder / f"epoch-{epoch}"
+            if _done(out) is None:
+                left = self.clock.left(
+                    epochs=plan.max_epochs - epoch + 1,
+                    evals=plan.max_epochs - epoch + 3,
+                    steps=len(cfg.runs.modes) * len(cfg.runs.seeds) * cfg.runs.steps,
+                )
+                self.clock.say(f"warm start: epoch {epoch} of at most {plan.max_epochs}", left)
+                run_cfg = self._train_config(
+                    **{
+                        "model.path": previous,
+                        "data.pool": str(pools / "synthesized.jsonl"),
+                        "data.split": "train",
+                        "warm_start.epochs": 1,
+                        "warm_start.tasks": plan.tasks,
+                        "warm_start.measure": False,
+                        "log.progress": False,
+                        "seed": cfg.train.seed + epoch,  # a new shuffle each epoch
+                    }
+                )
+                out.mkdir(parents=True, exist_ok=True)
+                atomic_write(out / "sft.yaml", config_yaml(run_cfg))
+                t0 = time.monotonic()
+                _child(
+                    ["sft", "--config", str(out / "sft.yaml"), "--out", str(out)],
+                    out / "log.txt",
+                    cfg.train.model.threads,
+                )
+                self.clock.record("epoch", time.monotonic() - t0)
+                _mark_done(out, json.loads((out / "sft.json").read_text()))
+            score = self._evaluate(
+                str(out / "model"), pools / "validation.jsonl", out / "eval-validation",
+                cfg.train.seed, f"warm-start epoch {epoch} on the validation split",
+            )  # fmt: skip
+            history.append({"epoch": epoch, "model": str(out / "model"), **score})
+            previous = str(out / "model")
+            if best is None or score["progress"] > best:
+                best, best_epoch = score["progress"], epoch
+            elif epoch - best_epoch >= plan.patience:
+                break
+        kept = next(h for h in history if h["epoch"] == best_epoch)["model"]
+        tests = {}
+        if cfg.eval.base_model:
+            tests["base"] = self._evaluate(
+                base, pools / "test.jsonl", self.paths.evals / "base-test", cfg.train.seed,
+                "the base model on the test split",
+            )  # fmt: skip
+        tests["warm"] = self._evaluate(
+            kept, pools / "test.jsonl", self.paths.evals / "warm-test", cfg.train.seed,
+            "the warm-started model on the test split",
+        )  # fmt: skip
+        _mark_done(folder, {"model": kept, "epoch": best_epoch, "history": history, "test": tests})
+        return kept
+
+    # -- 3. runs ------------------------------------------------------------------------------
+    def runs(self, model: str) -> None:
+        """Every mode and seed from ``model``, resumable."""
+        cfg = self.config
+        jobs = [(mode, seed) for seed in cfg.runs.seeds for mode in cfg.runs.modes]
+        for index, (mode, seed) in enumerate(jobs):
+            out = self.paths.run(mode, seed)
+            if _done(out) is not None:
+                continue
+            run_cfg = self._train_config(
+                **{
+                    "mode": mode,
+                    "seed": seed,
+                    "steps": cfg.runs.steps,
+                    "out": str(out),
+                    "model.path": model,
+                    "warm_start.enabled": False,
+                    "data.pool": str(self.paths.pools / "train-seeds.jsonl"),
+                    "data.split": "train",
+                    "log.eval_every": cfg.eval.every,
+                    "log.eval_tasks": cfg.eval.test_tasks,
+                    "log.eval_k": cfg.eval.trials,
+                    "log.progress": False,
+                }
+            )
+            out.mkdir(parents=True, exist_ok=True)
+            atomic_write(out / "run.yaml", config_yaml(run_cfg))
+            where = f"runs: {mode} seed {seed} (run {index + 1} of {len(jobs)})"
+            watch = _StepWatch(self.clock, out, where, cfg.runs.steps, (len(jobs) - index))
+            watch.say()
+            _child(
+                ["train", "--config", str(out / "run.yaml"), "--resume"],
+                out / "log.txt",
+                cfg.train.model.threads,
+                watch=watch,
+            )
+            _mark_done(out, {"steps": _steps_done(out)})
+
+
+class _StepWatch:
+    """Polled while a run trains: learns the seconds per step and says where it is."""
+
+    def __init__(self, clock: Clock, run: Path, where: str, steps: int, runs_left: int) -> None:
+        self.clock, self.run, self.where = clock, run, where
+        self.steps, self.runs_left = steps, runs_left
+        self.step, self.t = _steps_done(run), time.monotonic()
+
+    def say(self) -> None:
+        left = self.clock.left(epochs=0, evals=0, steps=self.runs_left * self.steps - self.step)
+        self.clock.say(f"{self.where}, step {self.step} of {self.steps}", left)
+
+    def __call__(self) -> None:
+        now = _steps_done(self.run)
+        if now > self.step:
+            self.clock.record("step", (time.monotonic() - self.t) / (now - self.step))
+            self.step, self.t = now, time.monotonic()
+            self.say()
+
+
+def _steps_done(run: Path) -> int:
+    rows = [r for r in read_jsonl(run / "metrics.jsonl") if isinstance(r.get("step"), int)]
+    return max((r["step"] for r in rows), default=-1) + 1
+
+
+def _stable_hash(seed: int, text: str) -> str:
+    return hashlib.sha256(f"{seed}:{text}".encode()).hexdigest()
+
+
+def _dtype(dtype: str) -> str:
+    return "float32" if dtype == "auto" else dtype
+
+
+def _device(device: str) -> str:
+    from rods_agent.training.learner import resolve_device
+
+    return resolve_device(device)
+
+
+def _model_path(path: str | None) -> str:
+    """The base model's folder (``smollm2``: SmolLM2-135M-Instruct, converted once)."""
+    from rods_agent.training.learner import resolve_model_path
+
+    if path is None:
+        raise ConfigError("train.model.path: an experiment needs a real model (e.g. smollm2)")
+    return str(resolve_model_path(path))
+
+
+def _changed_keys(before: str, now: str) -> str:
+    import yaml
+
+    def flat(d: Any, prefix: str = "") -> dict[str, Any]:
+        if not isinstance(d, dict):
+            return {prefix: d}
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            out.update(flat(v, f"{prefix}{k}."))
+        return out
+
+    a = {k.rstrip("."): v for k, v in flat(yaml.safe_load(before)).items()}
+    b = {k.rstrip("."): v for k, v in flat(yaml.safe_load(now)).items()}
+    keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+    return ", ".join(keys[:5]) + (" ..." if len(keys) > 5 else "")

@@ -1,0 +1,306 @@
+"""The experiment's result: per mode and evaluation step, held-out progress and pass^1 with
+95% intervals over tasks and seeds; the training statistics that explain them; plots.
+
+Everything is read back from the files the stages wrote (``rods eval`` folders, each run's
+``metrics.jsonl`` and ``eval/step-NNNNNN/``), so the summary can be redrawn from a copy of
+those files alone (:func:`write_summary` on a folder of them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rods_agent.experiment.config import ExperimentConfig
+from rods_agent.experiment.stats import Interval, bootstrap_ci, paired_difference
+from rods_env.fileio import atomic_write, read_jsonl, write_json
+
+Scores = dict[str, tuple[float, float]]
+"""task id -> (mean progress, pass^1) over its trials."""
+
+
+def read_scores(folder: Path) -> Scores:
+    """The per-task scores of a ``rods eval`` folder (empty when it has none)."""
+    out: Scores = {}
+    for row in read_jsonl(folder / "results.jsonl"):
+        progress = [float(p) for p in row.get("progress", [])]
+        success = [bool(s) for s in row.get("success", [])]
+        if progress:
+            out[str(row["task_id"])] = (
+                sum(progress) / len(progress),
+                sum(success) / len(success),
+            )
+    return out
+
+
+def run_evals(run: Path) -> dict[int, Scores]:
+    """A run's periodic evaluations, by the number of steps done before each (a run's
+    evaluation after step ``s`` (0-based) counts as ``s + 1`` steps)."""
+    out = {}
+    for folder in sorted((run / "eval").glob("step-*")):
+        scores = read_scores(folder)
+        if scores:
+            out[int(folder.name.removeprefix("step-")) + 1] = scores
+    return out
+
+
+def _matrix(per_seed: Sequence[Scores], which: int) -> tuple[list[list[float]], list[str]]:
+    """``[seeds x tasks]`` of score ``which`` (0 progress, 1 pass^1) over the tasks every
+    seed has."""
+    common = sorted(set.intersection(*(set(s) for s in per_seed))) if per_seed else []
+    return [[s[t][which] for t in common] for s in per_seed], common
+
+
+def _interval(per_seed: Sequence[Scores], which: int) -> Interval | None:
+    rows, tasks = _matrix(per_seed, which)
+    return bootstrap_ci(rows) if tasks else None
+
+
+def _ratio(rows: Sequence[Mapping[str, Any]]) -> float | None:
+    vals = [r["effective_group_ratio"] for r in rows if r.get("effective_group_ratio") is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def collect(config: ExperimentConfig, root: Path) -> dict[str, Any]:
+    """Everything the summary says, as JSON-able data."""
+    warm = _load(root / "warm-start" / "done.json")
+    step0 = read_scores(root / "eval" / "warm-test")
+    modes: dict[str, Any] = {}
+    for mode in config.runs.modes:
+        runs = {seed: root / "runs" / f"{mode}-s{seed}" for seed in config.runs.seeds}
+        present = {s: p for s, p in runs.items() if (p / "metrics.jsonl").exists()}
+        evals = {s: run_evals(p) for s, p in present.items()}
+        steps = sorted({k for e in evals.values() for k in e} | ({0} if step0 else set()))
+        curve = []
+        for step in steps:
+            per_seed = [step0 if step == 0 else evals[s].get(step) for s in present]
+            have = [x for x in per_seed if x]
+            if len(have) != len(present) or not have:
+                continue  # a step not every seed has reached yet
+            progress, pass1 = _interval(have, 0), _interval(have, 1)
+            curve.append(
+                {
+                    "step": step,
+                    "progress": progress.to_dict() if progress else None,
+                    "pass1": pass1.to_dict() if pass1 else None,
+                }
+            )
+        metrics = {
+            s: [r for r in read_jsonl(p / "metrics.jsonl") if "step" in r]
+            for s, p in present.items()
+        }
+        per_step_ratio: dict[int, list[float]] = defaultdict(list)
+        terminations: Counter[str] = Counter()
+        episodes, seconds = 0, 0.0
+        generations: Counter[str] = Counter()
+        for rows in metrics.values():
+            for r in rows:
+                if r.get("effective_group_ratio") is not None:
+                    per_step_ratio[int(r["step"])].append(float(r["effective_group_ratio"]))
+                terminations.update({k: int(v) for k, v in (r.get("terminations") or {}).items()})
+                episodes += sum(int(v) for v in (r.get("terminations") or {}).values())
+                seconds += float((r.get("time") or {}).get("step", 0.0))
+            if rows and isinstance(rows[-1].get("pool"), Mapping):
+                gens = rows[-1]["pool"].get("generations") or {}
+                generations.update({str(k): int(v) for k, v in gens.items()})
+        half = config.runs.steps // 2
+        modes[mode] = {
+            "seeds": sorted(present),
+            "steps_done": {s: len(rows) for s, rows in metrics.items()},
+            "curve": curve,
+            "effective_group_ratio": {
+                "per_step": {k: sum(v) / len(v) for k, v in sorted(per_step_ratio.items())},
+                "first_half": _ratio(
+                    [r for rows in metrics.values() for r in rows if r["step"] < half]
+                ),
+                "second_half": _ratio(
+                    [r for rows in metrics.values() for r in rows if r["step"] >= half]
+                ),
+            },
+            "terminations": dict(terminations),
+            "episodes": episodes,
+            "train_seconds": seconds,
+            "final_pool_generations": dict(generations),
+        }
+    data: dict[str, Any] = {
+        "env": config.env,
+        "warm_start": warm,
+        "modes": modes,
+    }
+    data["versus_static"] = _versus(config, root)
+    return data
+
+
+def _versus(config: ExperimentConfig, root: Path) -> dict[str, Any]:
+    """Each mode's last held-out scores minus static's, paired by task and seed index."""
+    if "static" not in config.runs.modes:
+        return {}
+    last: dict[str, list[Scores]] = {}
+    out: dict[str, Any] = {}
+    for name in config.runs.modes:
+        per = []
+        for seed in config.runs.seeds:
+            evals = run_evals(root / "runs" / f"{name}-s{seed}")
+            if evals:
+                per.append(evals[max(evals)])
+        last[name] = per
+    base = last["static"]
+    for mode, per in last.items():
+        if mode == "static" or not per or len(per) != len(base) or not base:
+            continue
+        common = sorted(set.intersection(*(set(s) for s in (*per, *base))))
+        if not common:
+            continue
+        out[mode] = {
+            name: paired_difference(
+                [[s[t][which] for t in common] for s in per],
+                [[s[t][which] for t in common] for s in base],
+            ).to_dict()
+            for which, name in ((0, "progress"), (1, "pass1"))
+        }
+    return out
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _fmt(iv: Mapping[str, Any] | None) -> str:
+    if not iv:
+        return "-"
+    return f"{iv['mean']:.3f} [{iv['low']:.3f}, {iv['high']:.3f}]"
+
+
+def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
+    """The summary as Markdown: the table, the training statistics, the warm start."""
+    lines = [
+        f"# Experiment: {config.env}, {', '.join(config.runs.modes)} from one warm start",
+        "",
+        f"Held-out (test split) progress and pass^1 with two-way bootstrap 95% intervals over "
+        f"tasks and {len(config.runs.seeds)} seeds; {config.runs.steps} GRPO steps of "
+        f"{config.train.rollout.tasks_per_step} tasks x {config.train.rollout.group_size} "
+        "rollouts each in every mode.",
+        "",
+        "| mode | steps | held-out progress | held-out pass^1 | vs static: progress | "
+        "effective group ratio (1st half / 2nd half) | episodes | train time |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    versus = data.get("versus_static", {})
+    for mode, m in data["modes"].items():
+        last = m["curve"][-1] if m["curve"] else {}
+        ratio = m["effective_group_ratio"]
+        halves = " / ".join(
+            f"{ratio[h]:.2f}" if ratio[h] is not None else "-"
+            for h in ("first_half", "second_half")
+        )
+        vs = _fmt(versus.get(mode, {}).get("progress")) if mode != "static" else "-"
+        lines.append(
+            f"| {mode} | {last.get('step', '-')} | {_fmt(last.get('progress'))} | "
+            f"{_fmt(last.get('pass1'))} | {vs} | {halves} | {m['episodes']} | "
+            f"{m['train_seconds'] / 60:.0f} min |"
+        )
+    lines += [
+        "",
+        "## Held-out progress by step",
+        "",
+        "| step | " + " | ".join(data["modes"]) + " |",
+    ]
+    lines.append("|---|" + "---|" * len(data["modes"]))
+    steps = sorted({c["step"] for m in data["modes"].values() for c in m["curve"]})
+    for step in steps:
+        cells = []
+        for m in data["modes"].values():
+            found = next((c for c in m["curve"] if c["step"] == step), None)
+            cells.append(_fmt(found["progress"]) if found else "-")
+        lines.append(f"| {step} | " + " | ".join(cells) + " |")
+    lines += ["", "## How the episodes ended", "", "| mode | " + " | ".join(TERMINATIONS) + " |"]
+    lines.append("|---|" + "---|" * len(TERMINATIONS))
+    for mode, m in data["modes"].items():
+        lines.append(
+            f"| {mode} | "
+            + " | ".join(str(m["terminations"].get(t, 0)) for t in TERMINATIONS)
+            + " |"
+        )
+    warm = data.get("warm_start") or {}
+    if warm:
+        lines += [
+            "",
+            "## Warm start",
+            "",
+            "| epoch | validation progress | validation pass^1 |",
+            "|---|---|---|",
+        ]
+        for h in warm.get("history", []):
+            lines.append(f"| {h['epoch']} | {h['progress']:.3f} | {h['pass1']:.3f} |")
+        lines.append("")
+        lines.append(f"Kept: epoch {warm.get('epoch')}.")
+        for name, t in (warm.get("test") or {}).items():
+            lines.append(
+                f"- {name} model on the test split: progress {t['progress']:.3f}, pass^1 {t['pass1']:.3f}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+TERMINATIONS = ("user_stop", "terminal_tool", "max_steps", "max_turns", "max_tokens", "error")
+
+
+def plot_learning(config: ExperimentConfig, data: Mapping[str, Any], out: Path) -> Path:
+    """``learning.png``: held-out progress by step per mode (mean, 95% band over tasks and
+    seeds) and the effective group ratio per step per mode (mean over seeds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    for mode, m in data["modes"].items():
+        pts = [c for c in m["curve"] if c["progress"]]
+        if pts:
+            xs = [c["step"] for c in pts]
+            a.plot(xs, [c["progress"]["mean"] for c in pts], marker="o", label=mode)
+            a.fill_between(
+                xs,
+                [c["progress"]["low"] for c in pts],
+                [c["progress"]["high"] for c in pts],
+                alpha=0.2,
+            )
+        per_step = m["effective_group_ratio"]["per_step"]
+        if per_step:
+            b.plot([int(k) + 1 for k in per_step], list(per_step.values()), label=mode)
+    a.set(
+        xlabel="GRPO steps",
+        ylabel="held-out progress (test split)",
+        title="Held-out progress, 95% CI",
+    )
+    b.set(
+        xlabel="GRPO step",
+        ylabel="share of groups with reward variance",
+        title="Effective group ratio (mean over seeds)",
+    )
+    b.set_ylim(-0.02, 1.02)
+    for ax in (a, b):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    path = out / "learning.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_summary(config: ExperimentConfig, root: Path) -> dict[str, Any]:
+    """Write ``summary.json``, ``summary.md``, ``learning.png`` and ``rods report``'s plots
+    (``report/``) of every run under ``root``; returns the summary data."""
+    data = collect(config, root)
+    write_json(root / "summary.json", data)
+    atomic_write(root / "summary.md", markdown(config, data))
+    plot_learning(config, data, root)
+    runs = sorted(p for p in (root / "runs").glob("*") if (p / "metrics.jsonl").exists())
+    if runs:
+        from rods_agent.report import make_report
+
+        make_report(runs, root / "report")
+    return data

