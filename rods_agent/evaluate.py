@@ -59,10 +59,11 @@ from rods_agent.rollout import (
     run_rollouts,
 )
 from rods_env.benchmark import BenchmarkDomain
+from rods_env.env import make_env
 from rods_env.errors import ConfigError
 from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl
 from rods_env.gold import GOLD_CACHE, GoldError
-from rods_env.registry import AnyDomain, load_any_domain, make_env
+from rods_env.registry import AnyDomain, load_any_domain
 from rods_env.task import Task, dump_tasks, load_tasks
 from rods_env.user import ScenarioUser, UserSimulator
 

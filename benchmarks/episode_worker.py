@@ -1,0 +1,312 @@
+"""Episodes in a process of their own: speed of gold replays, a profile of ``reset`` and
+``step``, and a fingerprint of everything the environments hand out.
+
+``benchmarks/test_episode_core.py`` runs it on this checkout and, for the in-run baseline,
+on another commit's ``rods_env`` and ``environments`` (extracted with ``git archive`` and put
+first on ``PYTHONPATH``), alternating the two, so both are measured under the same load. It
+uses only the public environment API (``gymnasium.make``, ``reset``, ``step``,
+``truncate``), which both sides share.
+
+Modes:
+
+* ``speed DOMAIN``: the gold replay of every seed task of a rods domain (its oracle agent,
+  the scripted user), ``--runs`` times; prints episodes per second (wall and CPU), the mean
+  ``reset`` and ``step`` times and a fingerprint of every step's output.
+* ``profile DOMAIN``: the same replay under ``cProfile``; prints the functions that take
+  the most time, inside ``reset`` and inside ``step``.
+* ``transcripts``: every registered id (own domains and the benchmarks that are installed)
+  driven by oracle agents and by seeded streams of fuzzed actions (malformed calls, message
+  dicts, reasoning, cut episodes), every ``(observation, reward, terminated, truncated,
+  info)`` written canonically; prints one fingerprint per id (``--dump FILE`` writes the
+  steps themselves, to diff two versions).
+
+Run: ``python benchmarks/episode_worker.py speed retail --runs 3``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import hashlib
+import io
+import json
+import os
+import pstats
+import random
+import sys
+import time
+from typing import Any
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr, ensure_ascii=True)
+
+
+# -- speed ---------------------------------------------------------------------------------
+def _replay(env: Any, domain: Any, tasks: list[Any], digest: Any | None, clock: dict) -> int:
+    """Gold replay of ``tasks``; returns the episodes that did not succeed."""
+    from rods_env.oracle import oracle_agent
+
+    failed = 0
+    for task in tasks:
+        agent = oracle_agent(domain, task)
+        t0 = time.perf_counter()
+        obs, info = env.reset(options={"task": task})
+        t1 = time.perf_counter()
+        clock["reset"] += t1 - t0
+        done = False
+        while not done:
+            action = agent.act(obs, info)
+            t0 = time.perf_counter()
+            obs, reward, terminated, truncated, info = env.step(action)
+            clock["step"] += time.perf_counter() - t0
+            clock["steps"] += 1
+            done = terminated or truncated
+            if digest is not None:
+                digest.update(obs.encode("utf-8", "replace"))
+                digest.update(repr((reward, terminated, truncated, info["progress"])).encode())
+        failed += not info["success"]
+    return failed
+
+
+def speed(name: str, runs: int) -> dict[str, Any]:
+    """Episodes per second of the gold replay of every seed task of domain ``name``."""
+    import gymnasium as gym
+
+    import rods_env
+    from rods_env.gold import GOLD_CACHE
+
+    env = gym.make(rods_env.load_domain(name).env_id, split=None, max_steps=500).unwrapped
+    domain = env.domain
+    tasks = domain.seed_tasks()
+    for task in tasks:
+        GOLD_CACHE.get(domain, task)  # gold replayed once per task, as in training
+    _replay(env, domain, tasks[:20], None, {"reset": 0.0, "step": 0.0, "steps": 0})  # warm
+    out: dict[str, Any] = {"rods_env": os.path.dirname(rods_env.__file__), "tasks": len(tasks)}
+    out.update(wall=[], cpu=[], reset_us=[], step_us=[], steps=0, failed=0)
+    digest = hashlib.sha256()
+    for run in range(runs):
+        clock = {"reset": 0.0, "step": 0.0, "steps": 0}
+        start, start_cpu = time.perf_counter(), time.process_time()
+        failed = _replay(env, domain, tasks, digest if run == 0 else None, clock)
+        out["wall"].append(time.perf_counter() - start)
+        out["cpu"].append(time.process_time() - start_cpu)
+        out["reset_us"].append(1e6 * clock["reset"] / len(tasks))
+        out["step_us"].append(1e6 * clock["step"] / clock["steps"])
+        out["steps"], out["failed"] = clock["steps"], out["failed"] + failed
+    out["fingerprint"] = digest.hexdigest()
+    return out
+
+
+def profile(name: str, top: int) -> dict[str, Any]:
+    """Where the gold replay's time goes: the ``top`` functions by own time inside
+    ``reset`` and inside ``step`` (each profiled on its own)."""
+    import gymnasium as gym
+
+    import rods_env
+    from rods_env.gold import GOLD_CACHE
+    from rods_env.oracle import oracle_agent
+
+    env = gym.make(rods_env.load_domain(name).env_id, split=None, max_steps=500).unwrapped
+    domain = env.domain
+    tasks = domain.seed_tasks()
+    for task in tasks:
+        GOLD_CACHE.get(domain, task)
+    _replay(env, domain, tasks[:20], None, {"reset": 0.0, "step": 0.0, "steps": 0})
+    profilers = {"reset": cProfile.Profile(), "step": cProfile.Profile()}
+    for _ in range(2):
+        for task in tasks:
+            agent = oracle_agent(domain, task)
+            profilers["reset"].enable()
+            obs, info = env.reset(options={"task": task})
+            profilers["reset"].disable()
+            done = False
+            while not done:
+                action = agent.act(obs, info)
+                profilers["step"].enable()
+                obs, _, terminated, truncated, info = env.step(action)
+                profilers["step"].disable()
+                done = terminated or truncated
+    out: dict[str, Any] = {"rods_env": os.path.dirname(rods_env.__file__)}
+    for what, prof in profilers.items():
+        stats = pstats.Stats(prof, stream=io.StringIO())
+        total = stats.total_tt  # type: ignore[attr-defined]
+        rows = []
+        for (path, line, func), (_, calls, own, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+            where = path.rsplit("/", 2)
+            rows.append(
+                {
+                    "function": f"{'/'.join(where[-2:])}:{line}({func})",
+                    "calls": calls,
+                    "own_s": own,
+                    "cumulative_s": cumulative,
+                }
+            )
+        rows.sort(key=lambda r: -r["own_s"])
+        out[what] = {"total_s": total, "top": rows[:top]}
+    return out
+
+
+# -- transcripts ---------------------------------------------------------------------------
+_TEXTS = [
+    "Sure, could you tell me your email and zip code?",
+    "<think>I could call a tool here.</think>Let me check that for you.",
+    '<think>drafted <tool_call>{"name": "x", "arguments": {}}</tool_call></think>Hello.',
+    '{"name": "Summary", "arguments": {"done": true}}',
+    "{sigh} all done",
+    "",
+    "   ",
+    "Done. ###STOP###",
+]
+
+
+def _fuzz_actions(rng: random.Random, names: list[str], calls: list[Any]) -> list[Any]:
+    from rods_env.oracle import tool_call_text
+    from tests.core import fuzz
+
+    out: list[Any] = []
+    for _ in range(rng.randrange(2, 9)):
+        roll = rng.random()
+        if roll < 0.3 and calls:
+            call = rng.choice(calls)
+            text = tool_call_text(call)
+            if rng.random() < 0.3:
+                text = "<think>first a look</think>" + text
+            out.append(text)
+        elif roll < 0.4 and calls:
+            call = rng.choice(calls)
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": rng.choice([None, "", "One moment."]),
+                    "tool_calls": [
+                        {"function": {"name": call.name, "arguments": json.dumps(call.arguments)}}
+                    ],
+                }
+            )
+        elif roll < 0.55:
+            out.append(rng.choice(_TEXTS))
+        else:
+            out.append(fuzz.random_action(rng, names, huge=rng.random() < 0.1))
+    return out
+
+
+def _record(lines: list[str], label: str, value: Any) -> None:
+    lines.append(f"{label}\t{_canonical(value)}")
+
+
+def _drive(env: Any, agent: Any, task: Any, lines: list[str], label: str, cut: int | None) -> None:
+    obs, info = env.reset(options={"task": task})
+    _record(lines, f"{label} reset", [obs, info])
+    done, n = False, 0
+    while not done:
+        if cut is not None and n >= cut:
+            _record(lines, f"{label} truncate", env.truncate("max_tokens"))
+            return
+        action = agent.act(obs, info)
+        try:
+            out = env.step(action)
+        except Exception as exc:
+            _record(lines, f"{label} raised", [type(exc).__name__, str(exc)])
+            return
+        obs, info = out[0], out[4]
+        _record(lines, f"{label} step {n}", list(out))
+        done = out[2] or out[3]
+        n += 1
+
+
+class _Script:
+    """An agent that plays a fixed list of actions, then says it is done."""
+
+    def __init__(self, actions: list[Any]) -> None:
+        self.actions = list(actions)
+
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        return self.actions.pop(0) if self.actions else "Thanks, that is all. ###STOP###"
+
+
+def _ids() -> list[tuple[str, dict[str, Any]]]:
+    import rods_env
+
+    ids: list[tuple[str, dict[str, Any]]] = [(i, {}) for i in rods_env.ENV_IDS]
+    for env_id in rods_env.BENCHMARK_ENV_IDS:
+        if rods_env.load_any_domain(env_id).missing() is None:
+            ids.append((env_id, {}))
+    if ("rods/Tau2-Telecom-v0", {}) in ids:
+        ids.append(("rods/Tau2-Telecom-v0", {"solo": True}))
+    return ids
+
+
+def transcripts(per_id: int, dump: str | None) -> dict[str, Any]:
+    """Fingerprints of oracle and fuzzed episodes on every id (see the module doc)."""
+    import gymnasium as gym
+
+    import rods_env
+
+    out: dict[str, Any] = {"rods_env": os.path.dirname(rods_env.__file__), "ids": {}}
+    sink = open(dump, "w", encoding="utf-8") if dump else None  # noqa: SIM115
+    for env_id, kwargs in _ids():
+        env = gym.make(env_id, split=None, max_steps=30, **kwargs).unwrapped
+        domain = rods_env.load_any_domain(env_id)
+        solo = bool(kwargs.get("solo"))
+        tasks = list(env.tasks)
+        rng = random.Random(f"{env_id}{solo}")
+        picked = [tasks[rng.randrange(len(tasks))] for _ in range(per_id)]
+        names = sorted({t["function"]["name"] for t in env.reset(seed=0)[1]["tools"]})
+        lines: list[str] = []
+        for k, task in enumerate(picked):
+            if isinstance(domain, rods_env.Domain):
+                from rods_env.oracle import oracle_agent
+
+                oracle = oracle_agent(domain, task)
+                calls = [c for turn in task.turns for c in turn.calls]
+            else:
+                oracle = domain.oracle_agent(task, user_mode="solo" if solo else "scripted")
+                calls = list(getattr(task, "gold_calls", ()) or ())
+            label = f"{env_id}{'/solo' if solo else ''} {task.id}"
+            _drive(env, oracle, task, lines, f"{label} oracle", None)
+            fuzzed = _Script(_fuzz_actions(rng, names, calls))
+            _drive(env, fuzzed, task, lines, f"{label} fuzz", None)
+            if k % 3 == 0:
+                _drive(
+                    env,
+                    _Script(_fuzz_actions(rng, names, calls)),
+                    task,
+                    lines,
+                    f"{label} cut",
+                    rng.randrange(1, 4),
+                )
+        # a seeded sample of the pool, and two interleaved environments
+        env.reset(seed=11)
+        lines.append(f"sampled\t{_canonical(env.reset(seed=3)[1]['task_id'])}")
+        key = f"{env_id}{'/solo' if solo else ''}"
+        out["ids"][key] = hashlib.sha256("\n".join(lines).encode("utf-8", "replace")).hexdigest()
+        if sink is not None:
+            sink.write("\n".join(lines) + "\n")
+    if sink is not None:
+        sink.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=("speed", "profile", "transcripts"))
+    parser.add_argument("domain", nargs="?", default="retail")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--per-id", type=int, default=6)
+    parser.add_argument("--dump", default=None)
+    args = parser.parse_args()
+    if args.mode == "speed":
+        result = speed(args.domain, args.runs)
+    elif args.mode == "profile":
+        result = profile(args.domain, args.top)
+    else:
+        result = transcripts(args.per_id, args.dump)
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()
