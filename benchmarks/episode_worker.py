@@ -14,6 +14,12 @@ Modes:
   ``reset`` and ``step`` times and a fingerprint of every step's output.
 * ``profile DOMAIN``: the same replay under ``cProfile``; prints the functions that take
   the most time, inside ``reset`` and inside ``step``.
+* ``taubench DOMAIN --path CHECKOUT``: the same gold replay in τ-bench (a checkout of
+  sierra-research/tau-bench): every task of its test split, each episode ``reset``, the
+  gold actions through ``step``, then the closing message that ends it and computes
+  τ-bench's reward (a user that answers without a model; ``litellm``, which τ-bench imports
+  but never calls here, is a stand-in). Prints episodes per second and the mean ``reset``
+  and ``step`` times, as ``speed`` does.
 * ``transcripts``: every registered id (own domains and the benchmarks that are installed)
   driven by oracle agents and by seeded streams of fuzzed actions (malformed calls, message
   dicts, reasoning, cut episodes), every ``(observation, reward, terminated, truncated,
@@ -60,8 +66,10 @@ def _replay(env: Any, domain: Any, tasks: list[Any], digest: Any | None, clock: 
         while not done:
             action = agent.act(obs, info)
             t0 = time.perf_counter()
+            clock["agent"] += t0 - t1
             obs, reward, terminated, truncated, info = env.step(action)
-            clock["step"] += time.perf_counter() - t0
+            t1 = time.perf_counter()
+            clock["step"] += t1 - t0
             clock["steps"] += 1
             done = terminated or truncated
             if digest is not None:
@@ -83,18 +91,21 @@ def speed(name: str, runs: int) -> dict[str, Any]:
     tasks = domain.seed_tasks()
     for task in tasks:
         GOLD_CACHE.get(domain, task)  # gold replayed once per task, as in training
-    _replay(env, domain, tasks[:20], None, {"reset": 0.0, "step": 0.0, "steps": 0})  # warm
+    _replay(
+        env, domain, tasks[:20], None, {"reset": 0.0, "step": 0.0, "agent": 0.0, "steps": 0}
+    )  # warm
     out: dict[str, Any] = {"rods_env": os.path.dirname(rods_env.__file__), "tasks": len(tasks)}
-    out.update(wall=[], cpu=[], reset_us=[], step_us=[], steps=0, failed=0)
+    out.update(wall=[], cpu=[], reset_us=[], step_us=[], agent_us=[], steps=0, failed=0)
     digest = hashlib.sha256()
     for run in range(runs):
-        clock = {"reset": 0.0, "step": 0.0, "steps": 0}
+        clock = {"reset": 0.0, "step": 0.0, "agent": 0.0, "steps": 0}
         start, start_cpu = time.perf_counter(), time.process_time()
         failed = _replay(env, domain, tasks, digest if run == 0 else None, clock)
         out["wall"].append(time.perf_counter() - start)
         out["cpu"].append(time.process_time() - start_cpu)
         out["reset_us"].append(1e6 * clock["reset"] / len(tasks))
         out["step_us"].append(1e6 * clock["step"] / clock["steps"])
+        out["agent_us"].append(1e6 * clock["agent"] / len(tasks))
         out["steps"], out["failed"] = clock["steps"], out["failed"] + failed
     out["fingerprint"] = digest.hexdigest()
     return out
@@ -114,7 +125,7 @@ def profile(name: str, top: int) -> dict[str, Any]:
     tasks = domain.seed_tasks()
     for task in tasks:
         GOLD_CACHE.get(domain, task)
-    _replay(env, domain, tasks[:20], None, {"reset": 0.0, "step": 0.0, "steps": 0})
+    _replay(env, domain, tasks[:20], None, {"reset": 0.0, "step": 0.0, "agent": 0.0, "steps": 0})
     profilers = {"reset": cProfile.Profile(), "step": cProfile.Profile()}
     for _ in range(2):
         for task in tasks:
@@ -146,6 +157,63 @@ def profile(name: str, top: int) -> dict[str, Any]:
             )
         rows.sort(key=lambda r: -r["own_s"])
         out[what] = {"total_s": total, "top": rows[:top]}
+    return out
+
+
+# -- τ-bench ---------------------------------------------------------------------------------
+class _TauUser:
+    """τ-bench's user without a model: the instruction opens, any message is answered."""
+
+    def reset(self, instruction: str | None = None) -> str:
+        return instruction or ""
+
+    def step(self, content: str) -> str:
+        return "###STOP###" if content.startswith("Thanks") else "OK."
+
+    def get_total_cost(self) -> float:
+        return 0.0
+
+
+def taubench(name: str, path: str, runs: int) -> dict[str, Any]:
+    """Episodes per second of τ-bench's gold replay of every test task of ``name``."""
+    import types
+
+    if "litellm" not in sys.modules:  # imported by τ-bench's user module, never called here
+        stub = types.ModuleType("litellm")
+        stub.completion = None  # type: ignore[attr-defined]
+        sys.modules["litellm"] = stub
+    sys.path.insert(0, path)
+    from tau_bench.envs import get_env
+    from tau_bench.types import RESPOND_ACTION_NAME, Action
+
+    env = get_env(name, user_strategy="human", user_model="none", task_split="test", task_index=0)
+    env.user = _TauUser()
+    tasks = env.tasks
+    out: dict[str, Any] = {"tau_bench": path, "tasks": len(tasks)}
+    out.update(wall=[], cpu=[], reset_us=[], step_us=[], steps=0, failed=0)
+    for _ in range(runs):
+        clock = {"reset": 0.0, "step": 0.0, "agent": 0.0, "steps": 0}
+        failed = 0
+        start, start_cpu = time.perf_counter(), time.process_time()
+        for i, task in enumerate(tasks):
+            t0 = time.perf_counter()
+            env.reset(task_index=i)
+            clock["reset"] += time.perf_counter() - t0
+            closing = "Thanks, that is all. " + " ".join(task.outputs)
+            actions = [*task.actions, Action(name=RESPOND_ACTION_NAME, kwargs={"content": closing})]
+            for action in actions:
+                t0 = time.perf_counter()
+                response = env.step(action)
+                clock["step"] += time.perf_counter() - t0
+                clock["steps"] += 1
+                if response.done:
+                    break
+            failed += response.reward != 1.0
+        out["wall"].append(time.perf_counter() - start)
+        out["cpu"].append(time.process_time() - start_cpu)
+        out["reset_us"].append(1e6 * clock["reset"] / len(tasks))
+        out["step_us"].append(1e6 * clock["step"] / clock["steps"])
+        out["steps"], out["failed"] = clock["steps"], failed
     return out
 
 
@@ -292,7 +360,8 @@ def transcripts(per_id: int, dump: str | None) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=("speed", "profile", "transcripts"))
+    parser.add_argument("mode", choices=("speed", "profile", "taubench", "transcripts"))
+    parser.add_argument("--path", default=None, help="a tau-bench checkout (taubench mode)")
     parser.add_argument("domain", nargs="?", default="retail")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--top", type=int, default=25)
@@ -301,6 +370,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.mode == "speed":
         result = speed(args.domain, args.runs)
+    elif args.mode == "taubench":
+        result = taubench(args.domain, args.path, args.runs)
     elif args.mode == "profile":
         result = profile(args.domain, args.top)
     else:

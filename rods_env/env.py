@@ -269,17 +269,16 @@ class ToolEnv(EpisodeEnv):
         return text
 
     def _view(self) -> TurnView:
+        """What the user is told of the open turn, judged only where the user reads it."""
         assert self._task is not None and self._gold is not None and self._db is not None
-        tg = self._gold.turns[self._turn]
-        present = effect_present(tg, self._db)
-        said = self._said()
-        return TurnView(
-            task=self._task,
-            turn=self._turn,
-            goal_reached=present and said.ok,
-            effect_present=present,
-            needs_write=bool(tg.effect),
-            missing_outputs=said.missing,
+        tg, db = self._gold.turns[self._turn], self._db
+
+        def said() -> tuple[bool, tuple[str, ...]]:
+            check = self._said()
+            return check.ok, check.missing
+
+        return TurnView.deferred(
+            self._task, self._turn, bool(tg.effect), lambda: effect_present(tg, db), said
         )
 
     # -- scoring ---------------------------------------------------------------------------
