@@ -9,9 +9,11 @@ uses only the public environment API (``gymnasium.make``, ``reset``, ``step``,
 
 Modes:
 
-* ``speed DOMAIN``: the gold replay of every seed task of a rods domain (its oracle agent,
-  the scripted user), ``--runs`` times; prints episodes per second (wall and CPU), the mean
-  ``reset`` and ``step`` times and a fingerprint of every step's output.
+* ``speed DOMAIN``: the gold replay of every seed task of a rods domain (the oracle's
+  actions, recorded once, then played as τ-bench plays its tasks' gold actions; the
+  scripted user), ``--runs`` times; prints the seconds of each run (wall and CPU), the
+  same episodes with the oracle agent choosing each action (CPU), the mean ``reset`` and
+  ``step`` times and a fingerprint of every step's output.
 * ``profile DOMAIN``: the same replay under ``cProfile``; prints the functions that take
   the most time, inside ``reset`` and inside ``step``.
 * ``taubench DOMAIN --path CHECKOUT``: the same gold replay in τ-bench (a checkout of
@@ -51,27 +53,43 @@ def _canonical(value: Any) -> str:
 
 
 # -- speed ---------------------------------------------------------------------------------
-def _replay(env: Any, domain: Any, tasks: list[Any], digest: Any | None, clock: dict) -> int:
-    """Gold replay of ``tasks``; returns the episodes that did not succeed."""
+def _setup(name: str) -> tuple[Any, list[tuple[Any, list[Any]]]]:
+    """An environment of domain ``name`` with every seed task's gold replayed (cached, as
+    in training) and each task's gold actions recorded: the oracle agent's actions, played
+    once before any clock runs (τ-bench's gold replay plays its tasks' given actions)."""
+    import gymnasium as gym
+
+    import rods_env
+    from rods_env.gold import GOLD_CACHE
     from rods_env.oracle import oracle_agent
 
-    failed = 0
-    for task in tasks:
-        agent = oracle_agent(domain, task)
-        t0 = time.perf_counter()
+    env = gym.make(rods_env.load_domain(name).env_id, split=None, max_steps=500).unwrapped
+    recorded = []
+    for task in env.domain.seed_tasks():
+        GOLD_CACHE.get(env.domain, task)
+        agent = oracle_agent(env.domain, task)
         obs, info = env.reset(options={"task": task})
-        t1 = time.perf_counter()
-        clock["reset"] += t1 - t0
-        done = False
+        actions, done = [], False
         while not done:
-            action = agent.act(obs, info)
-            t0 = time.perf_counter()
-            clock["agent"] += t0 - t1
-            obs, reward, terminated, truncated, info = env.step(action)
-            t1 = time.perf_counter()
-            clock["step"] += t1 - t0
-            clock["steps"] += 1
+            actions.append(agent.act(obs, info))
+            obs, _, terminated, truncated, info = env.step(actions[-1])
             done = terminated or truncated
+        recorded.append((task, actions))
+    return env, recorded
+
+
+def _replay(env: Any, recorded: list[tuple[Any, list[Any]]], digest: Any | None, clock: dict) -> int:
+    """Play the recorded episodes; returns the episodes that did not succeed."""
+    failed = 0
+    for task, actions in recorded:
+        t0 = time.perf_counter()
+        _, info = env.reset(options={"task": task})
+        clock["reset"] += time.perf_counter() - t0
+        for action in actions:
+            t0 = time.perf_counter()
+            obs, reward, terminated, truncated, info = env.step(action)
+            clock["step"] += time.perf_counter() - t0
+            clock["steps"] += 1
             if digest is not None:
                 digest.update(obs.encode("utf-8", "replace"))
                 digest.update(repr((reward, terminated, truncated, info["progress"])).encode())
@@ -79,68 +97,68 @@ def _replay(env: Any, domain: Any, tasks: list[Any], digest: Any | None, clock: 
     return failed
 
 
+def _with_oracle(env: Any, recorded: list[tuple[Any, list[Any]]]) -> int:
+    """The same episodes with the oracle agent choosing each action (its time counts)."""
+    from rods_env.oracle import oracle_agent
+
+    failed = 0
+    for task, _ in recorded:
+        agent = oracle_agent(env.domain, task)
+        obs, info = env.reset(options={"task": task})
+        done = False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+            done = terminated or truncated
+        failed += not info["success"]
+    return failed
+
+
 def speed(name: str, runs: int) -> dict[str, Any]:
-    """Episodes per second of the gold replay of every seed task of domain ``name``."""
-    import gymnasium as gym
-
+    """Episodes per second of the gold replay of every seed task of domain ``name``:
+    ``cpu``/``wall`` (seconds per run) for the recorded gold actions, ``oracle_cpu`` with
+    the oracle agent acting, mean ``reset_us`` and ``step_us``; the first run is the
+    first time each episode runs in the process (after a warm-up on other work)."""
     import rods_env
-    from rods_env.gold import GOLD_CACHE
 
-    env = gym.make(rods_env.load_domain(name).env_id, split=None, max_steps=500).unwrapped
-    domain = env.domain
-    tasks = domain.seed_tasks()
-    for task in tasks:
-        GOLD_CACHE.get(domain, task)  # gold replayed once per task, as in training
-    _replay(
-        env, domain, tasks[:20], None, {"reset": 0.0, "step": 0.0, "agent": 0.0, "steps": 0}
-    )  # warm
-    out: dict[str, Any] = {"rods_env": os.path.dirname(rods_env.__file__), "tasks": len(tasks)}
-    out.update(wall=[], cpu=[], reset_us=[], step_us=[], agent_us=[], steps=0, failed=0)
+    env, recorded = _setup(name)
+    out: dict[str, Any] = {"rods_env": os.path.dirname(rods_env.__file__), "tasks": len(recorded)}
+    out.update(wall=[], cpu=[], oracle_cpu=[], reset_us=[], step_us=[], steps=0, failed=0)
     digest = hashlib.sha256()
     for run in range(runs):
-        clock = {"reset": 0.0, "step": 0.0, "agent": 0.0, "steps": 0}
+        clock = {"reset": 0.0, "step": 0.0, "steps": 0}
         start, start_cpu = time.perf_counter(), time.process_time()
-        failed = _replay(env, domain, tasks, digest if run == 0 else None, clock)
+        failed = _replay(env, recorded, digest if run == 0 else None, clock)
         out["wall"].append(time.perf_counter() - start)
         out["cpu"].append(time.process_time() - start_cpu)
-        out["reset_us"].append(1e6 * clock["reset"] / len(tasks))
+        out["reset_us"].append(1e6 * clock["reset"] / len(recorded))
         out["step_us"].append(1e6 * clock["step"] / clock["steps"])
-        out["agent_us"].append(1e6 * clock["agent"] / len(tasks))
         out["steps"], out["failed"] = clock["steps"], out["failed"] + failed
+        start_cpu = time.process_time()
+        out["failed"] += _with_oracle(env, recorded)
+        out["oracle_cpu"].append(time.process_time() - start_cpu)
     out["fingerprint"] = digest.hexdigest()
     return out
 
 
 def profile(name: str, top: int) -> dict[str, Any]:
     """Where the gold replay's time goes: the ``top`` functions by own time inside
-    ``reset`` and inside ``step`` (each profiled on its own)."""
-    import gymnasium as gym
-
+    ``reset`` and inside ``step`` (each profiled on its own, two replays of every task)."""
     import rods_env
-    from rods_env.gold import GOLD_CACHE
-    from rods_env.oracle import oracle_agent
 
-    env = gym.make(rods_env.load_domain(name).env_id, split=None, max_steps=500).unwrapped
-    domain = env.domain
-    tasks = domain.seed_tasks()
-    for task in tasks:
-        GOLD_CACHE.get(domain, task)
-    _replay(env, domain, tasks[:20], None, {"reset": 0.0, "step": 0.0, "agent": 0.0, "steps": 0})
+    env, recorded = _setup(name)
     profilers = {"reset": cProfile.Profile(), "step": cProfile.Profile()}
     for _ in range(2):
-        for task in tasks:
-            agent = oracle_agent(domain, task)
+        for task, actions in recorded:
             profilers["reset"].enable()
-            obs, info = env.reset(options={"task": task})
+            env.reset(options={"task": task})
             profilers["reset"].disable()
-            done = False
-            while not done:
-                action = agent.act(obs, info)
+            for action in actions:
                 profilers["step"].enable()
-                obs, _, terminated, truncated, info = env.step(action)
+                env.step(action)
                 profilers["step"].disable()
-                done = terminated or truncated
     out: dict[str, Any] = {"rods_env": os.path.dirname(rods_env.__file__)}
+    out["episodes"] = 2 * len(recorded)
+    out["steps"] = 2 * sum(len(a) for _, a in recorded)
     for what, prof in profilers.items():
         stats = pstats.Stats(prof, stream=io.StringIO())
         total = stats.total_tt  # type: ignore[attr-defined]
