@@ -78,7 +78,9 @@ def _setup(name: str) -> tuple[Any, list[tuple[Any, list[Any]]]]:
     return env, recorded
 
 
-def _replay(env: Any, recorded: list[tuple[Any, list[Any]]], digest: Any | None, clock: dict) -> int:
+def _replay(
+    env: Any, recorded: list[tuple[Any, list[Any]]], digest: Any | None, clock: dict
+) -> int:
     """Play the recorded episodes; returns the episodes that did not succeed."""
     failed = 0
     for task, actions in recorded:

@@ -144,6 +144,7 @@ class EpisodeEnv(gym.Env[str, str]):
         if max_steps is not None and max_steps < 1:
             raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
         self.render_mode = render_mode
+        self.max_steps = max_steps
         self.max_action_chars = int(max_action_chars)
         self.observation_space = UnicodeText(MAX_TEXT_CHARS)
         self.action_space = UnicodeText(self.max_action_chars)
@@ -390,7 +391,9 @@ class EpisodeEnv(gym.Env[str, str]):
     @property
     def _limit(self) -> int:
         """The episode's step limit (the subclass may make it depend on the task)."""
-        return self.max_steps  # type: ignore[attr-defined,no-any-return]
+        if self.max_steps is None:
+            raise NotImplementedError("a benchmark without max_steps says its own step limit")
+        return self.max_steps
 
     def _pool_name(self) -> str:
         """How errors about the task pool name it."""

@@ -167,6 +167,9 @@ class TurnView:
 class _DeferredTurnView(TurnView):
     """:meth:`TurnView.deferred`: the same fields, judged on first read."""
 
+    _effect: Callable[[], bool]
+    _said: Callable[[], tuple[bool, tuple[str, ...]]]
+
     def __init__(
         self,
         task: Task,
@@ -191,16 +194,16 @@ class _DeferredTurnView(TurnView):
             object.__setattr__(self, name, found)
         return found
 
-    @property  # type: ignore[misc]
-    def effect_present(self) -> bool:  # type: ignore[override]
+    @property
+    def effect_present(self) -> bool:
         return bool(self._memo("_effect_present", self._effect))
 
-    @property  # type: ignore[misc]
-    def goal_reached(self) -> bool:  # type: ignore[override]
+    @property
+    def goal_reached(self) -> bool:
         return self.effect_present and bool(self._memo("_said_result", self._said)[0])
 
-    @property  # type: ignore[misc]
-    def missing_outputs(self) -> tuple[str, ...]:  # type: ignore[override]
+    @property
+    def missing_outputs(self) -> tuple[str, ...]:
         return tuple(self._memo("_said_result", self._said)[1])
 
 

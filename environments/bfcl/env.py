@@ -185,7 +185,7 @@ class BFCLEnv(EpisodeEnv):
         """The current task."""
         if self._task is None:
             raise RodsError("call reset() first")
-        return self._task  # type: ignore[no-any-return]
+        return self._task
 
     @property
     def gold(self) -> GoldRun:

@@ -197,7 +197,7 @@ class Tau2Env(EpisodeEnv):
         """The current task (its rods view)."""
         if self._task is None:
             raise RodsError("call reset() first")
-        return self._task  # type: ignore[no-any-return]
+        return self._task
 
     @property
     def tau2_task(self) -> Any:
