@@ -118,13 +118,15 @@ def persona_name(text: str) -> str | None:
 
 
 _QUESTION = re.compile(
-    r"\?|\b(please (provide|share|tell|give|confirm)|tell me|share|provide|what is|what's|which|"
-    r"could you|can you|may i have)\b",
+    # (?=[ptswcm]): the words' first letters, a guard that fails fast at most positions
+    r"\?|\b(?=[ptswcm])(please (provide|share|tell|give|confirm)|tell me|share|provide|"
+    r"what is|what's|which|could you|can you|may i have)\b",
     re.IGNORECASE,
 )
+
 _CONFIRM = re.compile(
-    r"\b(confirm|proceed|go ahead|shall i|should i|do you want me|would you like me|"
-    r"is (that|this) (correct|right|ok|okay)|ok to|okay to|are you sure)\b",
+    r"\b(?=[cpgsdwioa])(confirm|proceed|go ahead|shall i|should i|do you want me|"
+    r"would you like me|is (that|this) (correct|right|ok|okay)|ok to|okay to|are you sure)\b",
     re.IGNORECASE,
 )
 
