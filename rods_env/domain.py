@@ -182,6 +182,16 @@ class Domain:
             (:func:`rods_env.seeds.build_seed_tasks`).
         exploits: Panel agents (:data:`rods_env.exploits.EXTRA_EXPLOITS`) this domain's
             tasks are also played against, besides :data:`rods_env.exploits.EXPLOITS`.
+        request_skills: Skills of one request that *expand* composes into a task (``join``,
+            ``append``: :mod:`rods_env.synthesis.compose`) instead of :attr:`skills` (a
+            domain whose skills draft whole conversations offers its single actions here).
+            Seed tasks are drawn from :attr:`skills` only. Empty: :attr:`skills`.
+        fresh_world: In a domain with :attr:`world_per_task`, ``(task, rng) -> world seed``:
+            the fresh world a new variant of ``task`` is drawn on, like the task's world in
+            what its structure depends on (who is logged in where, how many entries a
+            listing a skill reads holds); its seed must be at or above
+            :data:`rods_env.synthesis.execute.FRESH_WORLDS`. None: a fresh world drawn at
+            random.
     """
 
     name: str
@@ -205,6 +215,8 @@ class Domain:
     world_per_task: bool = False
     seed_augments: tuple[str, ...] = ()
     exploits: tuple[str, ...] = ()
+    request_skills: tuple[Skill, ...] = ()
+    fresh_world: Callable[[Task, random.Random], int] | None = None
 
     @property
     def env_id(self) -> str:
@@ -254,8 +266,14 @@ class Domain:
 
     @cached_property
     def skill_map(self) -> dict[str, Skill]:
-        """Skills by name."""
-        return {s.name: s for s in self.skills}
+        """Skills by name (:attr:`skills` and :attr:`request_skills`)."""
+        return {s.name: s for s in (*self.skills, *self.request_skills)}
+
+    @property
+    def composable(self) -> tuple[Skill, ...]:
+        """The skills *expand* draws one more request from (:attr:`request_skills`, else
+        :attr:`skills`)."""
+        return self.request_skills or self.skills
 
     def skill(self, name: str) -> Skill:
         """The skill called ``name``, or for a composed task's skill (``"a+b"``) the skill

@@ -33,9 +33,16 @@ tasks' (which stay far below it), so no variant ever shares a seed task's world.
 
 def world_seed(domain: Domain, plan: Plan, rng: random.Random) -> int:
     """The world a variant is drawn on: the parent's, or a fresh one where every task has
-    its own (drawn from the variant's generator, so the same candidate gets the same)."""
+    its own (drawn from the variant's generator, so the same candidate gets the same), like
+    the parent's in what its structure depends on when the domain says how
+    (:attr:`~rods_env.domain.Domain.fresh_world`)."""
     if not domain.world_per_task:
         return plan.db_seed
+    if domain.fresh_world is not None:
+        seed = domain.fresh_world(plan.parent, rng)
+        if seed < FRESH_WORLDS:
+            raise ValueError(f"{domain.name}: a fresh world's seed must be >= {FRESH_WORLDS}")
+        return seed
     return FRESH_WORLDS + rng.randrange(1_000_000_000)
 
 
@@ -135,10 +142,16 @@ def execute(
     db = generation_database(domain, db_seed, plan.db_size, plan.parent.split)
     skill_name = plan.skill.name
     try:
-        if plan.axis in ("join", "append"):
+        if plan.axis in ("join", "append", "chain"):
             gold = GOLD_CACHE.get(domain, plan.parent)
             skill_name, draft = extend(
-                domain, plan.parent, gold, db.base, rng, join=plan.axis == "join"
+                domain,
+                plan.parent,
+                gold,
+                db.base,
+                rng,
+                join=plan.axis == "join",
+                chain=plan.axis == "chain",
             )
         elif plan.axis == "deepen":
             draft = deepen(domain, plan.parent, GOLD_CACHE.get(domain, plan.parent), rng)
