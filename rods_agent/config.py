@@ -255,7 +255,9 @@ class DataConfig(Section):
         default=0.5,
         ge=0.0,
         le=1.0,
-        description="Cap on synthesized tasks in the active pool, as a share of its capacity C.",
+        description="Cap on synthesized tasks in the active pool, as a share of its capacity C, "
+        "while the starting pool can fill the rest (room no starting task can take, once they "
+        "are retired, goes to synthesized tasks).",
     )
     confirm_visits: int = Field(
         default=1, ge=1, description="Visits a new task gets to confirm it sits at the boundary."

@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from threading import RLock
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from rods_env.database import Database, Record, Tables, freeze_tables
 from rods_env.errors import ConfigError, RodsError
 from rods_env.task import Task, ToolCall, Turn, UserProfile, load_tasks
 from rods_env.tools import Toolkit
+
+if TYPE_CHECKING:
+    from rods_env.gold import Gold
 
 T = TypeVar("T")
 
@@ -43,11 +46,16 @@ class Draft:
             customer, which requests a multi-turn task combines). It is recorded as the
             task's shape, so generating again with it reproduces the structure (the
             signature) with new entities. None means the shape given.
+        gold: The gold run of the turns' calls, when the skill made them, in order, on the
+            state it was given, as :func:`rods_env.gold.replay_gold` runs them
+            (:class:`rods_env.gold.GoldRun`): synthesis then does not replay them. None:
+            replayed.
     """
 
     user: UserProfile
     turns: tuple[Turn, ...]
     shape: Mapping[str, int] | None = None
+    gold: Gold | None = None
 
 
 SkillFn = Callable[[Database, random.Random, Mapping[str, int]], Draft]
@@ -68,6 +76,9 @@ class Skill:
         shape: Default shape, e.g. ``{"items": 1}``.
         limits: Inclusive range of each shape axis; *expand* grows one axis by one step.
         writes: Whether the gold calls change the database.
+        grows: ``shape -> axes``: the axes of ``limits`` whose growth changes the task of
+            that shape (a skill whose turns may or may not take several entities: growing
+            ``items`` changes nothing when none does). None: every axis.
     """
 
     name: str
@@ -76,6 +87,7 @@ class Skill:
     shape: Mapping[str, int] = field(default_factory=dict)
     limits: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     writes: bool = True
+    grows: Callable[[Mapping[str, int]], Collection[str]] | None = None
 
 
 def scattered(items: Sequence[T], rng: random.Random) -> Iterator[T]:

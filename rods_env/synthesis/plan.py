@@ -135,9 +135,14 @@ def full_shape(skill: Skill, shape: dict[str, int]) -> dict[str, int]:
 
 
 def growable_axes(skill: Skill, shape: dict[str, int]) -> list[str]:
-    """Axes of ``skill.limits`` still below their maximum at ``shape``, in declared order."""
+    """Axes of ``skill.limits`` still below their maximum at ``shape``, in declared order
+    (those whose growth changes the task, where the skill says: :attr:`Skill.grows`)."""
     shape = full_shape(skill, shape)
-    return [axis for axis, (_lo, hi) in skill.limits.items() if shape[axis] < hi]
+    axes = [axis for axis, (_lo, hi) in skill.limits.items() if shape[axis] < hi]
+    if skill.grows is not None:
+        grows = skill.grows(shape)
+        axes = [axis for axis in axes if axis in grows]
+    return axes
 
 
 def plan(

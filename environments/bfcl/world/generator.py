@@ -81,28 +81,49 @@ def _gerund(verb: str) -> str:
     return (verb[:-1] if verb.endswith("e") else verb) + "ing"
 
 
+LEVELS = ("INFO", "WARN", "ERROR")
+COLUMNS: Mapping[str, tuple[Any, ...]] = {
+    ".csv": (WORDS, range(1, 41), range(2, 401)),
+    ".log": (LEVELS, WORDS, VERBS),
+    ".py": (WORDS,),
+    ".json": (WORDS, range(1, 100)),
+    ".txt": (VERBS, TOPICS, WORDS),
+}
+"""What each line of a file of each kind draws, in order (a ``range``: an integer in it)."""
+
+
 def _lines(rng: random.Random, ext: str, n: int) -> str:
-    if ext == ".csv":
-        rows = ["item, qty, price"]  # ", ": "3,315" would read as one number
-        for _ in range(n):
-            rows.append(f"{rng.choice(WORDS)}, {rng.randint(1, 40)}, {rng.randint(2, 400)}")
-        return "\n".join(rows)
-    if ext == ".log":
-        levels = ("INFO", "WARN", "ERROR")
-        return "\n".join(
-            f"{rng.choice(levels)} {rng.choice(WORDS)} service {rng.choice(VERBS)}ed"
-            for _ in range(n)
+    """``n`` lines of a file of kind ``ext``, each drawn in turn."""
+    columns = COLUMNS.get(ext, COLUMNS[".txt"])
+    rows = [
+        tuple(
+            rng.randint(c.start, c.stop - 1) if isinstance(c, range) else rng.choice(c)
+            for c in columns
         )
-    if ext == ".py":
-        return "\n".join(f"def {rng.choice(WORDS)}_{i}():\n    return {i}" for i in range(n))
-    if ext == ".json":
-        return (
-            "{" + ", ".join(f'"{rng.choice(WORDS)}": {rng.randint(1, 99)}' for _ in range(n)) + "}"
-        )
-    return "\n".join(
-        f"{rng.choice(VERBS).capitalize()} {rng.choice(TOPICS)} with {rng.choice(WORDS)}"
         for _ in range(n)
-    )
+    ]
+    return file_text(ext, rows)
+
+
+def drawn_lines(rng: random.Random, ext: str, n: int) -> str:
+    """``n`` lines of a file of kind ``ext``, the values of each column drawn at once (a
+    tenth of the random calls of :func:`_lines`; its own draws, for worlds of their own)."""
+    columns = [rng.choices(c, k=n) for c in COLUMNS.get(ext, COLUMNS[".txt"])]
+    return file_text(ext, list(zip(*columns, strict=True)))
+
+
+def file_text(ext: str, rows: list[tuple[Any, ...]]) -> str:
+    """A file of kind ``ext`` whose lines hold the drawn ``rows`` (see :data:`COLUMNS`)."""
+    if ext == ".csv":
+        lines = ["item, qty, price"]  # ", ": "3,315" would read as one number
+        return "\n".join([*lines, *(f"{w}, {q}, {p}" for w, q, p in rows)])
+    if ext == ".log":
+        return "\n".join(f"{level} {w} service {v}ed" for level, w, v in rows)
+    if ext == ".py":
+        return "\n".join(f"def {w}_{i}():\n    return {i}" for i, (w,) in enumerate(rows))
+    if ext == ".json":
+        return "{" + ", ".join(f'"{w}": {k}' for w, k in rows) + "}"
+    return "\n".join(f"{v.capitalize()} {t} with {w}" for v, t, w in rows)
 
 
 def _file_system(rng: random.Random, owner: str, scale: int) -> dict[str, Any]:
@@ -137,7 +158,7 @@ def _faker(seed: int) -> Faker:
     return fake
 
 
-def _unique_names(fake: Faker, n: int, avoid: set[str]) -> list[str]:
+def _unique_names(fake: Any, n: int, avoid: set[str]) -> list[str]:
     names: list[str] = []
     while len(names) < n:
         name = fake.first_name()
@@ -206,8 +227,9 @@ ORDER = (
 """The classes in the order a world lists them."""
 
 
-def owner(rng: random.Random, fake: Faker, scale: int) -> tuple[Person, list[str]]:
-    """The world's owner (their message id still unset) and their contacts' first names."""
+def owner(rng: random.Random, fake: Any, scale: int) -> tuple[Person, list[str]]:
+    """The world's owner (their message id still unset) and their contacts' first names
+    (``fake``: a Faker, or anything with its ``first_name`` and ``last_name``)."""
     first, last = fake.first_name(), fake.last_name()
     handle = f"{first.lower()}_{rng.choice(WORDS)}{rng.randint(1, 99)}"
     contacts = _unique_names(fake, 2 + scale, {first})

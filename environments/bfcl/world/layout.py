@@ -40,8 +40,7 @@ from environments.bfcl.world.generator import (
     SIZES,
     STEMS,
     SUBFOLDERS,
-    _faker,
-    _lines,
+    drawn_lines,
     message_config,
     owner,
     pad_config,
@@ -52,6 +51,7 @@ from environments.bfcl.world.generator import (
     travel_login,
     twitter_config,
     vehicle_config,
+    world_configs,
 )
 from environments.bfcl.world.state import OWNER, PEOPLE, TABLE, Person, load_instance, state_record
 from rods_env.database import LazyTable, Record
@@ -123,16 +123,23 @@ class Layout:
         """The layout of a world's tables."""
         apis, person = tables[TABLE], tables[PEOPLE][OWNER]
         assert isinstance(person, Person)
-        state = {
-            api: getattr(apis[api], "state", {}) for api in (*LOGIN_CLASSES, "VehicleControlAPI")
-        }
-        watched = len(state["TradingBot"].get("watch_list") or ())
-        car = state["VehicleControlAPI"]
+        return cls.read({api: getattr(apis[api], "state", {}) for api in READ}, person)
+
+    @classmethod
+    def read(cls, states: Mapping[str, Mapping[str, Any]], person: Person) -> Layout:
+        """The layout of a world whose classes' public states (or configurations, which
+        name these fields alike) are ``states``."""
+        watched = len(states["TradingBot"].get("watch_list") or ())
+        car = states["VehicleControlAPI"]
         return cls(
-            frozenset(api for api in LOGIN_CLASSES if logged_in(api, state[api], person)),
+            frozenset(api for api in LOGIN_CLASSES if logged_in(api, states[api], person)),
             min(max(watched, 1), 3),
             tires_low([float(car[t]) for t in TIRES]),
         )
+
+
+READ = (*LOGIN_CLASSES, "VehicleControlAPI")
+"""The classes a layout is read from."""
 
 
 def layout_of_seed(seed: int) -> Layout:
@@ -145,9 +152,8 @@ def layout_of_seed(seed: int) -> Layout:
 
 @lru_cache(maxsize=4096)
 def _generated_layout(seed: int) -> Layout:
-    from environments.bfcl.world import DOMAIN
-
-    return Layout.of(DOMAIN.base(seed, "default"))
+    configs, person = world_configs(seed, "default")  # no instances built
+    return Layout.read(configs, person)
 
 
 def fresh_world(task: Task, rng: random.Random) -> int:
@@ -166,12 +172,43 @@ def layout_world(seed: int, size: str) -> dict[str, Mapping[str, Any]]:
     code, draw = divmod(seed - LAYOUT_WORLDS, SPAN)
     layout = Layout.decode(code)
     scale = 1 if size == "tiny" else 3
-    rng = random.Random(f"bfcl-layout:{draw}")
-    person, contacts = owner(rng, _faker(draw), scale)
+    rng = FastRandom(f"bfcl-layout:{draw}")
+    person, contacts = owner(rng, _Names(rng), scale)
     message, person = message_config(rng, person, contacts, scale)
     world = _World(draw, layout, person, contacts, scale, long_size_tokens(size))
     builders = {api: partial(world.record, api, message) for api in ORDER}
     return {TABLE: MappingProxyType(LazyTable(builders)), PEOPLE: {OWNER: person}}
+
+
+class FastRandom(random.Random):
+    """A generator that maps one :meth:`random` draw to an index (CPython draws bits until
+    one falls below the range, several Python calls a draw): ``choice``, ``randint``,
+    ``sample`` and ``shuffle`` all index through :meth:`_randbelow`. A layout world's
+    thousands of draws take a fraction of the time; its draws are its own."""
+
+    def _randbelow(self, n: int) -> int:  # type: ignore[override]
+        return int(self.random() * n)
+
+
+class _Names:
+    """Faker's US first and last names, drawn from ``rng`` (what :func:`owner` asks a Faker
+    for, without seeding one per world)."""
+
+    first: tuple[str, ...] = ()
+    last: tuple[str, ...] = ()
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        if not _Names.first:
+            from faker.providers.person.en_US import Provider
+
+            _Names.first, _Names.last = tuple(Provider.first_names), tuple(Provider.last_names)
+
+    def first_name(self) -> str:
+        return self.rng.choice(self.first)
+
+    def last_name(self) -> str:
+        return self.rng.choice(self.last)
 
 
 @dataclass(frozen=True)
@@ -186,10 +223,10 @@ class _World:
     def record(self, api: str, message: dict[str, Any]) -> Record:
         """Class ``api``'s record: its configuration from a stream of its own, the layout
         and what every skill needs applied, padded for a long size."""
-        rng = random.Random(f"bfcl-layout:{self.draw}:{api}")
+        rng = FastRandom(f"bfcl-layout:{self.draw}:{api}")
         config = self.config(api, rng, message)
         if self.tokens is not None and api != "MathAPI":
-            padding = random.Random(f"bfcl-layout:{self.draw}:{api}:{self.tokens}")
+            padding = FastRandom(f"bfcl-layout:{self.draw}:{api}:{self.tokens}")
             pad_config(api, config, padding, padding_entries(self.tokens), self.person)
         return state_record(api, load_instance(api, config, copy_config=False))
 
@@ -275,10 +312,10 @@ def _files(rng: random.Random, owner_name: str, scale: int) -> dict[str, Any]:
         files: dict[str, Any] = {}
         for stem, ext in zip(stems, [kind] * count + others, strict=True):
             lines = rng.randint(2, 4) if ext in (".txt", ".md") else rng.randint(2, 7)
-            files[stem + ext] = {"type": "file", "content": _lines(rng, ext, lines)}
+            files[stem + ext] = {"type": "file", "content": drawn_lines(rng, ext, lines)}
         if rng.random() < 0.6:
             sub = {
-                stem + ext: {"type": "file", "content": _lines(rng, ext, rng.randint(2, 6))}
+                stem + ext: {"type": "file", "content": drawn_lines(rng, ext, rng.randint(2, 6))}
                 for stem in rng.sample(STEMS, rng.randint(1, 3))
                 for ext in (rng.choice(EXTENSIONS),)
             }

@@ -38,6 +38,7 @@ from environments.bfcl.world.state import OWNER, PEOPLE, TABLE
 from environments.bfcl.world.tools import toolkit_class
 from rods_env.database import Database
 from rods_env.domain import Draft, Skill, SkillUnavailable
+from rods_env.gold import GoldRun
 from rods_env.task import ToolCall, Turn, UserProfile
 
 ROUTES: frozenset[tuple[str, str]] = frozenset({
@@ -109,9 +110,13 @@ class Session:
 
     def __init__(self, db: Database, rng: random.Random, shape: dict[str, int]) -> None:
         self.origin = db  # the state the task starts from (a conversation's, when composed)
+        from environments.bfcl.world import DOMAIN
+
         self.db = db.fork()
         self.tools = toolkit_class()(self.db)
         self.tools.on_reset()
+        # the calls run as a gold replay runs them: the draft hands its gold over
+        self.run = GoldRun(DOMAIN, self.db, self.tools)
         self.person = db.get(PEOPLE, OWNER)
         self.rng = rng
         self.shape = shape
@@ -200,7 +205,7 @@ class Session:
 
     def call(self, name: str, /, **arguments: Any) -> Any:
         """Run a gold call now and record it; an error result rules the draft out."""
-        result = self.tools.call(name, arguments)
+        result = self.run.call(name, arguments)
         value = result.value
         bad = not result.ok or (isinstance(value, str) and value.startswith(ERROR_PREFIX))
         if isinstance(value, dict) and ("error" in value or value.get("booking_status") is False):
@@ -208,7 +213,8 @@ class Session:
         if isinstance(value, list) and value and isinstance(value[0], dict) and "error" in value[0]:
             bad = True
         if bad:
-            raise SkillUnavailable(f"{name}({arguments}) gives {result.output[:120]}")
+            shown = result.output
+            raise SkillUnavailable(f"{name}({arguments}) gives {shown[:120]}")
         self.calls.append(ToolCall(name=name, arguments=arguments))
         return value
 
@@ -222,7 +228,9 @@ class Session:
         """Close the turn with its request and the calls made since the last one."""
         for label, value in act.facts.items():  # the first value a label named stays
             self.facts.setdefault(label, value)
-        self.turns.append(Turn(request=act.request, calls=tuple(self.calls), outputs=act.outputs))
+        turn = Turn(request=act.request, calls=tuple(self.calls), outputs=act.outputs)
+        self.run.end_turn(turn)
+        self.turns.append(turn)
         self.calls = []
         self.turn += 1
 
@@ -1402,6 +1410,7 @@ def draft(recipe: Recipe, db: Database, rng: random.Random, shape: Mapping[str, 
         user=UserProfile(name=person.name, facts=dict(s.facts)),
         turns=tuple(s.turns),
         shape=full,
+        gold=s.run.gold(),
     )
 
 
@@ -1411,12 +1420,23 @@ def skill(recipe: Recipe) -> Skill:
     def generate(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
         return draft(recipe, db, rng, shape)
 
+    def grows(shape: Mapping[str, int]) -> tuple[str, ...]:
+        # one more item changes the task only where one of its turns takes several
+        turns = int(shape.get("turns", recipe.turns[0]))
+        actions = [recipe.pools[min(t, len(recipe.pools) - 1)] for t in range(turns)]
+        several = any(
+            f"a{t}" in shape and pool[shape[f"a{t}"] % len(pool)] in SEVERAL
+            for t, pool in enumerate(actions)
+        )
+        return ("turns", "items") if several else ("turns",)
+
     return Skill(
         name=recipe.name,
         description=recipe.description,
         generate=generate,
         shape={"turns": recipe.turns[0], "items": 1},
         limits={"turns": recipe.turns, "items": (1, 3)},
+        grows=grows,
     )
 
 
@@ -1450,6 +1470,7 @@ def action_skill(action: Action) -> Skill:
             user=UserProfile(name=s.person.name, facts=dict(s.facts)),
             turns=tuple(s.turns),
             shape=full,
+            gold=s.run.gold(),
         )
 
     doc = (action.__doc__ or "").strip().splitlines()
