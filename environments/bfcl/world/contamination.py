@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -117,7 +118,16 @@ class BFCLIndex:
     outlines: frozenset[tuple[str, Any]]
 
     def nearest(self, text: str) -> tuple[float, str | None]:
-        """The highest similarity of ``text`` to a BFCL question, and that task's id."""
+        """The highest similarity of ``text`` to a BFCL question, and that task's id (kept
+        for recent texts: a task's variants repeat most of its requests)."""
+        hit = _NEAREST.get(text)
+        if hit is None:
+            hit = _NEAREST[text] = self._nearest(text)
+            while len(_NEAREST) > 8192:
+                _NEAREST.popitem(last=False)
+        return hit
+
+    def _nearest(self, text: str) -> tuple[float, str | None]:
         words = normalize(text)
         if words in self.exact:
             return 1.0, self.exact[words]
@@ -133,6 +143,9 @@ class BFCLIndex:
             if sim > best:
                 best, where = sim, self.questions[q][0]
         return best, where
+
+
+_NEAREST: OrderedDict[str, tuple[float, str | None]] = OrderedDict()
 
 
 @cache
@@ -196,10 +209,32 @@ def initial_states(task: Task, index: BFCLIndex | None = None) -> dict[str, str]
     base = DOMAIN.base(task.db_seed, task.db_size)
     out = {}
     for cls in sorted(involved):
-        state = getattr(base[TABLE][cls], "state", {})
-        if index is None or (cls, outline(state)) in index.outlines:
-            out[cls] = state_digest(state)
+        record = base[TABLE][cls]
+        if index is None:
+            out[cls] = state_digest(getattr(record, "state", {}))
+            continue
+        digest = _candidate_digest(cls, record, index)
+        if digest is not None:
+            out[cls] = digest
     return out
+
+
+_CHECKED: OrderedDict[int, tuple[Any, str | None]] = OrderedDict()
+"""Recent base records' verdicts, by identity (records are immutable; a task's variants,
+each augmentation of a base variant, start from the same records)."""
+
+
+def _candidate_digest(cls: str, record: Any, index: BFCLIndex) -> str | None:
+    """The digest of ``record``'s state when its outline is a BFCL state's, else None."""
+    hit = _CHECKED.get(id(record))
+    if hit is not None and hit[0] is record:
+        return hit[1]
+    state = getattr(record, "state", {})
+    digest = state_digest(state) if (cls, outline(state)) in index.outlines else None
+    _CHECKED[id(record)] = (record, digest)
+    while len(_CHECKED) > 4096:
+        _CHECKED.popitem(last=False)
+    return digest
 
 
 def violations(task: Task) -> list[str]:

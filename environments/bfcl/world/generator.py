@@ -192,8 +192,8 @@ def _tables(configs: Mapping[str, Any], person: Person) -> dict[str, dict[str, A
     from environments.bfcl.apis import CLASS_NAMES
 
     # the configurations are this call's own: handed over, not copied
-    apis = {
-        api: state_record(api, load_instance(api, configs.get(api), copy_config=False))
+    apis = {  # each instance is dropped once recorded: its containers become the state
+        api: state_record(api, load_instance(api, configs.get(api), copy_config=False), owned=True)
         for api in CLASS_NAMES
     }
     return {TABLE: apis, PEOPLE: {OWNER: person}}

@@ -186,8 +186,16 @@ class FastRandom(random.Random):
     ``sample`` and ``shuffle`` all index through :meth:`_randbelow`. A layout world's
     thousands of draws take a fraction of the time; its draws are its own."""
 
-    def _randbelow(self, n: int) -> int:  # type: ignore[override]
+    def _randbelow(self, n: int) -> int:
         return int(self.random() * n)
+
+    def choice(self, seq: Any) -> Any:
+        """One item of ``seq``."""
+        return seq[int(self.random() * len(seq))]
+
+    def randint(self, a: int, b: int) -> int:
+        """An integer from ``a`` to ``b``, both included."""
+        return a + int(self.random() * (b - a + 1))
 
 
 class _Names:
@@ -228,7 +236,8 @@ class _World:
         if self.tokens is not None and api != "MathAPI":
             padding = FastRandom(f"bfcl-layout:{self.draw}:{api}:{self.tokens}")
             pad_config(api, config, padding, padding_entries(self.tokens), self.person)
-        return state_record(api, load_instance(api, config, copy_config=False))
+        instance = load_instance(api, config, copy_config=False)
+        return state_record(api, instance, owned=True)  # the instance is dropped
 
     def config(self, api: str, rng: random.Random, message: dict[str, Any]) -> dict[str, Any]:
         person, layout, on = self.person, self.layout, api in self.layout.logged_in
