@@ -265,13 +265,18 @@ def test_speed_against_baseline(benchmark, tmp_path):
 
     benchmark.pedantic(run, rounds=1, iterations=1)
     load = os.getloadavg()
+    knobs = " ".join(
+        f"{k}={os.environ[k]}"
+        for k in ("RODS_BENCH_CHANGED", "RODS_BENCH_DOMAINS")
+        if k in os.environ
+    )
     print()
     print(
         f"Measured {datetime.date.today().isoformat()}, this checkout at {head}"
         f"{' (with uncommitted changes)' if dirty else ''} against {base_commit}, alternating "
         f"{rounds} times, best of {2 * rounds} runs each, load {load[0]:.1f} at the end, by "
-        f"`RODS_BENCH_BASELINE={baseline} pytest benchmarks/test_synthesis.py -k baseline "
-        "--benchmark-only -s`:"
+        f"`RODS_BENCH_BASELINE={baseline} {knobs + ' ' if knobs else ''}pytest "
+        "benchmarks/test_synthesis.py -k baseline --benchmark-only -s`:"
     )
     print()
     print(
