@@ -227,7 +227,9 @@ def test_a_layout_world_builds_only_the_classes_a_task_reads(domain, monkeypatch
 
     built = []
     record = layout.state_record
-    monkeypatch.setattr(layout, "state_record", lambda api, i, **kw: built.append(api) or record(api, i, **kw))
+    monkeypatch.setattr(
+        layout, "state_record", lambda api, i, **kw: built.append(api) or record(api, i, **kw)
+    )
     table = layout.layout_world(LAYOUT_WORLDS + 12345, "default")[TABLE]
     assert built == [] and list(table) == list(ORDER)
     twitter = table["TwitterAPI"]
