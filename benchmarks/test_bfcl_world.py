@@ -13,6 +13,7 @@ Run: ``pytest benchmarks/test_bfcl_world.py --benchmark-only -s``.
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -85,3 +86,48 @@ def test_oracle_episode(benchmark, domain):
         assert run_episode(env, oracle_agent(domain, task), task=task)["success"]
 
     benchmark.pedantic(episode, rounds=len(tasks) * 2, iterations=1)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("RODS_BENCH_GENERATIONS"),
+    reason="ten generations of expand on every train seed, then the guard over the pool (a few "
+    "minutes): set RODS_BENCH_GENERATIONS=1",
+)
+def test_ten_generations_share_nothing_with_bfcl(benchmark, domain):
+    """Issue 28's guard table: expand every train seed ten generations (per seed 1, each
+    generation fed its own output), then measure the contamination guard on each
+    generation and on the whole pool (nearest BFCL question, shared call sequences, shared
+    initial states). The critique rejected every candidate that shared anything; this
+    measures what the accepted pool holds."""
+    from environments.bfcl.world.contamination import report
+
+    pools: list[list] = []
+
+    def run() -> None:
+        parents = domain.seed_tasks("train")
+        for _ in range(10):
+            parents = [
+                o.task
+                for o in synthesize(parents, per_seed=1, mode="expand", domains=domain)
+                if o.accepted
+            ]
+            pools.append(parents)
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    rows = []
+    for generation, pool in [*enumerate(pools, 1), ("all", [t for p in pools for t in p])]:
+        r = report(pool)
+        rows.append(
+            f"| {generation} | {r['tasks']} | {r['requests']} | {r['nearest_similarity_max']:.2f} | "
+            f"{r['nearest_similarity_p99']:.2f} | {r['nearest_similarity_mean']:.3f} | "
+            f"{r['near_duplicates']} | {r['tasks_sharing_anything']} |"
+        )
+        assert r["near_duplicates"] == 0 and r["tasks_sharing_anything"] == 0, (generation, r)
+    benchmark.extra_info["generations"] = [len(p) for p in pools]
+    print()
+    print(
+        "| generation | tasks | requests | nearest BFCL question, max | 99th percentile | mean "
+        "| near duplicates (>= 0.5) | tasks sharing a call sequence or an initial state |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("\n".join(rows))

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from rods_env.errors import ConfigError
 
-GrowStep = Literal["shape", "join", "append", "deepen"]
-GROW_STEPS: tuple[GrowStep, ...] = ("shape", "join", "append", "deepen")
+GrowStep = Literal["shape", "join", "append", "deepen", "chain"]
+GROW_STEPS: tuple[GrowStep, ...] = ("shape", "join", "append", "deepen", "chain")
 SynthMode = Literal["resample", "expand"]
 SYNTH_MODES: tuple[SynthMode, ...] = ("resample", "expand")
 
@@ -275,7 +275,9 @@ class DataConfig(Section):
         default=0.5,
         ge=0.0,
         le=1.0,
-        description="Cap on synthesized tasks in the active pool, as a share of its capacity C.",
+        description="Cap on synthesized tasks in the active pool, as a share of its capacity C, "
+        "while the starting pool can fill the rest (room no starting task can take, once they "
+        "are retired, goes to synthesized tasks).",
     )
     confirm_visits: int = Field(
         default=1, ge=1, description="Visits a new task gets to confirm it sits at the boundary."
@@ -303,7 +305,8 @@ class DataConfig(Section):
         min_length=1,
         description="What expand may grow: shape (a skill's own axes), join (one more request "
         "in the last turn: width), append (one more request in a new turn: turns), deepen (a "
-        "value the customer knew is found with the tools: dependency depth).",
+        "value the customer knew is found with the tools: dependency depth), chain (one more "
+        "request that takes a value an earlier request's call returned: depth across requests).",
     )
     expand_mastered: bool = Field(
         default=True,

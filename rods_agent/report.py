@@ -299,7 +299,7 @@ def plot_pool(runs: Sequence[Run], window: int, suffix: str) -> Any:
     parked at that step (a running count, not new parks), one panel per run."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(runs), figsize=(4.5 * len(runs), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(runs), figsize=(6.5 * len(runs), 3.6), squeeze=False)
     for ax, run in zip(axes[0], runs, strict=True):
         generations = sorted(
             {g for r in run.rows for g in r.get("pool", {}).get("generations", {})}, key=int
@@ -309,13 +309,20 @@ def plot_pool(runs: Sequence[Run], window: int, suffix: str) -> Any:
             for g in generations
         ]
         if layers:
-            ax.stackplot(run.steps, *layers,
+            # one colour per generation along a ramp (a cycle of ten would repeat them)
+            colors = plt.get_cmap("viridis")(
+                [i / max(len(layers) - 1, 1) for i in range(len(layers))]
+            )
+            ax.stackplot(run.steps, *layers, colors=colors,
                          labels=[f"active, generation {g}" for g in generations])  # fmt: skip
         parked = run.series("pool", "parked")
         ax.plot(run.steps, [v or 0.0 for v in parked], "k--", lw=1,
                 label="parked at that step (running count)")  # fmt: skip
         ax.set(title=f"pool: {run.label}", xlabel="step", ylabel="tasks (each step's count)")
-        ax.legend(fontsize=7, loc="upper left")
+        # beside the axes: a long run's many generations would hide the pool
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  ncol=1 + len(generations) // 16)  # fmt: skip
+    fig.tight_layout()
     fig.suptitle(f"pool composition by generation{suffix}")
     return fig
 

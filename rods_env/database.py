@@ -13,6 +13,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from threading import Lock
 from types import MappingProxyType
 from typing import Any
 
@@ -60,6 +61,43 @@ def freeze_tables(tables: Mapping[str, Mapping[str, Record]]) -> Tables:
             for name, rows in tables.items()
         }
     )
+
+
+class LazyTable(Mapping[str, Record]):
+    """A read-only table whose records are built on first look-up, each once.
+
+    A world whose tables a task reads only in part (the classes of a BFCL API world: a task
+    reads two or three of eight) builds what is read. Iterating it lists every key;
+    reading its values builds them. Wrap it in :class:`types.MappingProxyType` before
+    returning it from a generator (:func:`freeze_tables` then shares it as it is).
+
+    Args:
+        builders: Key to a function that builds its record.
+    """
+
+    def __init__(self, builders: Mapping[str, Callable[[], Record]]) -> None:
+        self._builders = dict(builders)
+        self._built: dict[str, Record] = {}
+        self._lock = Lock()
+
+    def __getitem__(self, key: str) -> Record:
+        record = self._built.get(key)
+        if record is None:
+            build = self._builders[key]  # KeyError for an unknown key, as a dict
+            with self._lock:
+                record = self._built.get(key)
+                if record is None:
+                    record = self._built[key] = build()
+        return record
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._builders)
+
+    def __len__(self) -> int:
+        return len(self._builders)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._builders
 
 
 _DIGESTS: OrderedDict[int, tuple[Any, str]] = OrderedDict()

@@ -17,12 +17,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from threading import RLock
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from rods_env.database import Database, Record, Tables, freeze_tables
 from rods_env.errors import ConfigError, RodsError
 from rods_env.task import Task, ToolCall, Turn, UserProfile, load_tasks
 from rods_env.tools import Toolkit
+
+if TYPE_CHECKING:
+    from rods_env.gold import Gold
 
 T = TypeVar("T")
 
@@ -43,11 +46,16 @@ class Draft:
             customer, which requests a multi-turn task combines). It is recorded as the
             task's shape, so generating again with it reproduces the structure (the
             signature) with new entities. None means the shape given.
+        gold: The gold run of the turns' calls, when the skill made them, in order, on the
+            state it was given, as :func:`rods_env.gold.replay_gold` runs them
+            (:class:`rods_env.gold.GoldRun`): synthesis then does not replay them. None:
+            replayed.
     """
 
     user: UserProfile
     turns: tuple[Turn, ...]
     shape: Mapping[str, int] | None = None
+    gold: Gold | None = None
 
 
 SkillFn = Callable[[Database, random.Random, Mapping[str, int]], Draft]
@@ -68,6 +76,9 @@ class Skill:
         shape: Default shape, e.g. ``{"items": 1}``.
         limits: Inclusive range of each shape axis; *expand* grows one axis by one step.
         writes: Whether the gold calls change the database.
+        grows: ``shape -> axes``: the axes of ``limits`` whose growth changes the task of
+            that shape (a skill whose turns may or may not take several entities: growing
+            ``items`` changes nothing when none does). None: every axis.
     """
 
     name: str
@@ -76,6 +87,7 @@ class Skill:
     shape: Mapping[str, int] = field(default_factory=dict)
     limits: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     writes: bool = True
+    grows: Callable[[Mapping[str, int]], Collection[str]] | None = None
 
 
 def scattered(items: Sequence[T], rng: random.Random) -> Iterator[T]:
@@ -186,6 +198,16 @@ class Domain:
             rules an agent needs, in a few lines. None: the domain has no brief prompt.
         brief_tools: Tools the brief prompt always offers besides the task's own (the
             look-ups any task of the domain may start with).
+        request_skills: Skills of one request that *expand* composes into a task (``join``,
+            ``append``: :mod:`rods_env.synthesis.compose`) instead of :attr:`skills` (a
+            domain whose skills draft whole conversations offers its single actions here).
+            Seed tasks are drawn from :attr:`skills` only. Empty: :attr:`skills`.
+        fresh_world: In a domain with :attr:`world_per_task`, ``(task, rng) -> world seed``:
+            the fresh world a new variant of ``task`` is drawn on, like the task's world in
+            what its structure depends on (who is logged in where, how many entries a
+            listing a skill reads holds); its seed must be at or above
+            :data:`rods_env.synthesis.execute.FRESH_WORLDS`. None: a fresh world drawn at
+            random.
     """
 
     name: str
@@ -211,6 +233,8 @@ class Domain:
     exploits: tuple[str, ...] = ()
     brief_policy: str | None = None
     brief_tools: tuple[str, ...] = ()
+    request_skills: tuple[Skill, ...] = ()
+    fresh_world: Callable[[Task, random.Random], int] | None = None
 
     @property
     def env_id(self) -> str:
@@ -273,8 +297,14 @@ class Domain:
 
     @cached_property
     def skill_map(self) -> dict[str, Skill]:
-        """Skills by name."""
-        return {s.name: s for s in self.skills}
+        """Skills by name (:attr:`skills` and :attr:`request_skills`)."""
+        return {s.name: s for s in (*self.skills, *self.request_skills)}
+
+    @property
+    def composable(self) -> tuple[Skill, ...]:
+        """The skills *expand* draws one more request from (:attr:`request_skills`, else
+        :attr:`skills`)."""
+        return self.request_skills or self.skills
 
     def skill(self, name: str) -> Skill:
         """The skill called ``name``. (A composed task's skill, ``"a+b"``, is drawn by the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from threading import Lock
@@ -11,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 from rods_env.database import DELETED, changes_fingerprint
 from rods_env.errors import RodsError
 from rods_env.leaves import record_json
-from rods_env.task import Task
+from rods_env.task import Task, Turn
 
 if TYPE_CHECKING:
     from rods_env.domain import Domain
+    from rods_env.tools import ToolResult
 
 
 class GoldError(RodsError):
@@ -84,28 +86,77 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
     db = domain.database(task.db_seed, task.db_size)
     tools = domain.tools(db)
     tools.on_reset()
-    all_names = set(domain.tools_for(task))
-    rules = domain.rules
-    render = rules.results != "off"
-    specs = domain.toolkit.specs()
-    vocabularies = [tuple(w.lower() for w in v) for v in domain.toolkit.vocabularies]
-    turns: list[TurnGold] = []
-    outputs: list[Any] = []
+    run = GoldRun(domain, db, tools, domain.tools_for(task))
     for t_index, turn in enumerate(task.turns):
-        start = db.checkpoint()
-        available = all_names - set(turn.withheld_tools)
-        texts: list[str] = []
+        run.start_turn(turn.withheld_tools)
         for call in turn.calls:
-            # the output text is rendered only where the rules compare it (BFCL's response check)
-            result = tools.call(call.name, call.arguments, available=available, render=render)
+            result = run.call(call.name, call.arguments)
             if not result.ok:
                 raise GoldError(
                     f"task {task.id}: gold call {call.key()} in turn {t_index} failed: {result.output}"
                 )
-            outputs.append(record_json(result.value))  # each record dumped once per process
-            texts.append(result.output)
-        changed = db.changed_since(start)
-        effect = {key: db.get(*key, DELETED) for key in sorted(changed)}
+        run.end_turn(turn)
+    return run.gold()
+
+
+class GoldRun:
+    """A task's gold calls run turn by turn on a state, recording what :func:`replay_gold`
+    records (it runs one on a fresh state).
+
+    A skill that makes its calls as it drafts, on the world the task starts from, records
+    its draft's gold with one (:attr:`rods_env.domain.Draft.gold`), so synthesis need not
+    replay the calls again. The toolkit may hold back its records until a turn ends
+    (:meth:`rods_env.tools.Toolkit.hold`): read the state only between turns.
+
+    Args:
+        domain: The domain.
+        db: The state the task starts from (changed as the calls run).
+        tools: A toolkit bound to ``db``, reset for the episode.
+        offered: The tools the task offers (None: every tool).
+    """
+
+    def __init__(
+        self, domain: Domain, db: Any, tools: Any, offered: Collection[str] | None = None
+    ) -> None:
+        self.domain = domain
+        self.db = db
+        self.tools = tools
+        self.offered = frozenset(offered) if offered is not None else None
+        self.rules = domain.rules
+        self.render = self.rules.results != "off"  # texts only where the rules compare them
+        self.turns: list[TurnGold] = []
+        self.outputs: list[Any] = []
+        self._texts: list[str] = []
+        self._start = db.checkpoint()
+        self._available = self.offered
+        tools.hold()
+
+    def start_turn(self, withheld: Collection[str] = ()) -> None:
+        """Open the next turn, with ``withheld`` tools refused in it."""
+        self._start = self.db.checkpoint()
+        self._texts = []
+        if self.offered is not None:
+            self._available = self.offered - set(withheld)
+        elif withheld:
+            self._available = frozenset(self.tools.names()) - set(withheld)
+        else:
+            self._available = None
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Run one gold call of the open turn; a call that succeeds is recorded."""
+        result = self.tools.call(name, arguments, available=self._available, render=self.render)
+        if result.ok:
+            self.outputs.append(record_json(result.value))  # each record dumped once per process
+            self._texts.append(result.output)
+        return result
+
+    def end_turn(self, turn: Turn) -> TurnGold:
+        """Close the open turn (``turn``: its calls, outputs and withheld tools, as run)."""
+        self.tools.sync()
+        db = self.db
+        changed = db.changed_since(self._start)
+        specs = self.domain.toolkit.specs()
+        vocabularies = [tuple(w.lower() for w in v) for v in self.domain.toolkit.vocabularies]
         operations = tuple(
             dict.fromkeys(
                 stem
@@ -119,21 +170,24 @@ def replay_gold(domain: Domain, task: Task) -> Gold:
             for vocabulary in vocabularies
             if out.lower() in vocabulary
         }
-        turns.append(
-            TurnGold(
-                effect=effect,
-                outputs=turn.outputs,
-                operations=operations,
-                rivals=rivals,
-                results=tuple(texts) if rules.results != "off" else (),
-                state=db.changes() if rules.state == "full" else None,
-            )
+        turn_gold = TurnGold(
+            effect={key: db.get(*key, DELETED) for key in sorted(changed)},
+            outputs=turn.outputs,
+            operations=operations,
+            rivals=rivals,
+            results=tuple(self._texts) if self.rules.results != "off" else (),
+            state=db.changes() if self.rules.state == "full" else None,
         )
-    return Gold(
-        turns=tuple(turns),
-        final=db.changes(),
-        call_outputs=tuple(outputs),
-    )
+        self.turns.append(turn_gold)
+        self.start_turn()
+        return turn_gold
+
+    def gold(self) -> Gold:
+        """The gold of the turns closed so far."""
+        self.tools.sync()
+        return Gold(
+            turns=tuple(self.turns), final=self.db.changes(), call_outputs=tuple(self.outputs)
+        )
 
 
 class GoldCache:

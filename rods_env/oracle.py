@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rods_env.rewards import mentions
-from rods_env.task import Task, ToolCall
+from rods_env.task import Task, ToolCall, Turn
 
 
 def _leaf_strings(value: Any) -> Iterator[str]:
@@ -85,15 +85,21 @@ class OracleAgent:
                 return f"Here is what I will do: {call.name} with {args}. Shall I proceed?"
             self._next_call += 1
             return tool_call_text(call)
-        if spec.withheld_tools:
-            # a refusal names the operation it refuses (the reward requires it)
-            names = " and ".join(t.replace("_", " ") for t in spec.withheld_tools)
-            lead = f"I'm sorry, I cannot do that for you right now: {names} is not available."
-        else:
-            lead = "All done."
-        # an output with alternatives ("cannot|unable") is said once, in its first form
-        said = [o.split("|")[0] for o in spec.outputs if not mentions(lead, o)]
-        return " ".join([lead, *said])
+        return closing_message(spec)
+
+
+def closing_message(turn: Turn) -> str:
+    """What the oracle says once a turn's calls are made: "All done." (or, for a turn whose
+    tools are withheld, a refusal naming them) and the turn's required outputs."""
+    if turn.withheld_tools:
+        # a refusal names the operation it refuses (the reward requires it)
+        names = " and ".join(t.replace("_", " ") for t in turn.withheld_tools)
+        lead = f"I'm sorry, I cannot do that for you right now: {names} is not available."
+    else:
+        lead = "All done."
+    # an output with alternatives ("cannot|unable") is said once, in its first form
+    said = [o.split("|")[0] for o in turn.outputs if not mentions(lead, o)]
+    return " ".join([lead, *said])
 
 
 def oracle_agent(domain: Any, task: Task) -> OracleAgent:

@@ -894,8 +894,17 @@ def state_check(
             f"{t}/{k}" for t, k in db.changed_since(turn_start) if (t, k) not in turn.effect
         )
         return ok, tuple(collateral)
-    changes = db.changes()
+    return full_state_check(turn, db.changes())
+
+
+def full_state_check(
+    turn: TurnGold, changes: Mapping[tuple[str, str], Any]
+) -> tuple[bool, tuple[str, ...]]:
+    """:func:`state_check` under the full rule, of a state given by its ``changes``
+    (:meth:`Database.changes`): every record of the gold state after the turn holds, and no
+    other record differs from the base."""
     gold = turn.state
+    assert gold is not None, "the full state rule records the gold state of every turn"
     ok = all(_same(changes.get(key, DELETED_BASE), value) for key, value in gold.items())
     extra = sorted(f"{t}/{k}" for t, k in changes if (t, k) not in gold)
     return ok, tuple(extra)

@@ -426,6 +426,15 @@ class Toolkit:
     def on_reset(self) -> None:
         """Hook run when an episode starts; override to clear per-episode tool state."""
 
+    def hold(self) -> None:
+        """Allow the toolkit to hold back writing its changes into the database until
+        :meth:`sync` (a toolkit that keeps live objects then writes each changed record
+        once, not after every call). Only for a caller that reads the database after
+        :meth:`sync` and never rolls it back. The base toolkit writes at once."""
+
+    def sync(self) -> None:
+        """Write into the database what :meth:`hold` held back."""
+
     @classmethod
     def render(cls, value: Any) -> str:
         """The observation text of a tool's return value (:func:`render_output`); a toolkit

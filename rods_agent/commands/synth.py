@@ -33,7 +33,7 @@ from rods_env.errors import ConfigError
 from rods_env.fileio import write_json
 
 AUGMENT_KINDS = ("missing_parameter", "missing_function", "long_context", "distractor")
-GROW_KINDS = ("shape", "join", "append", "deepen")
+GROW_KINDS = ("shape", "join", "append", "deepen", "chain")
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,8 @@ class SynthOptions:
         long_tokens: Size knob of long-context variants (tokens of padding).
         grow: What ``expand`` may grow: ``shape`` (a skill's own axes), ``join`` (one more
             request in the last turn), ``append`` (one more request in a new turn),
-            ``deepen`` (a value the customer knew is found with the tools instead).
+            ``deepen`` (a value the customer knew is found with the tools instead),
+            ``chain`` (one more request that takes a value an earlier request found).
         rewrite_model: Model that paraphrases the requests (None: templates only).
         rewrite_engine: Engine of that model: ``transformers``, ``vllm`` or ``openai``.
         rewrite_base_url: API root of an OpenAI-compatible server.
@@ -172,7 +173,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=",".join(GROW_KINDS),
         help="what expand may grow, comma-separated: shape (a skill's own axes), join (one "
         "more request in the last turn), append (one more request in a new turn), deepen (a "
-        "value the customer knew is found with the tools); default: all",
+        "value the customer knew is found with the tools), chain (one more request that takes a "
+        "value an earlier request found); default: all",
     )
     parser.add_argument(
         "--graph",

@@ -273,8 +273,8 @@ class ReplayBuffer:
 
         Synthesized candidates go before waiting seeds (they were made around tasks just
         seen at the boundary; a waiting seed's zone is unknown), but enter at most
-        ``admit_per_step`` per step, and only while the active pool holds fewer than
-        ``p_max * capacity`` synthesized tasks.
+        ``admit_per_step`` per step, and only while the active pool holds fewer synthesized
+        tasks than :meth:`synthesized_cap`.
 
         Returns:
             How many entered: ``{"retried", "synthesized", "seeds"}``.
@@ -293,7 +293,7 @@ class ReplayBuffer:
             key=lambda e: e.parked_until or 0,
         )
         waiting = [e for e in self.entries.values() if e.status == "waiting"]
-        synth_cap = math.floor(cfg.p_max * cfg.capacity)
+        synth_cap = self.synthesized_cap()
         synth_active = sum(
             1 for e in self.entries.values() if e.status == "active" and e.synthesized
         )
@@ -326,6 +326,15 @@ class ReplayBuffer:
                 room -= 1
                 done["seeds"] += 1
         return done
+
+    def synthesized_cap(self) -> int:
+        """The most synthesized tasks the active pool may hold: ``p_max * capacity`` while
+        the starting pool can fill the rest, and the room no task of the starting pool can
+        take once they are used (retired: every one left is active, waiting or parked), so
+        the pool stays full rather than shrink as the seeds are mastered."""
+        cfg = self.config
+        seeds = sum(1 for e in self.entries.values() if not e.synthesized)
+        return max(math.floor(cfg.p_max * cfg.capacity), cfg.capacity - seeds)
 
     def _evict(self, step: int, wanted: int) -> int:
         """Make room for up to ``wanted`` waiting tasks in a full pool by retiring active

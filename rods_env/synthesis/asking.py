@@ -136,7 +136,11 @@ def _free_lookups(toolkit: type[Toolkit]) -> tuple[str, ...]:
     return found
 
 
-_FREE_OUTPUTS: dict[tuple[str, int, str], tuple[Any, ...]] = {}
+_FREE_OUTPUTS: OrderedDict[tuple[str, int, str, frozenset[str] | None], tuple[Any, ...]] = (
+    OrderedDict()
+)
+"""Recent worlds' free look-up outputs (bounded: a domain whose every task has a world of
+its own draws thousands)."""
 
 _REPLAYS: OrderedDict[tuple[object, ...], Gold | None] = OrderedDict()
 
@@ -166,19 +170,26 @@ def replay_variant(domain: Domain, task: Task) -> Gold | None:
     return gold
 
 
-def free_lookup_outputs(domain: Domain, seed: int, size: str) -> tuple[Any, ...]:
-    """Outputs of the domain's argument-free read-only tools on the base state (cached)."""
-    key = (domain.name, seed, size)
+def free_lookup_outputs(
+    domain: Domain, seed: int, size: str, offered: frozenset[str] | None = None
+) -> tuple[Any, ...]:
+    """Outputs of the domain's argument-free read-only tools on the base state (cached):
+    those of ``offered`` (the tools a task offers; None: every tool)."""
+    key = (domain.name, seed, size, offered)
     out = _FREE_OUTPUTS.get(key)
     if out is None:
         tools = domain.tools(domain.database(seed, size))
         tools.on_reset()
         values = []
         for name in _free_lookups(domain.toolkit):
+            if offered is not None and name not in offered:
+                continue
             result = tools.call(name, {})
             if result.ok:
                 values.append(to_jsonable(result.value))
         out = _FREE_OUTPUTS[key] = tuple(values)
+        while len(_FREE_OUTPUTS) > 1024:
+            _FREE_OUTPUTS.popitem(last=False)
     return out
 
 
@@ -280,7 +291,8 @@ def _pinned(
         for k, call in enumerate(calls)
         if turn_of[k] <= t and call.name not in writes and leaf not in _leaves_of(call)
     ]
-    visible.extend(free_lookup_outputs(domain, task.db_seed, task.db_size))
+    offered = domain.tools_for(task) if domain.task_tools is not None else None
+    visible.extend(free_lookup_outputs(domain, task.db_seed, task.db_size, offered))
     seen_text = json.dumps(visible, ensure_ascii=False)
     if leaf not in seen_text and not states_folded(known, leaf):
         return False  # nowhere to read it from: it must be asked for

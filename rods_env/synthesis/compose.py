@@ -42,7 +42,7 @@ from rods_env.domain import Domain, Draft, Skill, SkillUnavailable, scattered
 from rods_env.errors import Reject
 from rods_env.gold import Gold
 from rods_env.leaves import record_json, value_leaves
-from rods_env.rewards import mentions
+from rods_env.rewards import Said, mentions
 from rods_env.splits import task_customers
 from rods_env.synthesis.rewrite import rephrase, split_frame
 from rods_env.task import (
@@ -56,9 +56,14 @@ from rods_env.task import (
     encode_requests,
 )
 
-JOIN, APPEND = "join", "append"
-COMPOSE_OPS: tuple[str, ...] = (JOIN, APPEND)
-"""Expansion steps that add a request: in the last turn, or in a new turn."""
+JOIN, APPEND, CHAIN = "join", "append", "chain"
+WORLD_OWNER = ""
+"""The customer of a domain whose every task has a world of its own and that declares no
+customers (:attr:`rods_env.domain.Domain.world_per_task`): the world's owner, whose
+records are the whole world."""
+COMPOSE_OPS: tuple[str, ...] = (JOIN, APPEND, CHAIN)
+"""Expansion steps that add a request: in the last turn, in a new turn, or in a new turn
+and taking a value an earlier request's call returned."""
 
 CUSTOMERS_TRIED = 40
 """Customers a composed task's resample tries before its skill counts as unavailable."""
@@ -108,7 +113,8 @@ def composite_skill(domain: Domain, name: str) -> Skill:
     def generate(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
         recipe = decode_requests(name, shape)
         tables = db.base
-        owners = list(customer_index(domain, tables))
+        # a world of one person's (no customers declared): the whole world is theirs
+        owners = list(customer_index(domain, tables)) if domain.customers else [WORLD_OWNER]
         for customer in itertools.islice(scattered(owners, rng), CUSTOMERS_TRIED):
             conv = Conversation(domain, tables, customer)
             for skill, want in zip(skills, recipe, strict=True):
@@ -182,7 +188,10 @@ def customer_tables(domain: Domain, tables: Tables, customer: str) -> Tables:
 
 
 def task_customer(domain: Domain, task: Task, gold: Gold) -> str | None:
-    """The one customer whose records ``task`` touches (None: none, or several)."""
+    """The one customer whose records ``task`` touches (None: none, or several); in a
+    domain of worlds of one person's, that person (:data:`WORLD_OWNER`)."""
+    if not domain.customers and domain.world_per_task:
+        return WORLD_OWNER
     found = task_customers(domain, task, gold)
     return next(iter(found)) if len(found) == 1 else None
 
@@ -208,7 +217,11 @@ class Conversation:
         self.state = Database(tables)
         self.tools = domain.tools(self.state)
         self.tools.on_reset()
-        self.view = Database(customer_tables(domain, tables, customer))
+        # without customers the view is the state itself (private state included, such as
+        # a file system's current folder, which no equality of records shows)
+        self.view = (
+            Database(customer_tables(domain, tables, customer)) if domain.customers else self.state
+        )
         self.turns: list[Turn] = []
         self.facts: dict[str, str] = {}
         self.user: UserProfile | None = None
@@ -255,6 +268,8 @@ class Conversation:
 
     def _sync_view(self, changed: Mapping[tuple[str, str], Any]) -> None:
         """Carry changes of the real state over to the customer's view."""
+        if self.view is self.state:
+            return
         for (table, key), record in changed.items():
             if table not in self.view.tables:
                 continue
@@ -270,7 +285,9 @@ class Conversation:
             else:
                 self.view.put(table, key, record)
 
-    def add(self, skill: Skill, draft: Draft, rng: random.Random, *, join: bool) -> str | None:
+    def add(
+        self, skill: Skill, draft: Draft, rng: random.Random, *, join: bool, chain: bool = False
+    ) -> str | None:
         """Add ``draft`` (a request ``skill`` drafted on :attr:`view`) as the next request.
 
         Args:
@@ -278,12 +295,17 @@ class Conversation:
             draft: Its draft.
             rng: Words the request (stock phrases, the connector of a joined request).
             join: Open it in the last turn (False: in a new turn).
+            chain: Only if one of its calls takes a value that an earlier request's call
+                returned (and that neither the customer states nor an earlier call of this
+                request returned): the dependency chain runs through the earlier request.
 
         Returns:
             None when added, else why it was not (nothing is changed then).
         """
         if join and (len(draft.turns) != 1 or not self.turns):
             return "a joined request has one turn"
+        if chain and not self._may_chain(draft):
+            return "it uses no value an earlier request found"
         start = self.state.checkpoint()
         saved = (
             {k: list(v) for k, v in self._outputs.items()},
@@ -296,17 +318,25 @@ class Conversation:
         for turn in draft.turns:
             calls: list[ToolCall] = []
             for call in turn.calls:
+                before = self.state.checkpoint()
                 result = self.tools.call(call.name, call.arguments, render=False)
                 if not result.ok:
                     self._undo(start, saved)
                     return f"{call.name} fails: {result.output[:160]}"
                 out = record_json(result.value)
-                if not result.writes and self._known(call, out):
+                if (
+                    not result.writes
+                    and self._known(call, out)
+                    and _untouched(before, self.state.checkpoint())
+                ):
                     continue  # the agent has this answer already
                 wrote |= result.writes
                 calls.append(call)
                 self._remember(call, out)
             kept.append(calls)
+        if chain and not self._chains(kept, saved[1], draft):
+            self._undo(start, saved)
+            return "it uses no value an earlier request found"
         changed = self.state.changed_since(start)
         if join and changed & self._turn_changes:
             # two requests of one turn changing one record: the turn's effect would not show
@@ -337,6 +367,37 @@ class Conversation:
         # all of them: more than needed, so a later join is refused, never wrongly allowed)
         self._turn_changes = (self._turn_changes if join else set()) | changed
         return None
+
+    def _stated(self, draft: Draft) -> Said:
+        """What the customer states: every fact of the conversation and of ``draft``."""
+        return Said("\n".join([*self.facts.values(), *draft.user.facts.values()]))
+
+    def _may_chain(self, draft: Draft) -> bool:
+        """A cheap test before running ``draft``: one of its argument values was seen in an
+        earlier request's output and is not stated by the customer."""
+        stated = self._stated(draft)
+        return any(
+            leaf in self._values and not stated.has(leaf)
+            for turn in draft.turns
+            for call in turn.calls
+            for leaf in value_leaves(call.arguments)
+        )
+
+    def _chains(self, kept: list[list[ToolCall]], earlier: set[str], draft: Draft) -> bool:
+        """Whether a kept call takes a value from an earlier request: one in ``earlier``
+        (the values the earlier requests' outputs held), not returned by a call of this
+        request before it (the signature traces a value to the latest call of the request
+        that returned it) and not stated by the customer."""
+        stated = self._stated(draft)
+        mine: set[str] = set()
+        for call in (c for calls in kept for c in calls):
+            for leaf in value_leaves(call.arguments):
+                if leaf in earlier and leaf not in mine and not stated.has(leaf):
+                    return True
+            outputs = self._outputs.get(call.key())
+            if outputs:
+                mine |= value_leaves(outputs[-1])
+        return False
 
     def _undo(
         self, start: Any, saved: tuple[dict[str, list[Any]], set[str], dict[str, Any]]
@@ -405,9 +466,27 @@ class Conversation:
         return SKILL_SEPARATOR.join(r.skill for r in self.requests)
 
 
+def _untouched(
+    before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]
+) -> bool:
+    """Whether two checkpoints hold the same record objects: a look-up that changed
+    nothing, not even private state that record equality ignores (a current folder)."""
+    if before.keys() != after.keys():
+        return False
+    for table, layer in after.items():
+        then = before[table]
+        if layer.keys() != then.keys() or any(then[k] is not v for k, v in layer.items()):
+            return False
+    return True
+
+
 def _mixes(turn: Turn, calls: Sequence[ToolCall], outputs: Sequence[str], domain: Domain) -> bool:
     """Whether joining ``calls`` and ``outputs`` to ``turn`` gives a turn with both writes
-    and required outputs (the shipped skills never write in a turn that asks for values)."""
+    and required outputs (the shipped skills never write in a turn that asks for values).
+    Never in a domain whose agent does not confirm writes (nothing it says about a write
+    then competes with a value to state)."""
+    if not domain.confirm_writes:
+        return False
     writes = domain.toolkit.write_names()
     wrote = any(c.name in writes for c in (*turn.calls, *calls))
     return wrote and bool(turn.outputs or outputs)
@@ -468,6 +547,7 @@ def extend(
     rng: random.Random,
     *,
     join: bool,
+    chain: bool = False,
 ) -> tuple[str, Draft]:
     """``parent`` with one more request of its customer: ``(skill name, draft)``.
 
@@ -482,6 +562,8 @@ def extend(
         tables: The world skills draft from (the parent's split).
         rng: The variant's generator.
         join: Add the request to the last turn (False: in new turns).
+        chain: In new turns, and only a request that takes a value an earlier request's
+            call returned (see :meth:`Conversation.add`).
 
     Raises:
         Reject: ``skill_unavailable`` when the parent is not of exactly one customer or
@@ -494,8 +576,8 @@ def extend(
     # skills the task does not compose yet first (the task grows more varied, rather than
     # asking for the same thing again and again), each group in a random order
     used = {r.skill for r in conv.requests}
-    fresh = [s for s in domain.skills if s.name not in used]
-    again = [s for s in domain.skills if s.name in used]
+    fresh = [s for s in domain.composable if s.name not in used]
+    again = [s for s in domain.composable if s.name in used]
     rng.shuffle(fresh)
     rng.shuffle(again)
     order = fresh + again
@@ -507,7 +589,7 @@ def extend(
         draft = _draft(skill, conv, rng, random_shape(skill, rng))
         if draft is None:
             continue
-        problem = conv.add(skill, draft, rng, join=join)
+        problem = conv.add(skill, draft, rng, join=join, chain=chain)
         if problem is None:
             return conv.skill_name, conv.draft()
         why.append(f"{skill.name}: {problem}")

@@ -170,6 +170,16 @@ def check_extension(old: Signature, new: Signature, step: str) -> None:
         raise Reject("signature_mismatch", f"append: {new.turns} turns, not more than {old.turns}")
 
 
+def check_chain(old: Signature, new: Signature) -> None:
+    """Reject unless ``new`` is ``old`` with one more request in new turns (see
+    :func:`check_extension`) whose calls take a value that a call of ``old`` returned: an
+    edge from the parent's calls into the new request's."""
+    check_extension(old, new, "append")
+    n = len(old.tools)
+    if not any(i < n <= j for i, j in new.edges):
+        raise Reject("signature_mismatch", "chain: the new request uses no value of the parent's")
+
+
 def check_deeper(old: Signature, new: Signature) -> None:
     """Reject unless ``new`` has ``old``'s calls and turns with a longer dependency chain."""
     if (new.tools, new.turns, new.writes) != (old.tools, old.turns, old.writes):
@@ -186,12 +196,14 @@ def check_signature(expected: Signature, actual: Signature, mode: str, axis: str
         actual: The candidate's signature.
         mode: ``"resample"`` (must be equal) or ``"expand"`` (one step larger).
         axis: The grown shape axis, or the expansion step (``join``, ``append``,
-            ``deepen``).
+            ``deepen``, ``chain``).
     """
     if mode == "expand" and axis in ("join", "append"):
         check_extension(expected, actual, axis)
     elif mode == "expand" and axis == "deepen":
         check_deeper(expected, actual)
+    elif mode == "expand" and axis == "chain":
+        check_chain(expected, actual)
     elif mode == "expand":
         check_one_step(expected, actual, axis)
     elif actual.key != expected.key:

@@ -33,9 +33,16 @@ tasks' (which stay far below it), so no variant ever shares a seed task's world.
 
 def world_seed(domain: Domain, plan: Plan, rng: random.Random) -> int:
     """The world a variant is drawn on: the parent's, or a fresh one where every task has
-    its own (drawn from the variant's generator, so the same candidate gets the same)."""
+    its own (drawn from the variant's generator, so the same candidate gets the same), like
+    the parent's in what its structure depends on when the domain says how
+    (:attr:`~rods_env.domain.Domain.fresh_world`)."""
     if not domain.world_per_task:
         return plan.db_seed
+    if domain.fresh_world is not None:
+        seed = domain.fresh_world(plan.parent, rng)
+        if seed < FRESH_WORLDS:
+            raise ValueError(f"{domain.name}: a fresh world's seed must be >= {FRESH_WORLDS}")
+        return seed
     return FRESH_WORLDS + rng.randrange(1_000_000_000)
 
 
@@ -54,12 +61,21 @@ class Candidate:
     plan: Plan
 
 
-def replay(domain: Domain, task: Task) -> tuple[Gold, Task]:
+def replay(domain: Domain, task: Task, gold: Gold | None = None) -> tuple[Gold, Task]:
     """Replay ``task``'s gold calls and return the gold and the task with its signature.
+
+    Args:
+        domain: The task's domain.
+        task: The task.
+        gold: Its gold run, when the skill already made its calls (:attr:`Draft.gold`):
+            not replayed then.
 
     Raises:
         Reject: ``execution_error`` when a gold call fails or a tool raises.
     """
+    if gold is not None:
+        signature = compute_signature(task, gold, domain.toolkit.write_names())
+        return gold, task.model_copy(update={"signature": signature})
     try:
         gold = replay_gold(domain, task)
     except GoldError as exc:
@@ -134,16 +150,24 @@ def execute(
     # entities are drawn from the customers of the parent's split only (rods_env.splits)
     db = generation_database(domain, db_seed, plan.db_size, plan.parent.split)
     skill_name = plan.skill.name
+    ran: Gold | None = None  # the skill's own gold run, when it made its calls on ``db``
     try:
-        if plan.axis in ("join", "append"):
+        if plan.axis in ("join", "append", "chain"):
             gold = GOLD_CACHE.get(domain, plan.parent)
             skill_name, draft = extend(
-                domain, plan.parent, gold, db.base, rng, join=plan.axis == "join"
+                domain,
+                plan.parent,
+                gold,
+                db.base,
+                rng,
+                join=plan.axis == "join",
+                chain=plan.axis == "chain",
             )
         elif plan.axis == "deepen":
             draft = deepen(domain, plan.parent, GOLD_CACHE.get(domain, plan.parent), rng)
         else:
             draft = plan.skill.generate(db, rng, dict(plan.shape))
+            ran = draft.gold
         precheck_tools(plan, tuple(c.name for turn in draft.turns for c in turn.calls))
         parent = plan.parent
         # The skill may report the complete shape it used (structural choices it drew
@@ -180,7 +204,7 @@ def execute(
         ) from None
     if seen_calls and calls_key(task) in seen_calls:
         raise Reject("duplicate", "same gold calls as a task already in the pool")
-    gold, task = replay(domain, task)
+    gold, task = replay(domain, task, ran)
     return Candidate(task=task, gold=gold, plan=plan)
 
 

@@ -26,12 +26,14 @@ from rods_env.task import Signature, Task
 Mode = Literal["resample", "expand"]
 MODES: tuple[str, ...] = ("resample", "expand")
 
-GROW: tuple[str, ...] = ("shape", "join", "append", "deepen")
+GROW: tuple[str, ...] = ("shape", "join", "append", "deepen", "chain")
 """What *expand* may grow: ``shape`` (an axis of the skill's limits), ``join`` (one more
 request in the last turn: width), ``append`` (one more request in a new turn: turns),
-``deepen`` (a stated value the agent must now find: dependency depth)."""
+``deepen`` (a stated value the agent must now find: dependency depth), ``chain`` (one more
+request, in a new turn, that takes a value an earlier request's call returned: dependency
+depth across requests)."""
 
-STEPS: tuple[str, ...] = ("join", "append", "deepen")
+STEPS: tuple[str, ...] = ("join", "append", "deepen", "chain")
 """The expansion steps that come from the domain's tools and customers, not a skill's
 limits (``Plan.axis`` names them)."""
 
@@ -75,8 +77,11 @@ def resolve(domain: Domain, name: str) -> Skill | None:
 def steps(domain: Domain, parent: Task, skill: Skill, grow: tuple[str, ...] = GROW) -> list[str]:
     """The expansion steps open to ``parent``, in the order they are tried: the skill's
     axes below their maximum (a task of one skill), then ``join`` and ``append`` (in a
-    domain that declares its customers), then ``deepen`` (when a value the customer
-    states could be found with the tools instead).
+    domain that declares its customers, or whose every task has a world of one person's),
+    then ``deepen`` (when a value the customer states could be found with the tools
+    instead), then ``chain`` (in such a domain that offers requests of one action,
+    :attr:`~rods_env.domain.Domain.request_skills`, which can build on what a conversation
+    created).
 
     The steps of :data:`STEPS` keep the parent's turns as they are, augmentation included
     (a held-back fact, a withheld turn, a distractor stay where they are), so they apply to
@@ -86,13 +91,16 @@ def steps(domain: Domain, parent: Task, skill: Skill, grow: tuple[str, ...] = GR
     if "shape" in grow and not parent.composed:
         out += growable_axes(skill, dict(parent.shape))
     if parent.variant != "long_context":
-        if domain.customers:
+        composes = bool(domain.customers) or domain.world_per_task  # one person's world
+        if composes:
             out += [step for step in ("join", "append") if step in grow]
         if "deepen" in grow:
             from rods_env.synthesis.deepen import can_deepen
 
             if can_deepen(domain, parent):
                 out.append("deepen")
+        if composes and domain.request_skills and "chain" in grow:
+            out.append("chain")
     return out
 
 
@@ -114,9 +122,14 @@ def full_shape(skill: Skill, shape: dict[str, int]) -> dict[str, int]:
 
 
 def growable_axes(skill: Skill, shape: dict[str, int]) -> list[str]:
-    """Axes of ``skill.limits`` still below their maximum at ``shape``, in declared order."""
+    """Axes of ``skill.limits`` still below their maximum at ``shape``, in declared order
+    (those whose growth changes the task, where the skill says: :attr:`Skill.grows`)."""
     shape = full_shape(skill, shape)
-    return [axis for axis, (_lo, hi) in skill.limits.items() if shape[axis] < hi]
+    axes = [axis for axis, (_lo, hi) in skill.limits.items() if shape[axis] < hi]
+    if skill.grows is not None:
+        grows = skill.grows(shape)
+        axes = [axis for axis in axes if axis in grows]
+    return axes
 
 
 def plan(

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rods_env.database import DELETED, Database, freeze_tables
+from rods_env.database import DELETED, Database, LazyTable, freeze_tables
 from tests.core.toy_domain import TOY, Account
 
 
@@ -128,3 +128,31 @@ def test_values_are_the_records_of_the_keys_in_order_under_any_overlay(ops):
     expected = [db.get("accounts", key) for key in db.keys("accounts")]
     assert [r for r in db.values("accounts")] == expected
     assert all(a is b for a, b in zip(db.values("accounts"), expected, strict=True))
+
+
+def test_a_lazy_table_builds_each_record_on_first_look_up_once():
+    built: list[str] = []
+
+    def account(key: str):
+        def build():
+            built.append(key)
+            return Account(id=key, owner_email="o@x.org", balance=1)
+
+        return build
+
+    from types import MappingProxyType
+
+    lazy = LazyTable({k: account(k) for k in ("a", "b", "c")})
+    base = freeze_tables({"accounts": MappingProxyType(lazy)})
+    assert base["accounts"] is not None and built == []  # shared as it is, nothing built
+    db = Database(base)
+    assert db.get("accounts", "b").id == "b" and built == ["b"]
+    assert db.get("accounts", "b") is db.get("accounts", "b") and built == ["b"]
+    assert "a" in lazy and "z" not in lazy and db.get("accounts", "z") is None
+    with pytest.raises(KeyError):
+        lazy["z"]
+    assert [r.id for r in db.values("accounts")] == ["a", "b", "c"] and sorted(built) == [
+        "a",
+        "b",
+        "c",
+    ]

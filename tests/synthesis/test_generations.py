@@ -36,3 +36,19 @@ def test_ten_generations_keep_half_of_the_first(name):
     counts = generation_counts(domain, seeds)
     assert len(counts) == GENERATIONS and counts[0] >= 0.9 * len(seeds), counts
     assert min(counts) >= 0.5 * counts[0], counts
+
+
+@pytest.mark.slow
+def test_bfcl_api_ten_generations_keep_half_of_the_first():
+    """Issue 28: the BFCL API world expands for ten generations (its requests compose over
+    every class's actions, in a turn, in new turns, and chained on an earlier request's
+    result); before, 149, 99, 30, 15 and 0."""
+    from environments.bfcl.apis import bfcl_missing
+    from tests.requires import require
+
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    domain = rods_env.load_domain("bfcl-api")
+    seeds = domain.seed_tasks("train")[::7]  # 32 seeds, every class combination and style
+    counts = generation_counts(domain, seeds)
+    assert len(counts) == GENERATIONS and counts[0] >= 0.7 * len(seeds), counts
+    assert min(counts) >= 0.5 * counts[0], counts

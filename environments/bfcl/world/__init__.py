@@ -27,7 +27,8 @@ from pathlib import Path
 
 from environments.bfcl.world.checks import POLICY_CHECKS
 from environments.bfcl.world.generator import SIZES, generate
-from environments.bfcl.world.skills import SKILLS, task_tools, unrelated_write
+from environments.bfcl.world.layout import fresh_world
+from environments.bfcl.world.skills import REQUEST_SKILLS, SKILLS, task_tools, unrelated_write
 from environments.bfcl.world.tools import toolkit_class
 from rods_env.domain import Domain, TurnRules
 from rods_env.user import TurnTakingUser
@@ -50,6 +51,8 @@ DOMAIN = Domain(
     world_per_task=True,
     seed_augments=("missing_parameter", "missing_function", "long_context"),
     exploits=("read_only", "late", "early"),
+    request_skills=REQUEST_SKILLS,
+    fresh_world=fresh_world,
 )
 """The BFCL API domain (entry point ``BFCL-API``, id ``rods/BFCL-API-v0``)."""
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -68,6 +69,25 @@ def _keyed(value: Any) -> Any:
     return value
 
 
+def outline(value: Any, depth: int = 2) -> Any:
+    """A cheap function of a class's public state: scalars as they are, containers by their
+    keys and outlines down to ``depth`` levels, then by their length. Equal states have equal
+    outlines, so a state whose outline no BFCL state has equals none of them (its digest
+    need not be computed)."""
+    kind = type(value)
+    if kind is dict:
+        if depth <= 0:
+            return ("d", len(value))
+        return tuple(sorted((repr(k), outline(v, depth - 1)) for k, v in value.items()))
+    if kind is list or kind is tuple:
+        return ("l", len(value))
+    return (
+        (kind.__name__, value)
+        if isinstance(value, (str, int, float, bool, type(None)))
+        else kind.__name__
+    )
+
+
 def state_digest(state: Mapping[str, Any]) -> str:
     """A digest of a class's public state (plain data, see
     :func:`environments.bfcl.world.state.public_state`)."""
@@ -86,6 +106,7 @@ class BFCLIndex:
         task_calls: Whole-task call sequences (canonical) to a task id.
         turn_calls: Turn call sequences of two or more calls to a task id.
         states: ``(class, state digest)`` to a task id.
+        outlines: ``(class, outline)`` of every state in ``states`` (:func:`outline`).
     """
 
     questions: tuple[tuple[str, frozenset[tuple[str, ...]]], ...]
@@ -94,9 +115,19 @@ class BFCLIndex:
     task_calls: Mapping[str, str]
     turn_calls: Mapping[str, str]
     states: Mapping[tuple[str, str], str]
+    outlines: frozenset[tuple[str, Any]]
 
     def nearest(self, text: str) -> tuple[float, str | None]:
-        """The highest similarity of ``text`` to a BFCL question, and that task's id."""
+        """The highest similarity of ``text`` to a BFCL question, and that task's id (kept
+        for recent texts: a task's variants repeat most of its requests)."""
+        hit = _NEAREST.get(text)
+        if hit is None:
+            hit = _NEAREST[text] = self._nearest(text)
+            while len(_NEAREST) > 8192:
+                _NEAREST.popitem(last=False)
+        return hit
+
+    def _nearest(self, text: str) -> tuple[float, str | None]:
         words = normalize(text)
         if words in self.exact:
             return 1.0, self.exact[words]
@@ -114,6 +145,9 @@ class BFCLIndex:
         return best, where
 
 
+_NEAREST: OrderedDict[str, tuple[float, str | None]] = OrderedDict()
+
+
 @cache
 def bfcl_index() -> BFCLIndex:
     """The index of BFCL's 800 multi-turn tasks (built once per process)."""
@@ -126,6 +160,7 @@ def bfcl_index() -> BFCLIndex:
     task_calls: dict[str, str] = {}
     turn_calls: dict[str, str] = {}
     states: dict[tuple[str, str], str] = {}
+    outlines: set[tuple[str, Any]] = set()
     seen_scenarios: set[Any] = set()
     for task in load_tasks():
         for messages in task.turns:
@@ -143,7 +178,9 @@ def bfcl_index() -> BFCLIndex:
             world = new_world(task.scenario)
             for cls, instance in world.instances.items():
                 if cls != "MathAPI":
-                    states.setdefault((cls, state_digest(public_state(instance))), task.id)
+                    state = public_state(instance)
+                    states.setdefault((cls, state_digest(state)), task.id)
+                    outlines.add((cls, outline(state)))
     grams: dict[tuple[str, ...], list[int]] = {}
     for i, (_, mine) in enumerate(questions):
         for gram in mine:
@@ -155,12 +192,14 @@ def bfcl_index() -> BFCLIndex:
         task_calls=task_calls,
         turn_calls=turn_calls,
         states=states,
+        outlines=frozenset(outlines),
     )
 
 
-def initial_states(task: Task) -> dict[str, str]:
+def initial_states(task: Task, index: BFCLIndex | None = None) -> dict[str, str]:
     """Class to the digest of its public state at the start of ``task`` (its involved
-    classes; MathAPI aside)."""
+    classes; MathAPI aside). Given the ``index``, only the states whose outline a BFCL state
+    has (:func:`outline`; the others cannot equal one)."""
     from environments.bfcl.apis import functions
     from environments.bfcl.world.state import TABLE
     from rods_env.registry import load_domain
@@ -169,7 +208,34 @@ def initial_states(task: Task) -> dict[str, str]:
     table = functions()
     involved = {table[n].owner for n in DOMAIN.tools_for(task)} - {"MathAPI"}
     base = DOMAIN.base(task.db_seed, task.db_size)
-    return {cls: state_digest(getattr(base[TABLE][cls], "state", {})) for cls in sorted(involved)}
+    out = {}
+    for cls in sorted(involved):
+        record = base[TABLE][cls]
+        if index is None:
+            out[cls] = state_digest(getattr(record, "state", {}))
+            continue
+        digest = _candidate_digest(cls, record, index)
+        if digest is not None:
+            out[cls] = digest
+    return out
+
+
+_CHECKED: OrderedDict[int, tuple[Any, str | None]] = OrderedDict()
+"""Recent base records' verdicts, by identity (records are immutable; a task's variants,
+each augmentation of a base variant, start from the same records)."""
+
+
+def _candidate_digest(cls: str, record: Any, index: BFCLIndex) -> str | None:
+    """The digest of ``record``'s state when its outline is a BFCL state's, else None."""
+    hit = _CHECKED.get(id(record))
+    if hit is not None and hit[0] is record:
+        return hit[1]
+    state = getattr(record, "state", {})
+    digest = state_digest(state) if (cls, outline(state)) in index.outlines else None
+    _CHECKED[id(record)] = (record, digest)
+    while len(_CHECKED) > 4096:
+        _CHECKED.popitem(last=False)
+    return digest
 
 
 def violations(task: Task) -> list[str]:
@@ -190,7 +256,7 @@ def violations(task: Task) -> list[str]:
             hit = index.turn_calls.get(calls_key(turn.calls))
             if hit is not None:
                 found.append(f"turn {i}'s gold calls are a turn of {hit}")
-    for cls, digest in initial_states(task).items():
+    for cls, digest in initial_states(task, index).items():
         hit = index.states.get((cls, digest))
         if hit is not None:
             found.append(f"its initial {cls} state is that of {hit}")

@@ -34,10 +34,11 @@ from environments.bfcl.world.generator import (
     VERBS,
     WORDS,
 )
-from environments.bfcl.world.state import OWNER, PEOPLE
+from environments.bfcl.world.state import OWNER, PEOPLE, TABLE
 from environments.bfcl.world.tools import toolkit_class
 from rods_env.database import Database
 from rods_env.domain import Draft, Skill, SkillUnavailable
+from rods_env.gold import GoldRun
 from rods_env.task import ToolCall, Turn, UserProfile
 
 ROUTES: frozenset[tuple[str, str]] = frozenset({
@@ -68,6 +69,20 @@ NEW_NAMES = (
 )  # fmt: skip
 
 
+LOGINS: Mapping[str, str] = {
+    "TwitterAPI": "authenticated", "MessageAPI": "current_user", "TicketAPI": "current_user",
+    "TradingBot": "authenticated", "TravelAPI": "access_token",
+}  # fmt: skip
+"""The public field that says a service has someone logged in."""
+
+
+class _Unread:
+    """Marks a value not read from the world yet."""
+
+
+UNREAD = _Unread()
+
+
 @dataclass
 class Act:
     """What one turn asks: the request, the values to say, and the facts it states.
@@ -94,20 +109,94 @@ class Session:
     """
 
     def __init__(self, db: Database, rng: random.Random, shape: dict[str, int]) -> None:
+        self.origin = db  # the state the task starts from (a conversation's, when composed)
+        from environments.bfcl.world import DOMAIN
+
         self.db = db.fork()
         self.tools = toolkit_class()(self.db)
         self.tools.on_reset()
+        # the calls run as a gold replay runs them: the draft hands its gold over
+        self.run = GoldRun(DOMAIN, self.db, self.tools)
         self.person = db.get(PEOPLE, OWNER)
         self.rng = rng
         self.shape = shape
         self.calls: list[ToolCall] = []
         self.turns: list[Turn] = []
         self.facts: dict[str, str] = {}
-        self.folder: str | None = None  # the file system's current folder (None: home)
+        self._folder: str | _Unread | None = UNREAD  # read from the file system when asked
         self.logged: set[str] = set()
         self.token: str | None = None  # the travel access token, once known
         self.booking: tuple[str, str] | None = None  # (booking id, card) booked in this task
         self.turn = 0
+
+    @property
+    def folder(self) -> str | None:
+        """The file system's current top-level folder (None: home). A task drawn on a fresh
+        world starts at home; a request added to a conversation starts where the earlier
+        requests left the file system."""
+        if isinstance(self._folder, _Unread):
+            fs = self.live("GorillaFileSystem")
+            cwd = fs._current_dir
+            if cwd is fs.root:
+                self._folder = None
+            elif cwd.parent is fs.root:
+                self._folder = str(cwd.name)
+            else:
+                raise SkillUnavailable("the file system is in a nested folder")
+        return self._folder
+
+    @folder.setter
+    def folder(self, value: str | None) -> None:
+        self._folder = value
+
+    def _states(self, api: str) -> tuple[Any, Any]:
+        """The public state of ``api`` as the conversation left it and as the world began
+        (the same object when nothing changed it, as in a task of its own)."""
+        now = self.origin.get(TABLE, api)
+        start = self.origin.base[TABLE].get(api)
+        return now, start
+
+    def logged_earlier(self, api: str) -> bool:
+        """Whether an earlier request of the conversation this request is added to logged
+        in to ``api`` (its log-in field changed and is set)."""
+        now, start = self._states(api)
+        if now is None or start is None or now is start:
+            return False
+        field = LOGINS[api]
+        value = now.state.get(field)
+        return bool(value) and value != start.state.get(field)
+
+    def created(self, api: str, field: str) -> list[Any]:
+        """Entries of the listing ``field`` of ``api`` that the conversation this request is
+        added to created: keys of a dict not in the world as it began, or items of a list
+        of records whose ``id`` was not."""
+        now, start = self._states(api)
+        if now is None or start is None or now is start:
+            return []
+        listing, before = now.state.get(field), start.state.get(field)
+        if isinstance(listing, dict):
+            return [k for k in listing if k not in before]
+        if isinstance(listing, list):
+            ids = {item.get("id") for item in before if isinstance(item, dict)}
+            return [i for i in listing if isinstance(i, dict) and i.get("id") not in ids]
+        return []
+
+    def the_new(self, api: str, field: str, what: str) -> Any:
+        """The one entry of ``field`` that the conversation created (see :meth:`created`);
+        raises when there is none or several (the request could not say which)."""
+        new = self.created(api, field)
+        if len(new) != 1:
+            raise SkillUnavailable(f"no single {what} made earlier in the conversation")
+        return new[0]
+
+    def earlier_booking(self) -> tuple[str, str] | None:
+        """The one flight booked earlier in the conversation this request is added to, as
+        ``(booking id, card)`` (None: none, or several, or a task of its own)."""
+        new = self.created("TravelAPI", "booking_record")
+        if len(new) != 1:
+            return None
+        record = self.origin.get(TABLE, "TravelAPI")
+        return new[0], str(record.state["booking_record"][new[0]]["card_id"])
 
     # -- state and calls -------------------------------------------------------------------
     def live(self, api: str) -> Any:
@@ -116,7 +205,7 @@ class Session:
 
     def call(self, name: str, /, **arguments: Any) -> Any:
         """Run a gold call now and record it; an error result rules the draft out."""
-        result = self.tools.call(name, arguments)
+        result = self.run.call(name, arguments)
         value = result.value
         bad = not result.ok or (isinstance(value, str) and value.startswith(ERROR_PREFIX))
         if isinstance(value, dict) and ("error" in value or value.get("booking_status") is False):
@@ -124,7 +213,8 @@ class Session:
         if isinstance(value, list) and value and isinstance(value[0], dict) and "error" in value[0]:
             bad = True
         if bad:
-            raise SkillUnavailable(f"{name}({arguments}) gives {result.output[:120]}")
+            shown = result.output
+            raise SkillUnavailable(f"{name}({arguments}) gives {shown[:120]}")
         self.calls.append(ToolCall(name=name, arguments=arguments))
         return value
 
@@ -138,7 +228,9 @@ class Session:
         """Close the turn with its request and the calls made since the last one."""
         for label, value in act.facts.items():  # the first value a label named stays
             self.facts.setdefault(label, value)
-        self.turns.append(Turn(request=act.request, calls=tuple(self.calls), outputs=act.outputs))
+        turn = Turn(request=act.request, calls=tuple(self.calls), outputs=act.outputs)
+        self.run.end_turn(turn)
+        self.turns.append(turn)
         self.calls = []
         self.turn += 1
 
@@ -151,6 +243,9 @@ class Session:
         """Whether this turn logs in to ``api`` (shape ``l<turn>``); raises when it does not
         and the world has the user logged out."""
         if api in self.logged:
+            return False
+        if self.logged_earlier(api):  # the conversation logged in already
+            self.logged.add(api)
             return False
         wants = self.choice(f"l{self.turn}", 3) > 0  # two in three turns log in
         if not wants and not logged_in:
@@ -826,6 +921,10 @@ def _travel_login(s: Session) -> str:
     tv = s.live("TravelAPI")
     if s.token is not None:
         return ""
+    if s.logged_earlier("TravelAPI"):  # the agent has the conversation's token
+        s.logged.add("TravelAPI")
+        s.token = str(tv.access_token)
+        return ""
     p = s.person
     if s.login("TravelAPI", tv.access_token is not None):
         out = s.call(
@@ -893,33 +992,43 @@ def tv_book(s: Session, items: int) -> Act:
 
 
 def _booking(s: Session) -> tuple[str, str]:
+    """The flight booked in this task, or in the conversation this request is added to."""
     booking = s.booking
+    if booking is None and not s.turns:  # an added request: the conversation's booking
+        booking = s.booking = s.earlier_booking()
     if booking is None:
         raise SkillUnavailable("no booking made in this task yet")
     return booking
 
 
+def _led(lead: str, body: str) -> str:
+    """A request: ``lead`` (a log-in, or nothing) then ``body``, capitalized when alone."""
+    return lead + body if lead else body[0].upper() + body[1:]
+
+
 def tv_cancel(s: Session, items: int) -> Act:
     booking_id, _ = _booking(s)
+    lead = _travel_login(s)  # a request added to a conversation logs in on its own
     s.call("cancel_booking", access_token=s.token, booking_id=booking_id)
     s.booking = None
-    request = s.pick(
-        ("Actually, cancel that booking.", "Plans changed: please cancel the flight I just booked.")
+    body = s.pick(
+        ("actually, cancel that booking.", "plans changed: please cancel the flight I just booked.")
     )
-    return Act(request)
+    return Act(_led(lead, body))
 
 
 def tv_insure(s: Session, items: int) -> Act:
     booking_id, card = _booking(s)
     kind = s.rng.choice(("basic", "comprehensive"))
     cost = float(s.rng.choice((45, 60, 85, 120)))
+    lead = _travel_login(s)
     s.call("purchase_insurance", access_token=s.token, insurance_type=kind,
            booking_id=booking_id, insurance_cost=cost, card_id=card)  # fmt: skip
-    request = s.pick((
-        f"Add {kind} travel insurance to that booking for {int(cost)} dollars, same card.",
-        f"Insure that trip too: {kind} coverage, {int(cost)} dollars, on the card I used.",
+    body = s.pick((
+        f"add {kind} travel insurance to that booking for {int(cost)} dollars, same card.",
+        f"insure that trip too: {kind} coverage, {int(cost)} dollars, on the card I used.",
     ))  # fmt: skip
-    return Act(request)
+    return Act(_led(lead, body))
 
 
 def tv_budget(s: Session, items: int) -> Act:
@@ -981,6 +1090,126 @@ def tv_message(s: Session, items: int) -> Act:
     )
     request = lead + body if lead else body[0].upper() + body[1:]
     return Act(request, facts={"recipient": name})
+
+
+# -- follow-ups: a request that builds on what an earlier request of the conversation made --
+# Each takes an id that an earlier request's call returned (a ticket, a tweet, an order, a
+# contact, a card), so its calls depend on that request's: *expand*'s ``chain`` step adds
+# them. On a world of its own (no earlier request) none applies.
+def tk_close_new(s: Session, items: int) -> Act:
+    """Follow-up: close the ticket the conversation opened."""
+    ticket = s.the_new("TicketAPI", "ticket_queue", "ticket")
+    if ticket["status"] not in ("Open", "In Progress"):
+        raise SkillUnavailable("the new ticket is not open")
+    lead = _ticket_login(s)
+    s.call("close_ticket", ticket_id=ticket["id"])
+    body = s.pick(
+        ("please close the ticket I just opened.", "the ticket I opened can be closed now.")
+    )
+    return Act(_led(lead, body))
+
+
+def tk_resolve_new(s: Session, items: int) -> Act:
+    """Follow-up: resolve the ticket the conversation opened, with a note."""
+    ticket = s.the_new("TicketAPI", "ticket_queue", "ticket")
+    if ticket["status"] not in ("Open", "In Progress"):
+        raise SkillUnavailable("the new ticket is not open")
+    note = s.pick(("Sorted it out myself.", "Fixed after a restart.", "No longer needed."))
+    lead = _ticket_login(s)
+    s.call("resolve_ticket", ticket_id=ticket["id"], resolution=note)
+    body = s.pick((
+        f"mark the ticket I opened as resolved, with the note '{note}'.",
+        f"resolve that new ticket of mine; resolution: '{note}'.",
+    ))  # fmt: skip
+    return Act(_led(lead, body), facts={"resolution": note})
+
+
+def tk_tell_new(s: Session, items: int) -> Act:
+    """Follow-up: message a contact the id of the ticket the conversation opened."""
+    ticket = s.the_new("TicketAPI", "ticket_queue", "ticket")
+    name = _contacts(s, 1)[0]
+    lead = _message_login(s)
+    uid = s.call("get_user_id", user=name)["user_id"]
+    s.call("send_message", receiver_id=uid, message=str(ticket["id"]))
+    body = s.pick((
+        f"send {name} the id of the ticket I opened, nothing else.",
+        f"message {name} just the number of my new ticket.",
+    ))  # fmt: skip
+    return Act(_led(lead, body), facts={"recipient": name})
+
+
+def tw_comment_new(s: Session, items: int) -> Act:
+    """Follow-up: comment on the tweet the conversation posted."""
+    tweet_id = s.the_new("TwitterAPI", "tweets", "tweet")
+    text = s.pick(("More soon.", "Thanks for the support!", "Details to follow."))
+    lead = _twitter_login(s)
+    s.call("comment", tweet_id=int(tweet_id), comment_content=text)
+    body = s.pick((
+        f"add the comment '{text}' under the tweet I just posted.",
+        f"comment '{text}' on my new tweet.",
+    ))  # fmt: skip
+    return Act(_led(lead, body), facts={"comment": text})
+
+
+def tr_cancel_new(s: Session, items: int) -> Act:
+    """Follow-up: cancel the order the conversation placed."""
+    order_id = s.the_new("TradingBot", "orders", "order")
+    order = s.live("TradingBot").orders[order_id]
+    if order["status"] not in ("Open", "Pending"):
+        raise SkillUnavailable("the new order is not open")
+    lead = _trading_login(s)
+    s.call("cancel_order", order_id=int(order_id))
+    body = s.pick((
+        "actually, cancel the order I just placed.",
+        "I changed my mind: cancel that new order.",
+    ))  # fmt: skip
+    return Act(_led(lead, body))
+
+
+def msg_again_new(s: Session, items: int) -> Act:
+    """Follow-up: send the contact the conversation added another message."""
+    name = s.the_new("MessageAPI", "user_map", "contact")
+    uid = s.live("MessageAPI").user_map[name]
+    text = _sentence(s.rng)
+    lead = _message_login(s)
+    s.call("send_message", receiver_id=uid, message=text)
+    body = s.pick((
+        f"send the contact I just added another message: '{text}'.",
+        f"message {name} again, with their new user id: '{text}'.",
+    ))  # fmt: skip
+    return Act(_led(lead, body), facts={"message": text})
+
+
+def tv_book_new_card(s: Session, items: int) -> Act:
+    """Follow-up: book a flight with the card the conversation registered."""
+    card = str(s.the_new("TravelAPI", "credit_card_list", "card"))
+    by_code = {v: k for k, v in CITY_AIRPORT.items()}
+    src, dst = s.rng.choice(sorted((by_code[a], by_code[b]) for a, b in ROUTES
+                                   if a in by_code and b in by_code))  # fmt: skip
+    travel_class = s.rng.choice(("economy", "business"))
+    date = f"2025-{s.rng.randint(1, 12):02d}-{s.rng.randint(1, 28):02d}"
+    lead = _travel_login(s)
+    a = s.call("get_nearest_airport_by_city", location=src)["nearest_airport"]
+    b = s.call("get_nearest_airport_by_city", location=dst)["nearest_airport"]
+    out = s.call("book_flight", access_token=s.token, card_id=card, travel_date=date,
+                 travel_from=a, travel_to=b, travel_class=travel_class)  # fmt: skip
+    s.booking = (out["booking_id"], card)
+    body = s.pick((
+        f"book a {travel_class} flight from {src} to {dst} on {date} with the card I just "
+        "registered, and tell me the booking id.",
+        f"use my new card for a {travel_class} ticket {src} to {dst} on {date}; give me the "
+        "booking id.",
+    ))  # fmt: skip
+    facts = {"departure city": src, "destination city": dst, "travel date": date}
+    return Act(_led(lead, body), outputs=(out["booking_id"],), facts=facts)
+
+
+FOLLOW_UPS: tuple[Action, ...] = (
+    tk_close_new, tk_resolve_new, tk_tell_new, tw_comment_new, tr_cancel_new, msg_again_new,
+    tv_book_new_card,
+)  # fmt: skip
+"""Requests that build on an earlier request's result (besides the booking's follow-ups,
+which the skills' own turns already use: insurance, cancelling, a ticket, a message)."""
 
 
 # -- the car -------------------------------------------------------------------------------
@@ -1181,6 +1410,7 @@ def draft(recipe: Recipe, db: Database, rng: random.Random, shape: Mapping[str, 
         user=UserProfile(name=person.name, facts=dict(s.facts)),
         turns=tuple(s.turns),
         shape=full,
+        gold=s.run.gold(),
     )
 
 
@@ -1190,17 +1420,78 @@ def skill(recipe: Recipe) -> Skill:
     def generate(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
         return draft(recipe, db, rng, shape)
 
+    def grows(shape: Mapping[str, int]) -> tuple[str, ...]:
+        # one more item changes the task only where one of its turns takes several
+        turns = int(shape.get("turns", recipe.turns[0]))
+        actions = [recipe.pools[min(t, len(recipe.pools) - 1)] for t in range(turns)]
+        several = any(
+            f"a{t}" in shape and pool[shape[f"a{t}"] % len(pool)] in SEVERAL
+            for t, pool in enumerate(actions)
+        )
+        return ("turns", "items") if several else ("turns",)
+
     return Skill(
         name=recipe.name,
         description=recipe.description,
         generate=generate,
         shape={"turns": recipe.turns[0], "items": 1},
         limits={"turns": recipe.turns, "items": (1, 3)},
+        grows=grows,
     )
 
 
 SKILLS: tuple[Skill, ...] = tuple(skill(r) for r in RECIPES)
 RECIPE_BY_NAME: Mapping[str, Recipe] = {r.name: r for r in RECIPES}
+
+
+SEVERAL: frozenset[Action] = frozenset({fs_organize, tw_follow, msg_send, tr_watch})
+"""Actions on ``items`` entities (files moved, accounts followed, contacts messaged,
+symbols watched)."""
+
+READS: frozenset[Action] = frozenset({fs_list, tr_average})
+"""Actions that change nothing (they ask for a value to say)."""
+
+
+def action_skill(action: Action) -> Skill:
+    """A skill of one request: ``action`` alone, in one turn, on the state it is given (a
+    fresh world, or a conversation's state when *expand* adds it to a task)."""
+    several = action in SEVERAL
+
+    def generate(db: Database, rng: random.Random, shape: Mapping[str, int]) -> Draft:
+        full = dict(shape)
+        items = min(max(int(full.get("items", 1)), 1), 3)
+        if several:
+            full["items"] = items
+        s = Session(db, rng, full)
+        s.end_turn(action(s, items))
+        if not s.turns[0].calls:
+            raise SkillUnavailable("no calls")
+        return Draft(
+            user=UserProfile(name=s.person.name, facts=dict(s.facts)),
+            turns=tuple(s.turns),
+            shape=full,
+            gold=s.run.gold(),
+        )
+
+    doc = (action.__doc__ or "").strip().splitlines()
+    return Skill(
+        name=action.__name__,
+        description=doc[0] if doc else f"one request: {action.__name__.replace('_', ' ')}",
+        generate=generate,
+        shape={"items": 1} if several else {},
+        limits={"items": (1, 3)} if several else {},
+        writes=action not in READS,
+    )
+
+
+ACTIONS: tuple[Action, ...] = tuple(
+    dict.fromkeys([*(a for recipe in RECIPES for pool in recipe.pools for a in pool), *FOLLOW_UPS])
+)
+"""Every action of the skills' turn pools, once each, and the follow-ups."""
+
+REQUEST_SKILLS: tuple[Skill, ...] = tuple(action_skill(a) for a in ACTIONS)
+"""The requests *expand* adds to a task (``join``: in its last turn; ``append``: in a new
+turn): every action of every class, each on the state the task leaves."""
 
 
 DECOYS: tuple[str, ...] = ("VehicleControlAPI", "TradingBot", "MessageAPI", "GorillaFileSystem")

@@ -123,17 +123,52 @@ def _plain(value: Any) -> Any:
     return _canon(value)
 
 
-def public_state(instance: Any) -> dict[str, Any]:
-    """The public attributes of an API instance as plain data (see :class:`ApiState`)."""
-    return {k: _plain(v) for k, v in vars(instance).items() if not k.startswith("_")}
+def public_state(
+    instance: Any, before: Mapping[str, Any] | None = None, *, owned: bool = False
+) -> dict[str, Any]:
+    """The public attributes of an API instance as plain data (see :class:`ApiState`).
+
+    Args:
+        instance: The instance.
+        before: An earlier public state of it: an attribute of plain JSON data that still
+            equals its value there shares that value (states are never changed, and
+            comparing is a tenth of the cost of copying a long listing).
+        owned: The instance is dropped after this (a world's record, built from a fresh
+            instance): its dicts and lists are taken as they are, not copied.
+    """
+    out = {}
+    for k, v in vars(instance).items():
+        if k.startswith("_"):
+            continue
+        if owned and (type(v) is dict or type(v) is list):
+            out[k] = v
+            continue
+        if before is not None and type(v) in _PLAIN_DATA:
+            old = before.get(k, _MISSING)
+            if type(old) is type(v) and old == v:
+                out[k] = old
+                continue
+        out[k] = _plain(v)
+    return out
 
 
-def state_record(api: str, instance: Any) -> ApiState:
-    """The record of ``instance`` now (a snapshot: later changes to it are not seen)."""
+_PLAIN_DATA = (dict, list, str, int, float, bool, type(None))
+"""Attribute types whose plain form is the value itself (copied): equal values, equal forms."""
+
+_MISSING = object()
+
+
+def state_record(
+    api: str, instance: Any, before: ApiState | None = None, *, owned: bool = False
+) -> ApiState:
+    """The record of ``instance`` now (a snapshot: later changes to it are not seen);
+    ``before``: an earlier record of it, whose unchanged attributes it shares; ``owned``:
+    the instance is never used again (its containers become the record's state)."""
+    blob = pickle.dumps(instance, protocol=pickle.HIGHEST_PROTOCOL)
     return ApiState.model_construct(
         api=api,
-        state=public_state(instance),
-        blob=pickle.dumps(instance, protocol=pickle.HIGHEST_PROTOCOL),
+        state=public_state(instance, before.state if before is not None else None, owned=owned),
+        blob=blob,
     )
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import pickle
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -226,10 +227,27 @@ class BFCLTools(Toolkit):
     def __init__(self, db: Database) -> None:
         super().__init__(db)
         self._live: dict[str, tuple[Any, Any]] = {}
+        self._held = False
+        self._dirty: dict[str, None] = {}
 
     def on_reset(self) -> None:
         """Forget the live instances of the last episode."""
         self._live.clear()
+        self._dirty.clear()
+
+    def hold(self) -> None:
+        """Write a class's record once per :meth:`sync`, not after every call that may
+        change it (a turn of file commands changes the file system's record four times)."""
+        self._held = True
+
+    def sync(self) -> None:
+        """Write the records of the classes changed since the last sync."""
+        for api in self._dirty:
+            before, live = self._live[api]
+            record = state_record(api, live, before)
+            self.db.put(TABLE, api, record)
+            self._live[api] = (record, live)
+        self._dirty.clear()
 
     @classmethod
     def render(cls, value: Any) -> str:
@@ -253,7 +271,7 @@ class BFCLTools(Toolkit):
         """Run function ``name`` with validated ``arguments`` and keep what it changed."""
         function = functions()[name]
         api = function.owner
-        kwargs = copy.deepcopy(dict(arguments))
+        kwargs = _copied(dict(arguments))
         bad = next((k for k, v in kwargs.items() if _unwritable(v)), None)
         if bad is not None:  # it could never be shown, stored or compared as text
             raise InvalidArgumentError(
@@ -271,8 +289,12 @@ class BFCLTools(Toolkit):
         try:
             value = _run(getattr(live, name), kwargs)
         finally:
-            if name not in PURE:
-                record = state_record(api, live)
+            if name in PURE:
+                pass
+            elif self._held:
+                self._dirty[api] = None
+            else:
+                record = state_record(api, live, self._live[api][0])
                 self.db.put(TABLE, api, record)
                 self._live[api] = (record, live)
         return value
@@ -298,7 +320,22 @@ def _run(method: Any, kwargs: dict[str, Any]) -> Any:
         value = method(**kwargs)
     except Exception as exc:
         return f"{ERROR_PREFIX}{exc}"
-    return copy.deepcopy(value)  # never the instance's own containers
+    return _copied(value)  # never the instance's own containers
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of a call's arguments or result: an immutable scalar as it is, anything
+    else through pickle (the same copy as :func:`copy.deepcopy` of this plain data, shared
+    parts shared alike, at C speed)."""
+    if type(value) in _ATOMS:
+        return value
+    try:
+        return pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # something pickle cannot write: the general copy
+        return copy.deepcopy(value)
 
 
 @cache

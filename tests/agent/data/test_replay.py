@@ -31,8 +31,11 @@ def make(config: DataConfig, seeds, *, dynamic: bool = True) -> ReplayBuffer:
 
 
 def test_capacity_admission_rate_and_synthesized_cap(retail_train):
-    config = DataConfig(capacity=10, admit_per_step=2, p_max=0.3)
-    buffer = make(config, retail_train[:6])
+    config = DataConfig(capacity=10, admit_per_step=2, p_max=0.3, hard_m=1)
+    seeds = retail_train[:10]
+    buffer = make(config, seeds)
+    for seed in seeds[:5]:  # parked: their places stay theirs (they are retried)
+        assert visit(buffer, seed.id, HARD, 0) == "parked"
     for i in range(8):
         buffer.offer(synthetic(retail_train[0], i), f"k{i}", step=0)
     assert buffer.composition()["candidates"] == 8
@@ -40,11 +43,31 @@ def test_capacity_admission_rate_and_synthesized_cap(retail_train):
     assert buffer.admit(1)["synthesized"] == 1  # the cap: 3 = 0.3 x 10 synthesized
     assert buffer.admit(2)["synthesized"] == 0
     pool = buffer.composition()
-    assert pool["synthesized"] == 3 and pool["seed"] == 6 and pool["candidates"] == 5
+    assert pool["synthesized"] == 3 and pool["seed"] == 5 and pool["candidates"] == 5
+    assert pool["active"] == 8  # room the parked seeds will take again
     # candidates enter in the order they were made
     assert [t.id for t in buffer.tasks() if t.provenance.origin == "synthesized"] == [
         f"{retail_train[0].id}-syn{i}" for i in range(3)
     ]
+
+
+def test_room_no_seed_can_take_goes_to_synthesized_tasks(retail_train):
+    """p_max keeps the starting pool's place while it has tasks to fill it; as they are
+    retired, the room they leave goes to synthesized tasks, and the pool stays full."""
+    config = DataConfig(capacity=4, admit_per_step=4, p_max=0.5, mastered_k=1)
+    seeds = retail_train[:5]
+    buffer = make(config, seeds)  # 4 active, 1 waiting
+    for i in range(8):
+        buffer.offer(synthetic(retail_train[6], i), f"k{i}", step=0)
+    assert buffer.synthesized_cap() == 2
+    for step, seed in enumerate(seeds):
+        assert visit(buffer, seed.id, MASTERED, step) == "retired"
+        buffer.admit(step)
+        left = len(seeds) - step - 1
+        assert buffer.synthesized_cap() == max(2, 4 - left)
+        assert buffer.count("active") == 4  # always full
+    pool = buffer.composition()
+    assert pool["seed"] == 0 and pool["synthesized"] == 4
 
 
 def test_seeds_beyond_capacity_wait_and_enter_as_room_frees(retail_train):

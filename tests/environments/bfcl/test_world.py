@@ -219,3 +219,46 @@ def test_tasks_offer_their_classes_and_one_they_do_not_need(domain):
         assert needed <= classes and {table[c.name].owner for c in task.gold_calls} <= needed
         extra = classes - needed
         assert len(extra) == 1 and extra <= set(DECOYS) and extra == {decoy(task, sorted(needed))}
+
+
+def test_a_held_toolkit_writes_the_same_records_once_per_sync(domain):
+    """hold(): a class's record is written once at sync, not after every call; the records
+    equal those written call by call (their instances too: a file's private timestamp
+    aside), and an unchanged attribute's value is shared with the record before (states
+    never change)."""
+    from environments.bfcl.world.state import TABLE, public_state
+
+    task = next(t for t in domain.seed_tasks() if t.skill == "files" and t.variant == "base")
+    eager_db, held_db = domain.database(task.db_seed), domain.database(task.db_seed)
+    eager, held = domain.toolkit(eager_db), domain.toolkit(held_db)
+    held.hold()
+    writes = []
+    for call in task.turns[0].calls:
+        before = held_db.checkpoint()
+        assert (
+            eager.call(call.name, call.arguments).output
+            == held.call(call.name, call.arguments).output
+        )
+        writes.append(held_db.checkpoint() == before)
+    assert all(writes)  # nothing written before sync
+    held.sync()
+    new, old = held_db.get(TABLE, "GorillaFileSystem"), eager_db.get(TABLE, "GorillaFileSystem")
+    assert new == old and held_db == eager_db
+    assert public_state(new.instance()) == public_state(old.instance()) == new.state
+    assert new.instance()._current_dir.name == old.instance()._current_dir.name
+    base = domain.base(task.db_seed)[TABLE]["GorillaFileSystem"]
+    assert new.state["long_context"] is base.state["long_context"]
+    held.sync()  # nothing left to write
+    assert held_db.get(TABLE, "GorillaFileSystem") is new
+
+
+def test_arguments_and_results_are_copies_whatever_they_hold(domain):
+    from environments.bfcl.world.tools import _copied
+
+    nested = {"a": [1, {"b": {2, 3}}], "c": (4, "x")}
+    copy = _copied(nested)
+    assert copy == nested and copy is not nested and copy["a"][1] is not nested["a"][1]
+    shared = [1]
+    pair = _copied([shared, shared])
+    assert pair[0] is pair[1] and pair[0] is not shared  # shared parts stay shared, as deepcopy
+    assert _copied("text") == "text" and _copied(None) is None

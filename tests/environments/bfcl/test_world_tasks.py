@@ -119,7 +119,7 @@ def test_the_guard_flags_a_copied_question_call_sequence_and_state(domain, seeds
     )
     assert any("gold calls are a turn of" in v for v in contamination.violations(copied))
     (state,) = [k for k, v in contamination.bfcl_index().states.items() if v == bfcl.id][:1]
-    monkeypatch.setattr(contamination, "initial_states", lambda t: {state[0]: state[1]})
+    monkeypatch.setattr(contamination, "initial_states", lambda t, index=None: {state[0]: state[1]})
     assert any("initial" in v for v in contamination.violations(task))
 
 
