@@ -42,9 +42,9 @@ from rods_env.rewards import (
     success,
 )
 from rods_env.spaces import MAX_TEXT_CHARS
-from rods_env.task import Task
+from rods_env.task import Task, resolve_task
 from rods_env.tools import FrozenDict, FrozenList, clip_text
-from rods_env.user import ScriptedUser, TurnView, UserSimulator
+from rods_env.user import DeferredTurnView, ScriptedUser, TurnView, UserSimulator
 
 __all__ = ["PROMPTS", "ToolEnv", "clip_action", "make_env", "render_messages"]
 
@@ -174,23 +174,13 @@ class ToolEnv(EpisodeEnv):
         return f"domain {self.domain.name}"
 
     def _resolve_task(self, choice: Any) -> Task:
-        if isinstance(choice, Task):
-            if choice.domain != self.domain.name:
-                raise ConfigError(
-                    f"task '{choice.id}' belongs to domain '{choice.domain}', "
-                    f"not to this {self.domain.name} environment"
-                )
-            return choice
-        if isinstance(choice, str):
-            try:
-                return self._by_id[choice]
-            except KeyError:
-                raise ConfigError(
-                    f"unknown task id '{choice}' for domain {self.domain.name}"
-                ) from None
-        raise ConfigError(
-            f"options['task'] must be a Task or a task id, got {type(choice).__name__}"
-        )
+        return resolve_task(choice, self.domain.name, self._task_by_id)
+
+    def _task_by_id(self, task_id: str) -> Task:
+        found = self._by_id.get(task_id)
+        if found is None:
+            raise ConfigError(f"unknown task id '{task_id}' for domain {self.domain.name}")
+        return found
 
     # -- opening ---------------------------------------------------------------------------
     def _open(self, task: Task) -> str:
@@ -277,7 +267,7 @@ class ToolEnv(EpisodeEnv):
             check = self._said()
             return check.ok, check.missing
 
-        return TurnView.deferred(
+        return DeferredTurnView(
             self._task, self._turn, bool(tg.effect), lambda: effect_present(tg, db), said
         )
 

@@ -151,23 +151,12 @@ class TurnView:
     needs_write: bool
     missing_outputs: tuple[str, ...] = ()
 
-    @staticmethod
-    def deferred(
-        task: Task,
-        turn: int,
-        needs_write: bool,
-        effect: Callable[[], bool],
-        said: Callable[[], tuple[bool, tuple[str, ...]]],
-    ) -> TurnView:
-        """A view whose judgements are made when first read (then kept): ``effect()``
-        says whether the gold effect is present, ``said()`` whether the outputs were
-        communicated and which are missing. A user who answers a question reads neither,
-        and the environment judges only what the user reads."""
-        return _DeferredTurnView(task, turn, needs_write, effect, said)
 
-
-class _DeferredTurnView(TurnView):
-    """:meth:`TurnView.deferred`: the same fields, judged on first read."""
+class DeferredTurnView(TurnView):
+    """A :class:`TurnView` whose judgements are made when first read (then kept):
+    ``effect()`` says whether the gold effect is present, ``said()`` whether the outputs
+    were communicated and which are missing. A user who answers a question reads neither,
+    and the environment judges only what the user reads."""
 
     _effect: Callable[[], bool]
     _said: Callable[[], tuple[bool, tuple[str, ...]]]

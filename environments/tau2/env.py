@@ -74,7 +74,7 @@ from rods_env.parsing import (
 )
 from rods_env.registry import load_any_domain
 from rods_env.spaces import MAX_TEXT_CHARS
-from rods_env.task import Task
+from rods_env.task import Task, resolve_task
 from rods_env.tools import FrozenDict, clip_text, freeze
 from rods_env.user import ScenarioUser
 
@@ -223,21 +223,11 @@ class Tau2Env(EpisodeEnv):
         return self.domain.name
 
     def _resolve_task(self, choice: Any) -> Task:
-        if isinstance(choice, Task):
-            if choice.domain != self.domain.name:
-                raise ConfigError(
-                    f"task '{choice.id}' belongs to domain '{choice.domain}', "
-                    f"not to this {self.domain.name} environment"
-                )
-            return choice
-        if isinstance(choice, str):
-            found = self._by_id.get(choice)
-            if found is None:
-                found = self.domain.task(choice)
-            return found
-        raise ConfigError(
-            f"options['task'] must be a Task or a task id, got {type(choice).__name__}"
-        )
+        return resolve_task(choice, self.domain.name, self._task_by_id)
+
+    def _task_by_id(self, task_id: str) -> Task:
+        found = self._by_id.get(task_id)
+        return found if found is not None else self.domain.task(task_id)
 
     # -- opening ---------------------------------------------------------------------------
     def _open(self, task: Task) -> str:
