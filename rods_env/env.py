@@ -24,9 +24,10 @@ from rods_env.episode import (
     clip_action,
     render_messages,
     split_of,
+    started,
     task_pool,
 )
-from rods_env.errors import ConfigError, RodsError
+from rods_env.errors import ConfigError
 from rods_env.gold import GOLD_CACHE, Gold, GoldCache
 from rods_env.parsing import LENIENT_READING, ParsedAction, ParsedCall, ReadingRule
 from rods_env.registry import load_any_domain, load_domain
@@ -151,23 +152,17 @@ class ToolEnv(EpisodeEnv):
     @property
     def db(self) -> Database:
         """The episode's database state (read it, do not write it)."""
-        if self._db is None:
-            raise RodsError("call reset() first")
-        return self._db
+        return started(self._db)
 
     @property
     def task(self) -> Task:
         """The current task."""
-        if self._task is None:
-            raise RodsError("call reset() first")
-        return self._task
+        return started(self._task)
 
     @property
     def gold(self) -> Gold:
         """The gold trajectory of the current task."""
-        if self._gold is None:
-            raise RodsError("call reset() first")
-        return self._gold
+        return started(self._gold)
 
     # -- tasks -----------------------------------------------------------------------------
     def _pool_name(self) -> str:

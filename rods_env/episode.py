@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import gymnasium as gym
 
@@ -87,6 +87,8 @@ step rewards sum to it); ``success`` (the strict verdict, final once the episode
 ``ok``, ``error``); ``messages`` (the conversation in OpenAI's format, read-only);
 ``tools`` (the tool schemas shown now, read-only); ``policy`` (the system prompt, "" when
 none); ``steps`` (agent actions so far). A benchmark adds keys of its own."""
+
+_T = TypeVar("_T")
 
 _ARGS_JSON = json.JSONEncoder(ensure_ascii=False)  # reused: cheaper than json.dumps per call
 
@@ -460,6 +462,18 @@ class EpisodeEnv(gym.Env[str, str]):
     def _extra_info(self) -> dict[str, Any] | None:
         """The benchmark's own info keys (None: none)."""
         return None
+
+
+def started(value: _T | None) -> _T:
+    """``value``, a part of the episode that ``reset`` sets (an environment's ``task``,
+    state...).
+
+    Raises:
+        RodsError: before the first ``reset``.
+    """
+    if value is None:
+        raise RodsError("call reset() first")
+    return value
 
 
 def _visible(action: Any) -> Any:

@@ -84,7 +84,7 @@ from environments.bfcl.tasks import (
     task_index,
 )
 from environments.bfcl.verdicts import VERDICTS, Judge, explain, failure
-from rods_env.episode import CallReply, EpisodeEnv
+from rods_env.episode import CallReply, EpisodeEnv, started
 from rods_env.errors import ConfigError, RodsError
 from rods_env.parsing import ParsedAction, ParsedCall
 from rods_env.spaces import MAX_TEXT_CHARS
@@ -183,9 +183,7 @@ class BFCLEnv(EpisodeEnv):
     @property
     def task(self) -> BFCLTask:
         """The current task."""
-        if self._task is None:
-            raise RodsError("call reset() first")
-        return self._task
+        return started(self._task)
 
     @property
     def gold(self) -> GoldRun:

@@ -59,7 +59,7 @@ from environments.tau2.trajectory import (
 )
 from environments.tau2.users import ScriptedStandIn
 from rods_env.benchmark import BenchmarkDomain
-from rods_env.episode import CallReply, EpisodeEnv, split_of, task_pool
+from rods_env.episode import CallReply, EpisodeEnv, split_of, started, task_pool
 from rods_env.errors import ConfigError, RodsError
 from rods_env.parsing import (
     THINK_CLOSE,
@@ -195,23 +195,17 @@ class Tau2Env(EpisodeEnv):
     @property
     def task(self) -> Task:
         """The current task (its rods view)."""
-        if self._task is None:
-            raise RodsError("call reset() first")
-        return self._task
+        return started(self._task)
 
     @property
     def tau2_task(self) -> Any:
         """The current task as τ²-bench's model."""
-        if self._tau2_task is None:
-            raise RodsError("call reset() first")
-        return self._tau2_task
+        return started(self._tau2_task)
 
     @property
     def state(self) -> EpisodeState:
         """The episode's state (τ²-bench's environment object is ``state.env``)."""
-        if self._state is None:
-            raise RodsError("call reset() first")
-        return self._state
+        return started(self._state)
 
     @property
     def trajectory(self) -> list[dict[str, Any]]:
