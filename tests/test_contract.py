@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 import rods_env
 from rods_env.episode import INFO_KEYS
-from rods_env.errors import RodsError
+from rods_env.errors import ConfigError, RodsError
 from rods_env.oracle import oracle_agent
 from tests.core import fuzz
 
@@ -134,6 +134,21 @@ def test_check_env_without_warnings(make) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env, skip_render_check=True)
+
+
+def test_before_reset_and_unknown_tasks_are_clear_errors(make) -> None:
+    env = make()
+    with pytest.raises(RodsError, match=r"call reset\(\) first"):
+        env.task  # noqa: B018 (the property's guard is the check)
+    with pytest.raises(RodsError, match=r"call reset\(\) before step"):
+        env.step("hello")
+    with pytest.raises(ConfigError, match=r"options\['task'\] must be a .*task id, got int"):
+        env.reset(options={"task": 42})
+    with pytest.raises(ConfigError, match="no-such-task"):
+        env.reset(options={"task": "no-such-task"})
+    task = _tasks(env, 1)[0]
+    assert env.reset(options={"task": task.id})[1]["task_id"] == task.id  # nothing lost
+    assert env.task is task or env.task.id == task.id
 
 
 def _check_info(info: dict[str, Any]) -> None:
