@@ -91,20 +91,23 @@ def test_a_rerun_with_other_settings_is_refused(tmp_path):
 
 # -- the smoke run ------------------------------------------------------------------------------
 SMOKE = [
-    "pool.validation=3",
+    "pool.skills=[order_info]",  # one short skill: a few transcripts teach it
+    "pool.validation=2",
+    "pool.rl_tasks=4",
     "pool.per_seed=1",
-    "warm_start.max_epochs=1",
-    "warm_start.tasks=6",
+    "warm_start.max_epochs=3",
+    "warm_start.tasks=8",
     "eval.test_tasks=3",
     "eval.every=1",
     "runs.seeds=[0]",
     "runs.steps=2",
     "train.model.threads=1",
     "train.rollout.tasks_per_step=2",
-    "train.rollout.group_size=3",
+    "train.rollout.group_size=4",
     "train.rollout.max_turns=6",
-    "train.rollout.max_new_tokens=48",
+    "train.rollout.max_new_tokens=64",
     "train.grpo.lr=1e-5",
+    "train.warm_start.lr=3e-4",
     "train.log.tensorboard=false",
 ]
 
@@ -137,30 +140,29 @@ def test_the_protocol_runs_on_smollm2_end_to_end(tmp_path):
     warm = summary["warm_start"]
     assert [h["epoch"] for h in warm["history"]] == [0, 1]
     assert {"base", "warm"} <= set(warm["test"])
-    trained = 0
+    signal = {}
     for mode in ("static", "filter", "rods"):
         rows = [r for r in read_jsonl(out / "runs" / f"{mode}-s0" / "metrics.jsonl") if "step" in r]
         assert [r["step"] for r in rows] == [0, 1]
         assert all(r["terminations"]["error"] == 0 for r in rows), mode
-        trained += sum(r["loss_tokens"] for r in rows)
+        signal[mode] = sum((r.get("update") or {}).get("signal_tokens", 0) for r in rows)
         curve = summary["modes"][mode]["curve"]
         assert [c["step"] for c in curve] == [0, 1, 2]  # the warm start, then each step
         assert all(c["progress"]["tasks"] == 3 for c in curve)
         assert (out / "runs" / f"{mode}-s0" / "eval" / "step-000001" / "results.jsonl").exists()
-    assert trained > 0, "no update trained a token"
-    # the weights moved: a run's saved trainable weights differ from the warm start's
+    assert sum(signal.values()) > 0, f"no update had a token with a gradient: {signal}"
+    # the weights moved where there was signal: the saved weights differ from the warm start's
     import torch
     from safetensors.torch import load_file
 
-    ckpt = sorted((out / "runs" / "static-s0" / "checkpoints").glob("step-*"))[-1]
-    moved = torch.load(ckpt / "policy" / "trainable.pt", map_location="cpu", mmap=True)
     start = load_file(str(Path(warm["model"]) / "model.safetensors"))
-    diffs = [
-        (moved[name].float() - start[name].float()).abs().max().item()
-        for name in moved
-        if name in start
-    ]
-    assert diffs and max(diffs) > 0
+    for mode in (m for m, n in signal.items() if n > 0):
+        ckpt = sorted((out / "runs" / f"{mode}-s0" / "checkpoints").glob("step-*"))[-1]
+        moved = torch.load(ckpt / "policy" / "trainable.pt", map_location="cpu", mmap=True)
+        diffs = [
+            (moved[k].float() - start[k].float()).abs().max().item() for k in moved if k in start
+        ]
+        assert diffs and max(diffs) > 0, mode
     assert (out / "learning.png").exists() and (out / "report" / "report.md").exists()
     table = (out / "summary.md").read_text()
     assert "| static |" in table and "| rods |" in table
