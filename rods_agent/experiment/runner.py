@@ -273,6 +273,9 @@ class Experiment:
                     if outcome.accepted:
                         pool.add(outcome.task, key=outcome.key)
         synth = list(pool)
+        if cfg.pool.rl_from == "synthesized":
+            n = cfg.warm_start.tasks or len(synth)
+            rl = synth[: min(n, cfg.pool.rl_tasks or n)]
         if not synth:
             raise ConfigError("pool: synthesis accepted no variant of the train seeds")
         folder.mkdir(parents=True, exist_ok=True)
