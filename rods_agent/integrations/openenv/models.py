@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
 
 ActionType = Literal["call_tool", "message", "completion", "assistant", "list_tools", "end"]
 
@@ -45,12 +46,20 @@ class RodsAction(Action):
 
     @model_validator(mode="after")
     def _fields_fit_the_type(self) -> RodsAction:
+        # PydanticCustomError, not ValueError: the server sends a validation error's details
+        # to the client as JSON, and a ValueError in them is not JSON (the session would end)
         if self.type == "call_tool" and not self.tool_name:
-            raise ValueError("a call_tool action needs a tool_name")
+            raise PydanticCustomError("rods_action", "a call_tool action needs a tool_name")
         if self.type == "assistant" and self.message is None:
-            raise ValueError("an assistant action needs a message (an OpenAI assistant message)")
+            raise PydanticCustomError(
+                "rods_action", "an assistant action needs a message (an OpenAI assistant message)"
+            )
         if self.type != "call_tool" and (self.tool_name or self.arguments):
-            raise ValueError(f"tool_name and arguments belong to call_tool, not {self.type}")
+            raise PydanticCustomError(
+                "rods_action",
+                "tool_name and arguments belong to call_tool, not {kind}",
+                {"kind": self.type},
+            )
         return self
 
 
