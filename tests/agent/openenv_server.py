@@ -39,14 +39,27 @@ def rods_server(env_id: str, *extra: str, timeout: float = 120.0) -> Iterator[st
 
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    argv: Sequence[str] = [sys.executable, "-m", "rods_agent.cli", "serve", env_id, "--port", str(port), *extra]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    argv: Sequence[str] = [
+        sys.executable,
+        "-m",
+        "rods_agent.cli",
+        "serve",
+        env_id,
+        "--port",
+        str(port),
+        *extra,
+    ]
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"rods serve {env_id} exited: {proc.stdout.read() if proc.stdout else ''}")
+                pytest.fail(
+                    f"rods serve {env_id} exited: {proc.stdout.read() if proc.stdout else ''}"
+                )
             try:
                 if requests.get(f"{url}/health", timeout=1).ok:
                     break

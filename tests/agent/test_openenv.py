@@ -223,7 +223,9 @@ def test_32_interleaved_sessions_give_the_verdicts_they_give_alone(retail_url):
 def _ws(url: str) -> Any:
     from websockets.sync.client import connect
 
-    return connect(url.replace("http://", "ws://") + "/ws", max_size=None, open_timeout=10)
+    return connect(
+        url.replace("http://", "ws://") + "/ws", max_size=None, open_timeout=10, legacy=True
+    )
 
 
 def _ask(ws: Any, message: Any) -> dict[str, Any]:
@@ -250,7 +252,9 @@ def test_bad_input_gets_an_error_reply_and_the_session_goes_on(retail_url):
         )
         assert unknown_tool["type"] == "observation"
         assert "drop_database" in unknown_tool["data"]["observation"]["text"]
-        garbage = _ask(ws, {"type": "step", "data": {"type": "completion", "content": "{" * 50_000}})
+        garbage = _ask(
+            ws, {"type": "step", "data": {"type": "completion", "content": "{" * 50_000}}
+        )
         assert garbage["type"] == "observation" and not garbage["data"]["done"]
         state = _ask(ws, {"type": "state"})
         assert state["data"]["steps"] == 2 and state["data"]["task_id"] == "retail-0001"
@@ -292,3 +296,70 @@ def test_clients_that_vanish_mid_episode_leave_no_session_behind(retail_url):
         replies.append(_ask(ws, {"type": "reset", "data": {}})["type"])
         ws.close()
     assert replies == ["observation"] * 40
+
+
+def test_trl_runs_a_grpo_step_through_the_openenv_client(tmp_path):
+    """TRL's GRPOTrainer, a dict of environment factories routed by the dataset's
+    `environment` column, each a served rods environment reached through the client: one
+    optimizer step on CPU, every rollout scored by the server's own progress (get_reward)."""
+    pytest.importorskip("trl")
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.chat_template_utils import add_response_schema
+
+    from rods_agent.integrations.openenv import openenv_environment_factory
+    from rods_agent.integrations.trl import build_tiny_trl_model
+
+    model = build_tiny_trl_model(tmp_path / "tiny")
+    tokenizer = add_response_schema(AutoTokenizer.from_pretrained(model))
+    with (
+        rods_server("rods/Retail-v0", *SERVE) as retail,
+        rods_server("rods/Airline-v0", *SERVE) as airline,
+    ):
+        factories = {
+            "retail": openenv_environment_factory(retail),
+            "airline": openenv_environment_factory(airline),
+        }
+        rows = [("retail", "retail-0001"), ("airline", "airline-0001")] * 2
+        dataset = Dataset.from_dict(
+            {
+                "prompt": [[{"role": "user", "content": ""}]] * len(rows),
+                "environment": [env for env, _ in rows],
+                "task_id": [task for _, task in rows],
+            }
+        )
+        args = GRPOConfig(
+            output_dir=str(tmp_path / "out"),
+            max_steps=1,
+            per_device_train_batch_size=4,
+            num_generations=2,
+            max_completion_length=16,
+            max_tool_calling_iterations=2,
+            shuffle_dataset=False,
+            use_cpu=True,
+            report_to="none",
+            logging_steps=1,
+            save_strategy="no",
+            seed=0,
+        )
+        trainer = GRPOTrainer(
+            model=str(model),
+            processing_class=tokenizer,
+            args=args,
+            train_dataset=dataset,
+            environment_factory=factories,
+        )
+        trainer.train()
+        played = [env for pool in trainer._environment_pool.values() for env in pool]
+        scored = [env for env in played if env._reward is not None]
+        assert {type(env).__name__ for env in scored} == {
+            "RetailOpenEnvEnvironment",
+            "AirlineOpenEnvEnvironment",
+        }
+        for env in scored:
+            state = env.client.state()
+            assert state.done and env._reward == state.progress
+    logged = {key for entry in trainer.state.log_history for key in entry}
+    assert any("RetailOpenEnvEnvironment" in key for key in logged), logged
+    assert any("AirlineOpenEnvEnvironment" in key for key in logged), logged

@@ -363,7 +363,10 @@ class RodsEnvironment(MCPEnvironment):
 def gym_action(action: RodsAction) -> str | dict[str, Any]:
     """The ``env.step`` argument of a rods action."""
     if action.type == "call_tool":
-        call = {"type": "function", "function": {"name": action.tool_name, "arguments": action.arguments}}
+        call = {
+            "type": "function",
+            "function": {"name": action.tool_name, "arguments": action.arguments},
+        }
         return {"role": "assistant", "content": None, "tool_calls": [call]}
     if action.type == "message":
         return {"role": "assistant", "content": action.content}

@@ -43,7 +43,7 @@ JSON_TYPES: dict[str, Any] = {
 def python_type(schema: Mapping[str, Any]) -> Any:
     """The type hint from which ``transformers.utils.get_json_schema`` gives back ``schema``
     as far as it can (enums, arrays of items, unions; nested objects stay ``dict``)."""
-    if "enum" in schema and schema["enum"]:
+    if schema.get("enum"):
         return Literal[tuple(schema["enum"])]
     for key in ("anyOf", "oneOf"):
         if key in schema:
@@ -78,7 +78,9 @@ def tool_method(function: Mapping[str, Any]) -> Any:
         else:
             hint = hint | None
             params.append(
-                inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hint)
+                inspect.Parameter(
+                    arg, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hint
+                )
             )
         hints[arg] = hint
     call_tool.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
@@ -186,5 +188,5 @@ def openenv_environment_factory(
     }
     for name, function in sorted(functions.items()):
         namespace[name] = tool_method(function)
-    title = env_id.split("/", 1)[-1].replace("-", "")
+    title = env_id.split("/", 1)[-1].rsplit("-v", 1)[0].replace("-", "")
     return type(f"{title}OpenEnvEnvironment", (RodsOpenEnvEnvironment,), namespace)
