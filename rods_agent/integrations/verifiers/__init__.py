@@ -1,20 +1,22 @@
 """rods environments as ``verifiers.v1`` tasksets (Prime Intellect's Environments Hub).
 
-This package is the taskset plugin: verifiers imports it by id
-(``vf-eval rods_agent.integrations.verifiers``) and takes the classes ``__all__`` exports:
-the taskset and its bundled harness (verifiers' chat loop). verifiers 0.4 lives in a venv of
-its own (``.venv-verifiers``, ``bash scripts/setup_verifiers.sh``); :mod:`.episode` is the
-part that needs no verifiers. docs/hubs.md
+The taskset itself (:mod:`.taskset`, :mod:`.toolset`) needs verifiers 0.4, which lives in a
+venv of its own (``.venv-verifiers``, ``bash scripts/setup_verifiers.sh``); the hub package
+``rods-tasks`` (hubs/verifiers) gives it the module name verifiers resolves a taskset id to.
+:mod:`.episode`, the rods half shared by the tools and the rubric, imports without verifiers;
+the names below load on first use. docs/hubs.md
 """
 
 from __future__ import annotations
 
-from rods_agent.integrations.verifiers.taskset import (
-    RodsHarness,
-    RodsTask,
-    RodsTaskData,
-    RodsTaskset,
-    RodsTasksetConfig,
-)
+from typing import Any
 
 __all__ = ["RodsHarness", "RodsTask", "RodsTaskData", "RodsTaskset", "RodsTasksetConfig"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from rods_agent.integrations.verifiers import taskset
+
+    return getattr(taskset, name)
