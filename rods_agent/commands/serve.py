@@ -19,7 +19,9 @@ import argparse
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``rods serve`` options."""
-    parser.add_argument("env_id", metavar="ENV_ID", help="a rods environment id, e.g. rods/Retail-v0")
+    parser.add_argument(
+        "env_id", metavar="ENV_ID", help="a rods environment id, e.g. rods/Retail-v0"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
     parser.add_argument(

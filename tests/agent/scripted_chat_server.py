@@ -74,7 +74,9 @@ def main(scripts_path: str, port_file: str) -> None:
             usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
             if not request.get("stream"):
                 choice = {"index": 0, "message": message, "finish_reason": finish}
-                self._send(200, {**head, "object": "chat.completion", "choices": [choice], "usage": usage})
+                self._send(
+                    200, {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
+                )
                 return
             delta = dict(message)
             for i, call in enumerate(delta.get("tool_calls") or ()):

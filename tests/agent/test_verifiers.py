@@ -82,7 +82,10 @@ def test_a_cut_off_episode_scores_what_gymnasium_gives_at_the_same_point():
                 action: Any = {"role": "assistant", "content": call.arguments["message"]}
             else:
                 function = {"name": call.name, "arguments": call.arguments}
-                action = {"role": "assistant", "tool_calls": [{"type": "function", "function": function}]}
+                action = {
+                    "role": "assistant",
+                    "tool_calls": [{"type": "function", "function": function}],
+                }
             *_, info = env.step(action)
         info = env.unwrapped.truncate("agent_stopped")
         verdict = score_calls(env_id, task, calls)
@@ -94,9 +97,13 @@ def test_cheap_agents_do_not_pass():
     """Claiming success to the user, or a write call with made-up arguments, earns nothing."""
     env_id = "rods/Retail-v0"
     for task in test_tasks(env_id, 3):
-        claim = [Call(SEND_MESSAGE, {"message": "Done! Everything you asked for is taken care of."})]
+        claim = [
+            Call(SEND_MESSAGE, {"message": "Done! Everything you asked for is taken care of."})
+        ]
         assert score_calls(env_id, task, claim).progress < 1.0
-        guess = [Call("cancel_pending_order", {"order_id": "#W0000000", "reason": "no longer needed"})]
+        guess = [
+            Call("cancel_pending_order", {"order_id": "#W0000000", "reason": "no longer needed"})
+        ]
         assert not score_calls(env_id, task, guess).success
 
 
@@ -104,17 +111,24 @@ def test_a_call_on_a_closed_episode_changes_nothing():
     env_id = "rods/Retail-v0"
     task = test_tasks(env_id, 1)[0]
     calls = oracle_calls(env_id, task)
-    extra = [*calls, Call("cancel_pending_order", {"order_id": "#W0000000", "reason": "ordered by mistake"})]
+    extra = [
+        *calls,
+        Call("cancel_pending_order", {"order_id": "#W0000000", "reason": "ordered by mistake"}),
+    ]
     assert score_calls(env_id, task, extra) == score_calls(env_id, task, calls)
     episode = Episode(env_id)
     episode.reset(task)
     for call in calls:
         episode.call(call.name, call.arguments)
-    assert episode.call(SEND_MESSAGE, {"message": "anything else?"}).startswith("The conversation has ended")
+    assert episode.call(SEND_MESSAGE, {"message": "anything else?"}).startswith(
+        "The conversation has ended"
+    )
 
 
 names = st.from_regex(r"[a-z_]{1,12}", fullmatch=True)
-arguments = st.dictionaries(names, st.one_of(st.integers(), st.text(max_size=8), st.booleans()), max_size=3)
+arguments = st.dictionaries(
+    names, st.one_of(st.integers(), st.text(max_size=8), st.booleans()), max_size=3
+)
 
 
 @given(st.lists(st.tuples(names, arguments, st.booleans()), max_size=6))
@@ -125,19 +139,37 @@ def test_message_calls_reads_the_calls_the_chat_loop_could_send(items):
     expected = []
     for name, args, as_string in items:
         sent: Any = json.dumps(args) if as_string else args
-        messages.append({"role": "assistant", "content": None, "tool_calls": [{"id": "c", "name": name, "arguments": sent}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c", "name": name, "arguments": sent}],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": "c", "content": "ok"})
         expected.append(Call(name, args))
-    messages.append({"role": "assistant", "tool_calls": [{"function": {"name": "x", "arguments": "{broken"}}]})
-    messages.append({"role": "assistant", "tool_calls": [{"function": {"name": "x", "arguments": "[1, 2]"}}]})
+    messages.append(
+        {"role": "assistant", "tool_calls": [{"function": {"name": "x", "arguments": "{broken"}}]}
+    )
+    messages.append(
+        {"role": "assistant", "tool_calls": [{"function": {"name": "x", "arguments": "[1, 2]"}}]}
+    )
     assert message_calls(messages) == expected
 
 
 # -- verifiers' own tools, in .venv-verifiers -------------------------------------------------
 def require_verifiers() -> Path:
     python = VENV / "bin" / "python"
-    ok = python.exists() and subprocess.run([python, "-c", "import verifiers.v1"], capture_output=True).returncode == 0
-    require(ok and WHEELS.is_dir(), f"verifiers is not installed in {VENV}", "bash scripts/setup_verifiers.sh")
+    ok = (
+        python.exists()
+        and subprocess.run([python, "-c", "import verifiers.v1"], capture_output=True).returncode
+        == 0
+    )
+    require(
+        ok and WHEELS.is_dir(),
+        f"verifiers is not installed in {VENV}",
+        "bash scripts/setup_verifiers.sh",
+    )
     return VENV / "bin"
 
 
@@ -185,7 +217,10 @@ def scripted_model(tmp_path):
     partial = next(t for t in pool if 0.0 < score_calls(env_id, t, halves[t.id]).progress < 1.0)
     tasks = [pool[0], partial, pool[1]]
     plans = [oracle_calls(env_id, pool[0]), halves[partial.id], []]
-    scripts = {Episode(env_id).reset(t): [[c.name, c.arguments] for c in plan] for t, plan in zip(tasks, plans)}
+    scripts = {
+        Episode(env_id).reset(t): [[c.name, c.arguments] for c in plan]
+        for t, plan in zip(tasks, plans, strict=True)
+    }
     (tmp_path / "scripts.json").write_text(json.dumps(scripts))
     port_file = tmp_path / "port"
     proc = subprocess.Popen(
@@ -194,9 +229,14 @@ def scripted_model(tmp_path):
     try:
         deadline = time.monotonic() + 30
         while not port_file.exists() or not port_file.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, "the scripted server did not start"
+            assert proc.poll() is None and time.monotonic() < deadline, (
+                "the scripted server did not start"
+            )
             time.sleep(0.1)
-        yield f"http://127.0.0.1:{port_file.read_text()}/v1", dict(zip([t.id for t in tasks], plans))
+        yield (
+            f"http://127.0.0.1:{port_file.read_text()}/v1",
+            dict(zip([t.id for t in tasks], plans, strict=True)),
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -236,4 +276,8 @@ def test_vf_eval_runs_the_taskset_end_to_end_and_scores_as_rods(scripted_model, 
         results = [m["content"] for m in messages if m["role"] == "tool"]
         assert results == [episode.call(c.name, c.arguments) for c in calls], task_id
         progress.append(rods.progress)
-    assert sorted(progress)[0] == 0.0 and sorted(progress)[-1] == 1.0 and 0.0 < sorted(progress)[1] < 1.0
+    assert (
+        sorted(progress)[0] == 0.0
+        and sorted(progress)[-1] == 1.0
+        and 0.0 < sorted(progress)[1] < 1.0
+    )

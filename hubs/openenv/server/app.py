@@ -16,9 +16,14 @@ import rods_env  # noqa: F401  (registers the environment ids)
 from rods_agent.integrations.openenv.server import create_rods_app
 
 ENV_ID = os.environ.get("RODS_ENV_ID", "rods/Retail-v0")
-MAKE_KWARGS = {"split": None, **({"tasks": os.environ["RODS_TASKS"]} if os.environ.get("RODS_TASKS") else {})}
+MAKE_KWARGS = {
+    "split": None,
+    **({"tasks": os.environ["RODS_TASKS"]} if os.environ.get("RODS_TASKS") else {}),
+}
 
-app = create_rods_app(ENV_ID, MAKE_KWARGS, max_sessions=int(os.environ.get("RODS_MAX_SESSIONS", "64")))
+app = create_rods_app(
+    ENV_ID, MAKE_KWARGS, max_sessions=int(os.environ.get("RODS_MAX_SESSIONS", "64"))
+)
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ import functools
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import gymnasium
 from fastmcp import FastMCP
@@ -281,7 +281,7 @@ class RodsEnvironment(MCPEnvironment):
     # -- internals -------------------------------------------------------------------------
     def _end(self) -> RodsObservation:
         previous = self._state.progress
-        info = self._env.unwrapped.truncate(AGENT_STOPPED)
+        info = cast(Any, self._env.unwrapped).truncate(AGENT_STOPPED)
         self._info = info
         self._state.step_count += 1
         self._sync(info, done=True)

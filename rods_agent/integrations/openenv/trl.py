@@ -44,7 +44,7 @@ def python_type(schema: Mapping[str, Any]) -> Any:
     """The type hint from which ``transformers.utils.get_json_schema`` gives back ``schema``
     as far as it can (enums, arrays of items, unions; nested objects stay ``dict``)."""
     if schema.get("enum"):
-        return Literal[tuple(schema["enum"])]
+        return Literal.__getitem__(tuple(schema["enum"]))
     for key in ("anyOf", "oneOf"):
         if key in schema:
             options = [python_type(s) for s in schema[key] if s.get("type") != "null"]
@@ -54,7 +54,7 @@ def python_type(schema: Mapping[str, Any]) -> Any:
         options = [python_type({"type": k}) for k in kind if k != "null"]
         return typing.Union[tuple(options)] if options else Any  # noqa: UP007
     if kind == "array":
-        return list[python_type(schema.get("items", {}))] if schema.get("items") else list
+        return list.__class_getitem__(python_type(schema["items"])) if schema.get("items") else list
     return JSON_TYPES.get(str(kind), Any)
 
 

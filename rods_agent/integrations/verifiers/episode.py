@@ -24,7 +24,7 @@ import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import gymnasium
 
@@ -146,7 +146,7 @@ class Episode:
         """rods' score, ending the episode first if the agent left it open."""
         info = self.info
         if info["termination"] is None:
-            info = self._info = self._env.unwrapped.truncate(AGENT_STOPPED)
+            info = self._info = cast(Any, self._env.unwrapped).truncate(AGENT_STOPPED)
         return Verdict(
             progress=float(info["progress"]),
             success=bool(info["success"]),
@@ -156,7 +156,11 @@ class Episode:
 
 
 def score_calls(
-    env_id: str, task: str | Task, calls: Iterable[Call], tasks: str | None = None, max_steps: int = 40
+    env_id: str,
+    task: str | Task,
+    calls: Iterable[Call],
+    tasks: str | None = None,
+    max_steps: int = 40,
 ) -> Verdict:
     """Replay ``calls`` in a fresh episode of ``task`` and return rods' verdict."""
     episode = Episode(env_id, tasks, max_steps)

@@ -96,7 +96,9 @@ class RodsTask(vf.Task[RodsTaskData, vf.State, RodsTaskConfig]):
         data = self.data
         task = _task(data.env_id, data.task_id, data.pool)
         calls = oracle_calls(data.env_id, task)
-        return score_calls(data.env_id, task, calls, data.pool, max(data.max_steps, len(calls))).success
+        return score_calls(
+            data.env_id, task, calls, data.pool, max(data.max_steps, len(calls))
+        ).success
 
 
 class RodsTasksetConfig(vf.TasksetConfig):
