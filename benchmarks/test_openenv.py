@@ -16,9 +16,9 @@ from tests.agent.openenv_server import require_openenv, rods_server
 
 require_openenv()
 
-from rods_agent.engines import oracle_agents  # noqa: E402
-from rods_agent.integrations.openenv import RodsAction, RodsEnv  # noqa: E402
+from rods_agent.integrations.openenv import RodsEnv  # noqa: E402
 from rods_env.registry import load_any_domain  # noqa: E402
+from tests.agent.test_openenv import as_action, solo_run  # noqa: E402
 
 ENV_ID = "rods/Retail-v0"
 MAKE = {"split": None, "max_steps": 200}
@@ -26,33 +26,15 @@ MAKE = {"split": None, "max_steps": 200}
 
 @pytest.fixture(scope="module")
 def transcripts():
-    """The oracle's actions on each retail test seed, and the number of steps in all."""
+    """The oracle's actions on each retail test seed."""
     tasks = list(load_any_domain(ENV_ID).seed_tasks("test"))
-    env = gym.make(ENV_ID, **MAKE)
-    out = []
-    for task in tasks:
-        obs, info = env.reset(options={"task": task.id})
-        agent = oracle_agents([task])(info)
-        actions, done = [], False
-        while not done:
-            action = agent.act(obs, info)
-            obs, _, terminated, truncated, info = env.step(action)
-            actions.append(action)
-            done = terminated or truncated
-        out.append((task.id, actions))
-    return out
+    return [(task.id, solo_run(ENV_ID, task)["actions"]) for task in tasks]
 
 
 @pytest.fixture(scope="module")
 def url():
     with rods_server(ENV_ID, "--split", "all", "--max-steps", "200") as base:
         yield base
-
-
-def as_action(action):
-    if isinstance(action, str):
-        return RodsAction(type="completion", content=action)
-    return RodsAction(type="assistant", message=dict(action))
 
 
 def test_oracle_episodes_in_process(benchmark, transcripts):

@@ -206,6 +206,29 @@ def test_vf_validate_passes_on_every_env_id(env_id, tmp_path):
     assert report["checks"]["gold"]["valid"] == report["checks"]["noop"]["valid"] == 6, report
 
 
+def test_vf_validate_plays_a_pool_file(tmp_path):
+    """Tasks from a JSONL pool (what ``rods synth`` writes) instead of the seeds."""
+    from rods_env.task import dump_tasks
+
+    bin_dir = require_verifiers()
+    pool = tmp_path / "pool.jsonl"
+    dump_tasks(list(load_any_domain("rods/Airline-v0").seed_tasks("train"))[:4], pool)
+    out = subprocess.run(
+        [bin_dir / "vf-validate", "rods-tasks", "--taskset.env-id", "rods/Airline-v0", "--taskset.pool", str(pool),
+         "--taskset.split", "all", "--runtime.type", "subprocess", "-o", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=600, env=verifiers_env(tmp_path), cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (summary,) = (tmp_path / "out").glob("*/summary.json")
+    report = json.loads(summary.read_text())
+    assert report["total"] == 4 and report["outcomes"]["valid"] == 4, report
+    (results,) = (tmp_path / "out").glob("*/results.jsonl")
+    names = sorted(json.loads(line)["name"] for line in results.read_text().splitlines())
+    assert names == sorted(
+        t.id for t in list(load_any_domain("rods/Airline-v0").seed_tasks("train"))[:4]
+    )
+
+
 @pytest.fixture
 def scripted_model(tmp_path):
     """The scripted chat server (tests/agent/scripted_chat_server.py) for three retail test
