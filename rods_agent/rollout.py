@@ -309,7 +309,8 @@ class DomainRouter:
         """The environment of ``task``'s domain."""
         env = self._envs.get(task.domain)
         if env is None:
-            from rods_env.registry import load_any_domain, make_env
+            from rods_env.env import make_env
+            from rods_env.registry import load_any_domain
 
             kwargs = dict(self.env_kwargs)
             kwargs.update(env_prompt_kwargs(task.domain, self.prompt))

@@ -12,6 +12,7 @@ from rods_env.benchmark import BenchmarkDomain
 from rods_env.database import DELETED, Database, Record
 from rods_env.domain import Domain, Draft, Skill, SkillUnavailable, TurnRules
 from rods_env.env import ToolEnv, render_messages
+from rods_env.episode import CallReply, EpisodeEnv
 from rods_env.errors import (
     ConfigError,
     InvalidArgumentError,
@@ -69,10 +70,12 @@ __all__ = [
     "DELETED",
     "ENV_IDS",
     "BenchmarkDomain",
+    "CallReply",
     "ConfigError",
     "Database",
     "Domain",
     "Draft",
+    "EpisodeEnv",
     "Gold",
     "GoldError",
     "InvalidArgumentError",

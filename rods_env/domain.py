@@ -307,13 +307,10 @@ class Domain:
         return self.request_skills or self.skills
 
     def skill(self, name: str) -> Skill:
-        """The skill called ``name``, or for a composed task's skill (``"a+b"``) the skill
-        that draws its requests (:func:`rods_env.synthesis.compose.composite_skill`)."""
+        """The skill called ``name``. (A composed task's skill, ``"a+b"``, is drawn by the
+        composition of its requests, which belongs to synthesis:
+        :func:`rods_env.synthesis.compose.resolve_skill`.)"""
         found = self.skill_map.get(name)
-        if found is None and "+" in name:
-            from rods_env.synthesis.compose import resolve_skill
-
-            found = resolve_skill(self, name)
         if found is None:
             raise ConfigError(
                 f"unknown skill '{name}' in domain {self.name}; skills: {', '.join(self.skill_map)}"

@@ -68,3 +68,18 @@ class BenchmarkUnavailableError(ConfigError):
 class TrainingError(RodsError):
     """A training run that cannot learn (every episode of a step failed, or nothing was
     trained for several steps although groups had a signal); the message names the cause."""
+
+
+class Reject(Exception):
+    """A synthesis stage's verdict that a candidate task is invalid (not an error of the
+    caller: :mod:`rods_env.synthesis` counts the reasons).
+
+    Args:
+        reason: A short code counted in summaries (e.g. ``"signature_mismatch"``).
+        detail: What exactly was wrong, for logs.
+    """
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail

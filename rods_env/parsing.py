@@ -38,7 +38,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 MAX_CALLS = 16
 """Most tool calls one action may make."""
@@ -106,9 +106,9 @@ are the ``<tool_call>`` blocks the server's tool parser extracts, or a message's
 ``tool_calls``; the text is what precedes the first block; everything else is text."""
 
 
-@dataclass(frozen=True)
-class ParsedCall:
-    """One tool call as the agent wrote it.
+class ParsedCall(NamedTuple):
+    """One tool call as the agent wrote it (immutable; a named tuple: made per call, it
+    must be cheap to make).
 
     Attributes:
         name: Tool name ("" when it could not be read).
@@ -121,9 +121,8 @@ class ParsedCall:
     error: str | None = None
 
 
-@dataclass(frozen=True)
-class ParsedAction:
-    """An action split into the text for the user and the tool calls.
+class ParsedAction(NamedTuple):
+    """An action split into the text for the user and the tool calls (immutable).
 
     Attributes:
         content: Text outside tool-call blocks.
@@ -182,7 +181,9 @@ def _count(chars: int, counts: list[int], budget: int | None) -> None:
 
 
 def _text(item: str, counts: list[int], budget: int | None) -> None:
-    _count(len(item), counts, budget)
+    counts[0] += len(item)
+    if budget is not None and counts[0] > budget:
+        raise _BadValue(f"more than {budget:,} characters of text")
     if not item.isascii():
         at = _surrogate_at(item)
         if at >= 0:
@@ -214,7 +215,13 @@ def _walk(item: Any, depth: int, counts: list[int], budget: int | None) -> None:
             if type(key) is not str:
                 raise _BadValue(f"an object key is a {type(key).__name__}, not a string")
             _text(key, counts, budget)
-            _walk(sub, depth + 1, counts, budget)
+            if type(sub) is str:  # the common leaf, checked here (the same checks)
+                counts[1] += 1
+                if counts[1] > MAX_NODES:
+                    raise _BadValue(f"more than {MAX_NODES:,} values")
+                _text(sub, counts, budget)
+            else:
+                _walk(sub, depth + 1, counts, budget)
     elif isinstance(item, list | tuple):
         if depth >= MAX_DEPTH:
             raise _BadValue(f"values nested more than {MAX_DEPTH} deep")

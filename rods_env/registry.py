@@ -13,7 +13,6 @@ from __future__ import annotations
 import difflib
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
 
 import gymnasium as gym
 
@@ -114,18 +113,6 @@ def domain_from_env_id(env_id: str) -> str:
     return spec_id[len("rods/") :].rsplit("-v", 1)[0].lower()
 
 
-def make_env(domain: str, **kwargs: Any) -> Any:
-    """Gymnasium entry point: the environment of ``domain`` (a :class:`rods_env.env.ToolEnv`
-    for a rods domain, the benchmark's own for a benchmark domain)."""
-    spec = load_any_domain(domain)
-    if isinstance(spec, BenchmarkDomain):
-        spec.require()
-        return spec.make_env(**kwargs)
-    from rods_env.env import ToolEnv
-
-    return ToolEnv(spec, **kwargs)
-
-
 def register_envs(*, benchmarks: bool = False) -> list[str]:
     """Register ``rods/<Title>-v0`` for every installed domain; returns the ids.
 
@@ -139,7 +126,7 @@ def register_envs(*, benchmarks: bool = False) -> list[str]:
         if env_id not in gym.registry:
             gym.register(
                 id=env_id,
-                entry_point="rods_env.registry:make_env",
+                entry_point="rods_env.env:make_env",
                 kwargs={"domain": name},
             )
         ids.append(env_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,7 +18,7 @@ from pydantic import (
     model_serializer,
 )
 
-from rods_env.errors import TaskFileError
+from rods_env.errors import ConfigError, TaskFileError
 from rods_env.fileio import atomic_write
 
 Variant = Literal["base", "missing_parameter", "missing_function", "long_context", "distractor"]
@@ -301,6 +301,26 @@ class Task(Frozen):
     def to_json(self) -> str:
         """One JSONL line (no trailing newline)."""
         return self.model_dump_json(exclude_none=False)
+
+
+def resolve_task(choice: Any, domain: str, find: Callable[[str], Task]) -> Task:
+    """The task an episode's ``options["task"]`` names: a :class:`Task` of ``domain`` as it
+    is, a task id as ``find`` finds it.
+
+    Raises:
+        ConfigError: for a task of another domain or a choice of another type (``find``
+            raises its own for an unknown id).
+    """
+    if isinstance(choice, Task):
+        if choice.domain != domain:
+            raise ConfigError(
+                f"task '{choice.id}' belongs to domain '{choice.domain}', "
+                f"not to this {domain} environment"
+            )
+        return choice
+    if isinstance(choice, str):
+        return find(choice)
+    raise ConfigError(f"options['task'] must be a Task or a task id, got {type(choice).__name__}")
 
 
 def iter_tasks(path: str | Path) -> Iterator[Task]:

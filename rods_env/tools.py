@@ -30,8 +30,10 @@ import json
 import logging
 import re
 import typing
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from threading import Lock
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -322,12 +324,30 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+_RENDERED: OrderedDict[int, tuple[BaseModel, str]] = OrderedDict()
+_RENDERED_SIZE = 32_768
+_RENDERED_LOCK = Lock()
+
+
 def render_output(value: Any) -> str:
-    """Render a tool's return value as the observation text the agent reads."""
+    """Render a tool's return value as the observation text the agent reads.
+
+    An immutable record's text is remembered (by identity, a bounded cache): the shared
+    base's records are shown again in every episode that looks them up."""
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
-        return value.model_dump_json()
+        if not value.model_config.get("frozen"):
+            return value.model_dump_json()
+        hit = _RENDERED.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        text = value.model_dump_json()
+        with _RENDERED_LOCK:
+            _RENDERED[id(value)] = (value, text)
+            if len(_RENDERED) > _RENDERED_SIZE:
+                _RENDERED.popitem(last=False)
+        return text
     return json.dumps(to_jsonable(value), ensure_ascii=False, separators=(",", ":"))
 
 

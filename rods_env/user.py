@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from threading import Lock
 from typing import Any, Protocol, runtime_checkable
 
 from rods_env.rewards import mentions
@@ -115,13 +118,15 @@ def persona_name(text: str) -> str | None:
 
 
 _QUESTION = re.compile(
-    r"\?|\b(please (provide|share|tell|give|confirm)|tell me|share|provide|what is|what's|which|"
-    r"could you|can you|may i have)\b",
+    # (?=[ptswcm]): the words' first letters, a guard that fails fast at most positions
+    r"\?|\b(?=[ptswcm])(please (provide|share|tell|give|confirm)|tell me|share|provide|"
+    r"what is|what's|which|could you|can you|may i have)\b",
     re.IGNORECASE,
 )
+
 _CONFIRM = re.compile(
-    r"\b(confirm|proceed|go ahead|shall i|should i|do you want me|would you like me|"
-    r"is (that|this) (correct|right|ok|okay)|ok to|okay to|are you sure)\b",
+    r"\b(?=[cpgsdwioa])(confirm|proceed|go ahead|shall i|should i|do you want me|"
+    r"would you like me|is (that|this) (correct|right|ok|okay)|ok to|okay to|are you sure)\b",
     re.IGNORECASE,
 )
 
@@ -145,6 +150,52 @@ class TurnView:
     effect_present: bool
     needs_write: bool
     missing_outputs: tuple[str, ...] = ()
+
+
+class DeferredTurnView(TurnView):
+    """A :class:`TurnView` whose judgements are made when first read (then kept):
+    ``effect()`` says whether the gold effect is present, ``said()`` whether the outputs
+    were communicated and which are missing. A user who answers a question reads neither,
+    and the environment judges only what the user reads."""
+
+    _effect: Callable[[], bool]
+    _said: Callable[[], tuple[bool, tuple[str, ...]]]
+
+    def __init__(
+        self,
+        task: Task,
+        turn: int,
+        needs_write: bool,
+        effect: Callable[[], bool],
+        said: Callable[[], tuple[bool, tuple[str, ...]]],
+    ) -> None:
+        for name, value in (
+            ("task", task),
+            ("turn", turn),
+            ("needs_write", needs_write),
+            ("_effect", effect),
+            ("_said", said),
+        ):
+            object.__setattr__(self, name, value)
+
+    def _memo(self, name: str, compute: Callable[[], Any]) -> Any:
+        found = self.__dict__.get(name)
+        if found is None:
+            found = compute()
+            object.__setattr__(self, name, found)
+        return found
+
+    @property
+    def effect_present(self) -> bool:
+        return bool(self._memo("_effect_present", self._effect))
+
+    @property
+    def goal_reached(self) -> bool:
+        return self.effect_present and bool(self._memo("_said_result", self._said)[0])
+
+    @property
+    def missing_outputs(self) -> tuple[str, ...]:
+        return tuple(self._memo("_said_result", self._said)[1])
 
 
 @dataclass(frozen=True)
@@ -178,21 +229,36 @@ class UserSimulator(Protocol):
         ...
 
 
+@lru_cache(maxsize=4096)
 def _alias_pattern(phrase: str) -> re.Pattern[str]:
     return re.compile(r"(?<![a-z0-9])" + re.escape(phrase) + r"(?![a-z0-9])")
 
 
-def _asked_labels(message: str, facts: dict[str, str]) -> list[str]:
+@lru_cache(maxsize=1024)
+def _phrases(label: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The phrases that ask for the fact ``label``, each with its whole-word pattern."""
+    lowered = label.lower()
+    return tuple(
+        (phrase, _alias_pattern(phrase))
+        for phrase in dict.fromkeys((*FACT_ALIASES.get(lowered, ()), lowered))
+    )
+
+
+def _asked_labels(message: str, facts: Mapping[str, str]) -> list[str]:
     """The facts a message asks for: each phrase of :data:`FACT_ALIASES` (or the label
     itself) found in the message, where a longer phrase hides the shorter ones inside it."""
+    return list(_asked(message, tuple(facts)))
+
+
+@lru_cache(maxsize=8192)
+def _asked(message: str, labels: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`_asked_labels` of the facts ``labels`` (remembered: agents ask alike)."""
     text = message.lower()
     found: list[tuple[int, int, str]] = []
-    for label in facts:
-        for phrase in {*FACT_ALIASES.get(label.lower(), ()), label.lower()}:
+    for label in labels:
+        for phrase, pattern in _phrases(label):
             if phrase in text:
-                found.extend(
-                    (m.start(), m.end(), label) for m in _alias_pattern(phrase).finditer(text)
-                )
+                found.extend((m.start(), m.end(), label) for m in pattern.finditer(text))
     taken: list[tuple[int, int]] = []
     asked: list[str] = []
     for start, end, label in sorted(found, key=lambda f: (f[0] - f[1], f[0])):
@@ -201,12 +267,32 @@ def _asked_labels(message: str, facts: dict[str, str]) -> list[str]:
         taken.append((start, end))
         if label not in asked:
             asked.append(label)
-    return [label for label in facts if label in asked]
+    return tuple(label for label in labels if label in asked)
 
 
-def stated_facts(task: Task, text: str) -> set[str]:
-    """The labels of the user's facts whose values ``text`` states."""
-    return {label for label, value in task.user.facts.items() if value and mentions(text, value)}
+_STATED: OrderedDict[tuple[int, str], tuple[Task, frozenset[str]]] = OrderedDict()
+_STATED_SIZE = 8192
+_STATED_LOCK = Lock()
+
+
+def stated_facts(task: Task, text: str) -> frozenset[str]:
+    """The labels of the user's facts whose values ``text`` states.
+
+    Remembered per task and text (a bounded cache of immutable answers): every episode of a
+    task opens with the same request, which a reset would otherwise search again for each
+    fact's value."""
+    key = (id(task), text)
+    hit = _STATED.get(key)
+    if hit is not None and hit[0] is task:
+        return hit[1]
+    found = frozenset(
+        label for label, value in task.user.facts.items() if value and mentions(text, value)
+    )
+    with _STATED_LOCK:
+        _STATED[key] = (task, found)
+        if len(_STATED) > _STATED_SIZE:
+            _STATED.popitem(last=False)
+    return found
 
 
 @dataclass

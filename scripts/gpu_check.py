@@ -4,6 +4,7 @@ whether the path is healthy.
 
     python scripts/gpu_check.py --device cuda --tokenizer .assets/tokenizers/qwen3
     python scripts/gpu_check.py --device cpu  ...   # the same path, small, on a CPU
+    python scripts/gpu_check.py --experiment ...    # configs/gpu.yaml's protocol, in miniature
 
 Prints one ``gpu_check:`` line per measurement and writes them to ``<out>/gpu_check.json``
 (and to ``$OUT/gpu_check.json`` when ``$OUT`` is set). Exit status: 0 when no episode ended in
@@ -148,6 +149,54 @@ def report(summary: dict[str, Any], out: Path) -> None:
         (Path(os.environ["OUT"]) / "gpu_check.json").write_text(text)
 
 
+EXPERIMENT_SIZES = [
+    "pool.skills=[order_info,cancel_order]", "pool.validation=2", "pool.rl_tasks=4",
+    "pool.per_seed=1", "warm_start.max_epochs=1", "warm_start.tasks=4", "eval.test_tasks=4",
+    "eval.every=1", "eval.base_model=false", "runs.seeds=[0]",
+    "train.rollout.tasks_per_step=2", "train.rollout.group_size=2", "train.rollout.max_turns=4",
+    "train.rollout.max_new_tokens=32", "train.rollout.max_tokens=8192",
+    "train.rollout.thinking_tokens=0", "train.warm_start.batch_size=2",
+    "train.warm_start.max_tokens=8192", "train.model.gradient_checkpointing=false",
+    "train.grpo.max_untrained_steps=0", "train.log.tensorboard=false",
+]  # fmt: skip
+"""configs/gpu.yaml scaled down to minutes: what ``--experiment`` overrides."""
+
+
+def run_experiment(device: str, model: Path, out: Path, steps: int | None) -> int:
+    """``rods experiment configs/gpu.yaml`` with the tiny model on ``device``: every stage
+    runs and the summary is written (the tiny model learns nothing; the path is checked)."""
+    from rods_agent.experiment.config import load_experiment
+    from rods_agent.experiment.runner import Experiment
+    from rods_env.errors import RodsError
+
+    config = load_experiment(
+        ROOT / "configs" / "gpu.yaml",
+        [*EXPERIMENT_SIZES, f"out={out / 'experiment'}", f"train.model.path={model}",
+         f"train.model.device={device}", f"runs.steps={steps or 2}"],
+    )  # fmt: skip
+    started = time.perf_counter()
+    try:
+        summary = Experiment(
+            config, write=lambda line: print(f"gpu_check: {line}", flush=True)
+        ).run()
+    except RodsError as exc:
+        print(f"gpu_check: verdict: FAILED: {' '.join(str(exc).split())}", flush=True)
+        return 1
+    errors = sum(m["terminations"].get("error", 0) for m in summary["modes"].values())
+    episodes = sum(m["episodes"] for m in summary["modes"].values())
+    curves = all(m["curve"] for m in summary["modes"].values())
+    verdict = (
+        f"FAILED: {errors} episodes ended in error" if errors
+        else "FAILED: a mode has no held-out evaluation" if not curves
+        else "ok"
+    )  # fmt: skip
+    print(f"gpu_check: experiment: {episodes} training episodes over "
+          f"{', '.join(summary['modes'])} in {time.perf_counter() - started:.0f} s; "
+          f"summary in {out / 'experiment' / 'summary.md'}", flush=True)  # fmt: skip
+    print(f"gpu_check: verdict: {verdict}", flush=True)
+    return 0 if verdict == "ok" else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the check; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -159,6 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", default=str(ROOT / ".gpu-check" / "run"), help="run folder")
     parser.add_argument("--steps", type=int, default=None, help="GRPO steps (cuda: 5, cpu: 2)")
+    parser.add_argument(
+        "--experiment",
+        action="store_true",
+        help="run configs/gpu.yaml's protocol (rods experiment) with the tiny model and small "
+        "sizes instead: every stage on the device, the summary and its figures",
+    )
     args = parser.parse_args(argv)
 
     import torch
@@ -194,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
+    if args.experiment:
+        return run_experiment(args.device, model, out, args.steps)
     failure = None
     try:
         train(load_config(None, overrides(args.device, model, out / "train", args.steps)))

@@ -8,6 +8,7 @@
 #   bash scripts/setup_gpu_check.sh                    # here, once: wheels for the GPU machine
 #   bash scripts/gpu_check.sh                          # there: --device cuda, 5 steps
 #   bash scripts/gpu_check.sh --device cpu             # the same path, small, on a CPU
+#   bash scripts/gpu_check.sh --experiment             # configs/gpu.yaml's protocol (rods experiment), in minutes
 #   bash scripts/gpu_check.sh --tokenizer DIR --out DIR --steps N
 #
 # The GPU machines have torch (CUDA), transformers, peft and accelerate, but neither vLLM nor

@@ -68,12 +68,9 @@ function until revealed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from functools import cache
 from typing import Any, ClassVar, Literal
-
-import gymnasium as gym
 
 from environments.bfcl.apis import GOLD_CACHE, GoldCache, GoldRun, World, functions_of, schemas
 from environments.bfcl.reading import Reading, reader
@@ -87,17 +84,15 @@ from environments.bfcl.tasks import (
     task_index,
 )
 from environments.bfcl.verdicts import VERDICTS, Judge, explain, failure
-from rods_env.env import clip_action, render_messages
+from rods_env.episode import CallReply, EpisodeEnv, started
 from rods_env.errors import ConfigError, RodsError
-from rods_env.parsing import ParsedAction, parse_action
-from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
+from rods_env.parsing import ParsedAction, ParsedCall
+from rods_env.spaces import MAX_TEXT_CHARS
 from rods_env.task import Task
-from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text
+from rods_env.tools import FrozenDict
 
 Holdout = Literal["bfcl", "strict"]
 Verdicts = Literal["official", "strict"]
-
-_ARGS_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 @cache
@@ -108,7 +103,7 @@ def _turn_tools(classes: tuple[str, ...], hidden: frozenset[str]) -> tuple[froze
     return frozenset(names), schemas(names)
 
 
-class BFCLEnv(gym.Env[str, str]):
+class BFCLEnv(EpisodeEnv):
     """BFCL multi-turn tasks with BFCL's turn flow and BFCL's verdicts (see the module doc).
 
     Args:
@@ -132,7 +127,9 @@ class BFCLEnv(gym.Env[str, str]):
         user: Must be None: BFCL's user turns are scripted by the benchmark.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}  # type: ignore[misc]
+    max_turn_steps: ClassVar[int | None] = MAX_STEPS_PER_TURN
+    """BFCL's ``MAXIMUM_STEP_LIMIT``: the 21st tool-calling step of a turn ends the
+    conversation."""
 
     def __init__(
         self,
@@ -160,18 +157,13 @@ class BFCLEnv(gym.Env[str, str]):
             raise ConfigError(f"holdout must be 'bfcl' or 'strict', got {holdout!r}")
         if verdicts not in VERDICTS:
             raise ConfigError(f"verdicts must be 'official' or 'strict', got {verdicts!r}")
-        if render_mode not in (None, "ansi"):
-            raise ConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        if max_steps is not None and max_steps < 1:
-            raise ConfigError(f"max_steps must be at least 1, got {max_steps}")
+        super().__init__(
+            render_mode=render_mode, max_steps=max_steps, max_action_chars=max_action_chars
+        )
         self.category = category
         self.holdout: Holdout = holdout
         self.verdicts: Verdicts = verdicts
-        self.render_mode = render_mode
         self.max_steps = max_steps
-        self.max_action_chars = int(max_action_chars)
-        self.observation_space = UnicodeText(MAX_TEXT_CHARS)
-        self.action_space = UnicodeText(max_action_chars)
         pool = load_tasks(category, split)
         if tasks is not None:
             index = task_index()
@@ -180,23 +172,18 @@ class BFCLEnv(gym.Env[str, str]):
                 for t in tasks
                 if isinstance(t, BFCLTask) or t.id in index
             ]
-        self._pool = pool
+        self._pool = self._all_tasks = pool
         if not self._pool and tasks is None:
             raise ConfigError("no BFCL tasks to sample from")
         self._by_id = {t.id: t for t in self._pool}
         self._gold_cache = gold_cache or GOLD_CACHE
-        self._task: BFCLTask | None = None
         self._judges: dict[str, Judge] = {}
-        self._messages: list[FrozenDict] = []
-        self._over = True
 
     # -- properties ------------------------------------------------------------------------
     @property
     def task(self) -> BFCLTask:
         """The current task."""
-        if self._task is None:
-            raise RodsError("call reset() first")
-        return self._task
+        return started(self._task)
 
     @property
     def gold(self) -> GoldRun:
@@ -215,136 +202,48 @@ class BFCLEnv(gym.Env[str, str]):
         return self._judges[name]
 
     @property
-    def tasks(self) -> list[BFCLTask]:
-        """The tasks ``reset`` samples from."""
-        return list(self._pool)
-
-    @property
     def results(self) -> list[str]:
         """The result texts of the agent's calls so far, in order (what the response check
         searches)."""
-        return list(self._results)
+        return list(self._call_results)
 
-    # -- gymnasium API ---------------------------------------------------------------------
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
-        """Start an episode.
+    # -- tasks -----------------------------------------------------------------------------
+    def _pool_name(self) -> str:
+        return "BFCL"
 
-        Args:
-            seed: Re-seeds the task sampler when given.
-            options: ``{"task": a BFCL task, its rods view or its id}`` picks the task (any
-                BFCL task, in the pool or not).
-
-        Returns:
-            The first user turn and the info dict.
-        """
-        super().reset(seed=seed)
-        task = self._pick((options or {}).get("task"))
-        # every episode judges with fresh worlds: nothing outlives it but immutable gold
-        self._judges = {
-            name: Judge(task, quirks, self._gold_cache) for name, quirks in VERDICTS.items()
-        }
-        self._reader = reader(task.id, task.classes)
-        self._task = task
-        self._limit = self.max_steps or len(task.turns) * (MAX_STEPS_PER_TURN + 1)
-        self._steps = 0
-        self._results: list[str] = []
-        self._readings: list[list[Reading]] = []
-        self._allowed_by_turn: list[frozenset[str]] = []
-        self._turn_results: list[dict[str, Any]] = []
-        self._successes = dict.fromkeys(VERDICTS, False)
-        self._differences: list[dict[str, Any]] = []
-        self._progress = 0.0
-        self._success = False
-        self._termination: str | None = None
-        self._over = False
-        self._messages = []
-        first = self._open_turn(0)
-        return first, self._info([])
-
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Apply the agent's action.
-
-        Args:
-            action: Completion text or an OpenAI-style assistant message dict.
-
-        Returns:
-            ``(observation, reward, terminated, truncated, info)``: ``terminated`` when the
-            last turn ended; ``truncated`` when a step limit cut the conversation.
-        """
-        if self._task is None:
-            raise RodsError("call reset() before step()")
-        if self._over:
-            raise RodsError("the episode is over: call reset() to start another")
-        self._steps += 1
-        before = self._progress
-        parsed = parse_action(action, self.max_action_chars)
-        call_log: list[dict[str, Any]] = []
-        truncated = False
-        if parsed.error or parsed.calls:
-            if parsed.error:
-                obs = clip_text(f"Error: {parsed.error}", MAX_ERROR_CHARS, "error")
-                self._messages.append(FrozenDict(role="assistant", content=clip_action(action)))
-                self._messages.append(FrozenDict(role="system", content=obs))
-            else:
-                obs = self._run_calls(parsed, call_log)
-            self._turn_steps += 1
-            if self._turn_steps > MAX_STEPS_PER_TURN:
-                self._finish("max_steps")
-                truncated = True
-        else:
-            obs = self._end_turn(parsed.content)
-        if not self._over and self._steps >= self._limit:
-            self._finish("max_steps")
-            truncated = True
-        terminated = self._over and not truncated
-        reward = self._progress - before
-        return clip_text(obs, MAX_TEXT_CHARS), reward, terminated, truncated, self._info(call_log)
-
-    def truncate(self, reason: str = "truncated") -> dict[str, Any]:
-        """End the episode now, scored as when a step limit cuts it (the open turn is
-        checked on the state so far; later turns fail, and so does the task).
-
-        Args:
-            reason: Recorded as ``info["termination"]``.
-
-        Returns:
-            The final info dict.
-        """
-        if self._task is None:
-            raise RodsError("call reset() before truncate()")
-        if not self._over:
-            self._finish(reason)
-        return self._info([])
-
-    def render(self) -> str | None:
-        """With ``render_mode="ansi"``, the conversation so far as text."""
-        if self.render_mode != "ansi":
-            return None
-        return render_messages(self._messages)
-
-    # -- internals -------------------------------------------------------------------------
-    def _pick(self, choice: Any) -> BFCLTask:
+    def _resolve_task(self, choice: Any) -> BFCLTask:
         if isinstance(choice, BFCLTask):
             return choice
         if isinstance(choice, Task):
             choice = choice.id
         if isinstance(choice, str):
             return self._by_id.get(choice) or get_task(choice)
-        if choice is not None:
-            raise ConfigError(
-                f"options['task'] must be a BFCL task or a task id, got {type(choice).__name__}"
-            )
-        if not self._pool:
-            raise ConfigError("no BFCL tasks to sample: pass options={'task': ...}")
-        return self._pool[int(self.np_random.integers(len(self._pool)))]
+        raise ConfigError(
+            f"options['task'] must be a BFCL task or a task id, got {type(choice).__name__}"
+        )
 
-    def _open_turn(self, index: int) -> str:
+    @property
+    def _limit(self) -> int:
+        return self._step_limit
+
+    # -- opening ---------------------------------------------------------------------------
+    def _open(self, task: BFCLTask) -> str:
+        # every episode judges with fresh worlds: nothing outlives it but immutable gold
+        self._judges = {
+            name: Judge(task, quirks, self._gold_cache) for name, quirks in VERDICTS.items()
+        }
+        self._reader = reader(task.id, task.classes)
+        self._n_turns = len(task.turns)
+        self._step_limit = self.max_steps or len(task.turns) * (MAX_STEPS_PER_TURN + 1)
+        self._call_results: list[str] = []
+        self._readings: list[list[Reading]] = []
+        self._allowed_by_turn: list[frozenset[str]] = []
+        self._successes = dict.fromkeys(VERDICTS, False)
+        self._differences: list[dict[str, Any]] = []
+        return self._open_turn(0)
+
+    def _begin_turn(self, index: int) -> str:
         task = self._task
-        assert task is not None
-        self._turn = index
-        self._turn_steps = 0
         self._turn_called = False
         self._turn_calls: list[list[dict[str, Any]]] = []
         self._readings.append([])
@@ -354,7 +253,6 @@ class BFCLEnv(gym.Env[str, str]):
         visible, self._schemas = _turn_tools(task.classes, hidden)
         self._allowed = visible | hidden if self.holdout == "bfcl" else visible
         self._allowed_by_turn.append(self._allowed)
-        self._turn_message = len(self._messages)  # the (first) user message that opens it
         messages = task.turns[index]
         if not messages:
             content = reveal_message(task.revealed[index]) if index in task.revealed else ""
@@ -365,62 +263,33 @@ class BFCLEnv(gym.Env[str, str]):
             )
         return "\n".join(str(m.get("content") or "") for m in messages)
 
-    def _run_calls(self, parsed: ParsedAction, log: list[dict[str, Any]]) -> str:
-        tool_calls = []
-        for k, call in enumerate(parsed.calls):
-            args = call.arguments if call.arguments is not None else {}
-            function = FrozenDict(name=call.name or "?", arguments=_ARGS_JSON.encode(args))
-            tool_calls.append(
-                FrozenDict(id=f"call_{self._steps}_{k}", type="function", function=function)
-            )
-        self._messages.append(
-            FrozenDict(
-                role="assistant", content=parsed.content or None, tool_calls=FrozenList(tool_calls)
-            )
-        )
-        outputs: list[str] = []
-        decoded: list[dict[str, Any]] = []
-        for call, tc in zip(parsed.calls, tool_calls, strict=True):
-            if call.error is not None or call.arguments is None:
-                out = f"Error: {call.error}"
-                log.append({"name": call.name, "ok": False, "error": "ParseError"})
-            else:
-                reading = self._reader.read(call.name, call.arguments)
-                results = {name: j.run(reading, self._allowed) for name, j in self._judges.items()}
-                result = results["strict"]  # the agent sees the world as it is
-                out = result.text
-                self._results.append(out)
-                self._readings[-1].append(reading)
-                self._turn_called = True
-                decoded.append(
-                    {"name": reading.function or call.name, "arguments": dict(reading.arguments)}
-                )
-                log.append({"name": call.name, "ok": result.error is None, "error": result.error})
-            content = clip_text(out, MAX_TEXT_CHARS)
-            self._messages.append(
-                FrozenDict(
-                    role="tool", tool_call_id=tc["id"], name=call.name or "?", content=content
-                )
-            )
-            outputs.append(content)
-        if decoded:
-            self._turn_calls.append(decoded)
-        if len(outputs) == 1:
-            return outputs[0]
-        return "\n".join(
-            f"[{c.name or '?'}] {o}" for c, o in zip(parsed.calls, outputs, strict=True)
-        )
+    # -- calls -----------------------------------------------------------------------------
+    def _calls_begin(self, parsed: ParsedAction, ids: Sequence[str]) -> str | None:
+        self._decoded: list[dict[str, Any]] = []
+        return None
 
-    def _end_turn(self, content: str) -> str:
-        task = self._task
-        assert task is not None
-        self._messages.append(FrozenDict(role="assistant", content=content))
-        self._close_turn()
-        if self._turn + 1 >= len(task.turns):
-            self._finish("user_stop")
-            return ""
-        return self._open_turn(self._turn + 1)
+    def _call(self, call: ParsedCall, call_id: str) -> CallReply:
+        assert call.arguments is not None
+        reading = self._reader.read(call.name, call.arguments)
+        results = {name: j.run(reading, self._allowed) for name, j in self._judges.items()}
+        result = results["strict"]  # the agent sees the world as it is
+        self._call_results.append(result.text)
+        self._readings[-1].append(reading)
+        self._turn_called = True
+        self._decoded.append(
+            {"name": reading.function or call.name, "arguments": dict(reading.arguments)}
+        )
+        return CallReply(result.text, result.error is None, result.error)
 
+    def _calls_end(self, ran: int) -> None:
+        if self._decoded:
+            self._turn_calls.append(self._decoded)
+
+    # -- the user: BFCL's next turn --------------------------------------------------------
+    def _hear(self, content: str) -> str:
+        return self._end_turn()
+
+    # -- scoring ---------------------------------------------------------------------------
     def _close_turn(self) -> None:
         """Every judge checks the turn; the turn result is the chosen verdicts' judge's."""
         checks = {name: j.close(self._turn, self._turn_called) for name, j in self._judges.items()}
@@ -434,16 +303,13 @@ class BFCLEnv(gym.Env[str, str]):
             **checks[self.verdicts],
         }
         self._progress = self._judges[self.verdicts].progress
-        self._turn_results.append(result)
+        self._results.append(result)
 
-    def _finish(self, reason: str) -> None:
+    def _score(self, reason: str) -> None:
         task = self._task
-        assert task is not None
-        if len(self._turn_results) == self._turn:
-            self._close_turn()
         gold = self._judge("strict").gold
-        for t in range(len(self._turn_results), len(task.turns)):
-            self._turn_results.append(
+        for t in range(len(self._results), len(task.turns)):
+            self._results.append(
                 {
                     "turn": t,
                     "checked": gold.turns[t].checked,
@@ -470,19 +336,10 @@ class BFCLEnv(gym.Env[str, str]):
             passes["strict"],
             self._gold_cache,
         )
-        self._termination = reason
-        self._over = True
 
-    def _info(self, call_log: list[dict[str, Any]]) -> dict[str, Any]:
-        task = self._task
-        assert task is not None
+    def _extra_info(self) -> dict[str, Any]:
         return {
-            "task_id": task.id,
-            "category": task.category,
-            "turn": self._turn,
-            "n_turns": len(task.turns),
-            "progress": self._progress,
-            "success": self._success,
+            "category": self._task.category,
             "verdicts": {
                 **{
                     name: {
@@ -494,11 +351,4 @@ class BFCLEnv(gym.Env[str, str]):
                 },
                 "differences": list(self._differences),
             },
-            "turn_results": list(self._turn_results),
-            "termination": self._termination,
-            "tool_calls": call_log,
-            "messages": list(self._messages),
-            "tools": self._schemas,
-            "policy": "",
-            "steps": self._steps,
         }

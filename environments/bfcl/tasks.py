@@ -101,6 +101,11 @@ class BFCLTask:
         return VARIANTS[self.category]
 
     @property
+    def split(self) -> str:
+        """Every BFCL task is a test task (BFCL has no train split)."""
+        return "test"
+
+    @property
     def long_context(self) -> bool:
         """Whether the classes load BFCL's long-context data."""
         return self.category == "long_context"

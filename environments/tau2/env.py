@@ -48,8 +48,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import gymnasium as gym
-
 from environments.tau2 import prompts
 from environments.tau2.scoring import PARTING, QUIRKS, VERDICTS, Verdict, is_successful, says, score
 from environments.tau2.state import EpisodeState
@@ -60,7 +58,8 @@ from environments.tau2.trajectory import (
     tool_message,
 )
 from environments.tau2.users import ScriptedStandIn
-from rods_env.env import render_messages
+from rods_env.benchmark import BenchmarkDomain
+from rods_env.episode import CallReply, EpisodeEnv, split_of, started, task_pool
 from rods_env.errors import ConfigError, RodsError
 from rods_env.parsing import (
     THINK_CLOSE,
@@ -73,9 +72,10 @@ from rods_env.parsing import (
     split_reasoning,
     visible_text,
 )
-from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
-from rods_env.task import Task, load_tasks
-from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text, freeze
+from rods_env.registry import load_any_domain
+from rods_env.spaces import MAX_TEXT_CHARS
+from rods_env.task import Task, resolve_task
+from rods_env.tools import FrozenDict, clip_text, freeze
 from rods_env.user import ScenarioUser
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ USER_RETRIES = 3
 (τ²-bench's ``generate`` retries an empty response ``DEFAULT_MAX_RETRIES`` = 3 times)."""
 
 
-class Tau2Env(gym.Env[str, str]):
+class Tau2Env(EpisodeEnv):
     """A τ²-bench domain as a Gymnasium environment (see the module docstring).
 
     Args:
@@ -120,7 +120,6 @@ class Tau2Env(gym.Env[str, str]):
             either way; the results file for τ²-bench's tools always holds its own.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}  # type: ignore[misc]
     reading_rule: ClassVar[ReadingRule] = TOOL_CALL_READING
     """How an action is split into text and calls: as τ²-bench receives a served model's
     message, only ``<tool_call>`` blocks and a message dict's ``tool_calls`` are calls, and
@@ -143,20 +142,13 @@ class Tau2Env(gym.Env[str, str]):
         verdicts: str = "official",
     ) -> None:
         if isinstance(domain, str):
-            from environments.tau2.domain import domain_named
-
-            domain = domain_named(domain)
-        if render_mode not in (None, "ansi"):
-            raise ConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        for name, value in (
-            ("max_steps", max_steps),
-            ("tau2_max_steps", tau2_max_steps),
-            ("max_errors", max_errors),
-        ):
+            domain = _tau2_domain(domain)
+        super().__init__(
+            render_mode=render_mode, max_steps=max_steps, max_action_chars=max_action_chars
+        )
+        for name, value in (("tau2_max_steps", tau2_max_steps), ("max_errors", max_errors)):
             if value < 1:
                 raise ConfigError(f"{name} must be at least 1, got {value}")
-        if split not in (None, "train", "test"):
-            raise ConfigError(f"split must be 'train', 'test' or None, got {split!r}")
         if verdicts not in VERDICTS:
             raise ConfigError(f"verdicts must be 'official' or 'strict', got {verdicts!r}")
         self.verdicts = verdicts
@@ -171,26 +163,16 @@ class Tau2Env(gym.Env[str, str]):
         self.domain = domain
         self.backend = domain.backend()
         self.solo = bool(solo)
-        self.render_mode = render_mode
         self.max_steps = int(max_steps)
-        self.max_action_chars = int(max_action_chars)
         self.tau2_max_steps = int(tau2_max_steps)
         self.max_errors = int(max_errors)
         self.user: Any = None if self.solo else (user if user is not None else ScriptedStandIn())
-        self.observation_space = UnicodeText(MAX_TEXT_CHARS)
-        self.action_space = UnicodeText(max_action_chars)
 
-        if tasks is None or (isinstance(tasks, str) and tasks == "seeds"):
-            pool = domain.seed_tasks()
-        elif isinstance(tasks, (str, Path)):
-            pool = load_tasks(tasks)
-        else:
-            pool = list(tasks)
-        pool = [t for t in pool if t.domain == domain.name]
+        pool = task_pool(tasks, domain.seed_tasks, domain.name)
         for task in pool:
             domain.tau2_task(task.id)  # an unknown id fails here, not mid-rollout
         self._all_tasks = pool
-        self._pool = [t for t in pool if split is None or t.split == split or t.split is None]
+        self._pool = split_of(pool, split)
         self._by_id = {t.id: t for t in domain.seed_tasks()}
         self._by_id.update({t.id: t for t in pool})
 
@@ -207,89 +189,66 @@ class Tau2Env(gym.Env[str, str]):
         self._stop_token = prompts.stop_token()
 
         self._state: EpisodeState | None = None
-        self._task: Task | None = None
         self._tau2_task: Any = None
-        self._over = True
 
     # -- properties ------------------------------------------------------------------------
     @property
     def task(self) -> Task:
         """The current task (its rods view)."""
-        if self._task is None:
-            raise RodsError("call reset() first")
-        return self._task
+        return started(self._task)
 
     @property
     def tau2_task(self) -> Any:
         """The current task as τ²-bench's model."""
-        if self._tau2_task is None:
-            raise RodsError("call reset() first")
-        return self._tau2_task
+        return started(self._tau2_task)
 
     @property
     def state(self) -> EpisodeState:
         """The episode's state (τ²-bench's environment object is ``state.env``)."""
-        if self._state is None:
-            raise RodsError("call reset() first")
-        return self._state
-
-    @property
-    def tasks(self) -> list[Task]:
-        """The tasks ``reset`` samples from."""
-        return list(self._pool)
+        return started(self._state)
 
     @property
     def trajectory(self) -> list[dict[str, Any]]:
         """The episode's τ²-bench trajectory (plain dicts; see :mod:`.trajectory`)."""
         return [dict(m) for m in self._traj]
 
-    # -- gymnasium API ---------------------------------------------------------------------
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
-        """Start an episode.
+    # -- tasks -----------------------------------------------------------------------------
+    def _pool_name(self) -> str:
+        return self.domain.name
 
-        Args:
-            seed: Re-seeds the task sampler when given.
-            options: ``{"task": Task or task id}`` picks the task; ``{"split": "test"}``
-                samples from that split.
+    def _resolve_task(self, choice: Any) -> Task:
+        return resolve_task(choice, self.domain.name, self._task_by_id)
 
-        Returns:
-            The first observation (the user's first message, or the ticket in solo mode)
-            and the info dict.
-        """
-        super().reset(seed=seed)
-        task = self._pick_task(options or {})
+    def _task_by_id(self, task_id: str) -> Task:
+        found = self._by_id.get(task_id)
+        return found if found is not None else self.domain.task(task_id)
+
+    # -- opening ---------------------------------------------------------------------------
+    def _open(self, task: Task) -> str:
         tau2_task = self.domain.tau2_task(task.id)
         if self._state is None:
             self._state = self.backend.new_state(solo=self.solo)
         self._state.reset(tau2_task)
-        self._task, self._tau2_task = task, tau2_task
-        self._steps = 0
+        self._tau2_task = tau2_task
         self._tau2_steps = 0
         self._errors = 0
-        self._progress = 0.0
         self._verdict: Verdict | None = None
-        self._termination: str | None = None
         self._user_error: str | None = None
         self._reasoning: list[str] = []
-        self._over = False
         self._traj: list[dict[str, Any]] = []
         self._user_view: list[dict[str, Any]] = []
         self._call_count = 0
         self._solo_started = False
+        self._n_turns = 1
         if self.solo:
             ticket = str(tau2_task.ticket or "")
-            system = prompts.solo_system_prompt(self._policy_text, ticket)
-            self._system = system
+            self._policy = prompts.solo_system_prompt(self._policy_text, ticket)
             first = clip_text(ticket, MAX_TEXT_CHARS)
-            self._messages: list[dict[str, Any]] = [
-                FrozenDict(role="system", content=system),
-                FrozenDict(role="user", content=first),
-            ]
-            return first, self._info([])
-        self._system = prompts.agent_system_prompt(self._policy_text)
-        self._messages = [FrozenDict(role="system", content=self._system)]
+            self._messages.append(FrozenDict(role="system", content=self._policy))
+            self._say(first)
+            return first
+        self._policy = prompts.agent_system_prompt(self._policy_text)
+        self._messages.append(FrozenDict(role="system", content=self._policy))
         begin = getattr(self.user, "begin_scenario", None)
         if callable(begin):
             begin(tau2_task)
@@ -299,68 +258,19 @@ class Tau2Env(gym.Env[str, str]):
         greeting = self._first_agent_message
         self._traj.append(text_message("assistant", greeting))
         self._messages.append(FrozenDict(role="assistant", content=greeting))
-        first = self._user_turn(greeting)
-        return first, self._info([])
+        return self._user_turn(greeting)
 
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        """Apply the agent's action (see the module docstring).
-
-        Returns:
-            ``(observation, reward, terminated, truncated, info)``; the reward is τ²-bench's
-            at the step that ends the episode, 0 before.
-        """
-        if self._task is None:
-            raise RodsError("call reset() before step()")
-        if self._over:
-            raise RodsError("the episode is over: call reset() to start another")
-        self._steps += 1
-        before = self._progress
-        parsed = parse_action(action, self.max_action_chars, self.reading_rule)
+    def _note_action(self, action: Any) -> None:
         thought = _reasoning(action)
         if thought:
             self._reasoning.append(thought)
-        log: list[dict[str, Any]] = []
-        if parsed.error or (not parsed.calls and not parsed.content.strip()):
-            error = parsed.error or (
-                "empty message: write a message to the user or call a tool"
-                + (
-                    ""
-                    if not self.solo
-                    else f" (in solo mode: call a tool, or {prompts.STOP_FUNCTION})"
-                )
-            )
-            obs = clip_text(f"Error: {error}", MAX_ERROR_CHARS, "error")
-            self._messages.append(FrozenDict(role="assistant", content=_clip(action)))
-            self._messages.append(FrozenDict(role="system", content=obs))
-        elif parsed.calls:
-            obs = self._agent_calls(parsed, log)
-        else:
-            obs = self._agent_text(parsed.content)
-        truncated = False
-        if not self._over and self._steps >= self.max_steps:
-            self._finish("max_steps")
-            truncated = True
-        terminated = self._over and not truncated
-        reward = self._progress - before
-        return clip_text(obs, MAX_TEXT_CHARS), reward, terminated, truncated, self._info(log)
 
-    def truncate(self, reason: str = "truncated") -> dict[str, Any]:
-        """End the episode now (a caller's own limit); τ²-bench scores such an end 0.
-
-        Returns:
-            The final info dict.
-        """
-        if self._task is None:
-            raise RodsError("call reset() before truncate()")
-        if not self._over:
-            self._finish(reason)
-        return self._info([])
-
-    def render(self) -> str | None:
-        """With ``render_mode="ansi"``, the conversation so far as text."""
-        if self.render_mode != "ansi":
+    def _refusal(self, parsed: ParsedAction) -> str | None:
+        if parsed.calls or parsed.content.strip():
             return None
-        return render_messages(self._messages)
+        return "empty message: write a message to the user or call a tool" + (
+            f" (in solo mode: call a tool, or {prompts.STOP_FUNCTION})" if self.solo else ""
+        )
 
     # -- the agent's actions ---------------------------------------------------------------
     def _count_agent_message(self) -> None:
@@ -371,32 +281,19 @@ class Tau2Env(gym.Env[str, str]):
             return
         self._tau2_steps += 1
 
+    def _call_id(self, k: int) -> str:
+        return self._new_call_id()
+
     def _new_call_id(self) -> str:
+        """Call ids count the episode's calls, the user's included."""
         self._call_count += 1
         return f"call_{self._steps}_{self._call_count}"
 
-    def _agent_calls(self, parsed: ParsedAction, log: list[dict[str, Any]]) -> str:
-        """Tool calls: run the readable ones through τ²-bench's tools, in order."""
-        ids = [self._new_call_id() for _ in parsed.calls]
-        tool_calls = [
-            FrozenDict(
-                id=cid,
-                type="function",
-                function=FrozenDict(
-                    name=c.name or "?",
-                    arguments=_ARGS_JSON.encode(c.arguments if c.arguments is not None else {}),
-                ),
-            )
-            for cid, c in zip(ids, parsed.calls, strict=True)
-        ]
-        self._messages.append(
-            FrozenDict(
-                role="assistant", content=parsed.content or None, tool_calls=FrozenList(tool_calls)
-            )
-        )
+    def _calls_begin(self, parsed: ParsedAction, ids: Sequence[str]) -> str | None:
+        """A message of calls: in solo mode a ``done`` call makes it a stop (the other
+        calls of that message do not run); otherwise its readable calls are one message of
+        τ²-bench's trajectory, run in order."""
         if self.solo and any(c.name == prompts.STOP_FUNCTION for c in parsed.calls):
-            # τ²-bench's solo agent: a `done` call turns the message into a stop; the other
-            # calls of that message do not run
             self._traj.append(text_message("assistant", self._stop_token))
             for cid, c in zip(ids, parsed.calls, strict=True):
                 self._messages.append(
@@ -425,26 +322,17 @@ class Tau2Env(gym.Env[str, str]):
                 )
             )
             self._count_agent_message()  # to the environment
-        outputs: list[str] = []
-        for cid, call in zip(ids, parsed.calls, strict=True):
-            if call.error is not None:  # never reached τ²-bench's tools: not its error
-                out, ok = f"Error: {call.error}", False
-            else:
-                reply = self._run_tool(cid, call.name, call.arguments or {}, "assistant")
-                out, ok = str(reply.content or ""), not reply.error
-            log.append({"name": call.name, "ok": ok, "error": None if ok else "ToolError"})
-            self._messages.append(
-                FrozenDict(role="tool", tool_call_id=cid, name=call.name or "?", content=out)
-            )
-            outputs.append(out)
-        if readable:
+        return None
+
+    def _call(self, call: ParsedCall, call_id: str) -> CallReply:
+        reply = self._run_tool(call_id, call.name, call.arguments or {}, "assistant")
+        ok = not reply.error
+        return CallReply(str(reply.content or ""), ok, None if ok else "ToolError")
+
+    def _calls_end(self, ran: int) -> None:
+        if ran:
             self._tau2_steps += 1  # the replies, back to the agent
         self._check_limits()
-        if len(outputs) == 1:
-            return outputs[0]
-        return "\n".join(
-            f"[{c.name or '?'}] {o}" for c, o in zip(parsed.calls, outputs, strict=True)
-        )
 
     def _run_tool(
         self, call_id: str, name: str, arguments: Mapping[str, Any], requestor: str
@@ -462,9 +350,8 @@ class Tau2Env(gym.Env[str, str]):
         self._traj.append(tool_message(reply))
         return reply
 
-    def _agent_text(self, content: str) -> str:
+    def _hear(self, content: str) -> str:
         """A message to the user (solo mode: a stop, or an agent error)."""
-        self._messages.append(FrozenDict(role="assistant", content=content))
         self._traj.append(text_message("assistant", content))
         self._count_agent_message()
         if self.solo:
@@ -537,7 +424,7 @@ class Tau2Env(gym.Env[str, str]):
             self._traj.append(text_message("user", text))
             self._user_view.append({"role": "assistant", "content": text})
             shown = clip_text(text, MAX_TEXT_CHARS)
-            self._messages.append(FrozenDict(role="user", content=shown))
+            self._say(shown)
             self._tau2_steps += 1
             self._check_limits("user_stop" if any(t in text for t in self._stops) else None)
             return shown
@@ -590,10 +477,8 @@ class Tau2Env(gym.Env[str, str]):
             self._finish(reason)
         return self._over
 
-    def _finish(self, reason: str) -> None:
+    def _score(self, reason: str) -> None:
         assert self._state is not None and self._tau2_task is not None
-        self._termination = reason
-        self._over = True
         verdict = score(self.backend, self._tau2_task, self._traj, reason, self._state)
         if self._reasoning and verdict.communicate and not all(verdict.communicate):
             infos = self._tau2_task.evaluation_criteria.communicate_info or []
@@ -601,7 +486,26 @@ class Tau2Env(gym.Env[str, str]):
             if any(says(r, i) for r in self._reasoning for i in unsaid):
                 verdict = replace(verdict, quirks=(*verdict.quirks, "said_in_reasoning"))
         self._verdict = verdict
-        self._progress = self._chosen(verdict)
+        chosen = self._chosen(verdict)
+        self._progress = chosen
+        self._success = is_successful(chosen)
+        failures = verdict.failures(self._tau2_task)
+        if not self._success and not failures:  # strict only
+            failures = [
+                {"rule": f"tau2_strict_{q}", "values": [], "text": QUIRKS[q]}
+                for q in verdict.quirks
+                if q in PARTING
+            ]
+        self._results.append(
+            {
+                "turn": 0,
+                "passed": self._success,
+                "reward": chosen,
+                "checks": verdict.breakdown(),
+                "failures": failures,
+                "message": 1 if self.solo else 2,  # the message that opened the turn
+            }
+        )
 
     def _chosen(self, verdict: Verdict) -> float:
         """The reward of the chosen verdicts (``verdicts=``)."""
@@ -639,72 +543,10 @@ class Tau2Env(gym.Env[str, str]):
         )
         return out
 
-    def _pick_task(self, options: dict[str, Any]) -> Task:
-        choice = options.get("task")
-        if isinstance(choice, Task):
-            if choice.domain != self.domain.name:
-                raise ConfigError(
-                    f"task '{choice.id}' belongs to domain '{choice.domain}', "
-                    f"not to this {self.domain.name} environment"
-                )
-            return choice
-        if isinstance(choice, str):
-            found = self._by_id.get(choice)
-            if found is None:
-                found = self.domain.task(choice)
-            return found
-        if choice is not None:
-            raise ConfigError(
-                f"options['task'] must be a Task or a task id, got {type(choice).__name__}"
-            )
-        split = options.get("split")
-        if split not in (None, "train", "test"):
-            raise ConfigError(f"options['split'] must be 'train' or 'test', got {split!r}")
-        pool = self._pool if split is None else [t for t in self._all_tasks if t.split == split]
-        if not pool:
-            raise ConfigError(
-                f"no tasks to sample for {self.domain.name}"
-                + (f" split {split!r}" if split else "")
-                + ": pass options={'task': ...} or a task pool"
-            )
-        return pool[int(self.np_random.integers(len(pool)))]
-
-    def _info(self, log: list[dict[str, Any]]) -> dict[str, Any]:
-        assert self._task is not None
+    def _extra_info(self) -> dict[str, Any]:
         verdict = self._verdict
-        results: list[dict[str, Any]] = []
-        if verdict is not None:
-            failures = verdict.failures(self._tau2_task)
-            if not is_successful(self._chosen(verdict)) and not failures:  # strict only
-                failures = [
-                    {"rule": f"tau2_strict_{q}", "values": [], "text": QUIRKS[q]}
-                    for q in verdict.quirks
-                    if q in PARTING
-                ]
-            results.append(
-                {
-                    "turn": 0,
-                    "passed": is_successful(self._chosen(verdict)),
-                    "reward": self._chosen(verdict),
-                    "checks": verdict.breakdown(),
-                    "failures": failures,
-                    "message": 1 if self.solo else 2,  # the message that opened the turn
-                }
-            )
         return {
-            "task_id": self._task.id,
-            "turn": 0,
-            "n_turns": 1,
-            "progress": self._progress,
-            "success": verdict is not None and is_successful(self._chosen(verdict)),
             "verdicts": self._verdicts(),
-            "turn_results": results,
-            "termination": self._termination,
-            "tool_calls": log,
-            "messages": list(self._messages),
-            "tools": self._schemas,
-            "policy": self._system,
-            "steps": self._steps,
             "reward_info": verdict.to_dict() if verdict is not None else None,
             "tau2_steps": self._tau2_steps,
             "tool_errors": self._errors,
@@ -756,14 +598,18 @@ def _reasoning(action: Any) -> str:
     return ""
 
 
-def _clip(action: Any, limit: int = 2000) -> str:
-    """A printable, bounded text of an action that could not be used (for the history)."""
-    if isinstance(action, str):
-        text = action
-    else:
-        try:
-            text = json.dumps(action, default=repr, ensure_ascii=False)
-        except (TypeError, ValueError, RecursionError):
-            text = f"<an unreadable {type(action).__name__} action>"
-    text = text[: limit + 1].encode("utf-8", "replace").decode("utf-8")
-    return text if len(text) <= limit else text[:limit] + "... [cut]"
+def _tau2_domain(name: str) -> Tau2Domain:
+    """The τ²-bench domain called ``name`` (``tau2-airline``, or ``airline``), through the
+    registry (the domain module makes environments of this one).
+
+    Raises:
+        ConfigError: for another name.
+    """
+    key = name if name.startswith("tau2-") else f"tau2-{name}"
+    try:
+        found = load_any_domain(key)
+    except RodsError:
+        found = None
+    if not isinstance(found, BenchmarkDomain) or not hasattr(found, "tau2_domain"):
+        raise ConfigError(f"no τ²-bench domain '{name}'")
+    return found  # type: ignore[return-value]

@@ -34,6 +34,7 @@ class _KV:
 
 
 _MIN_SHARED_PREFIX = 256
+_MAX_PREFIXES = 32  # openings and shared heads kept (least recently used dropped)
 
 MMAP_THRESHOLD = 1 << 16
 """Allocations of at least this many bytes get pages of their own (glibc's mmap threshold)."""
@@ -172,10 +173,15 @@ class TransformersEngine:
                 raise EngineError(f"cannot load model '{model}': {exc}") from None
         elif tokenizer is None:
             raise EngineError("pass the tokenizer along with a loaded model")
-        if str(device).startswith("cpu"):
-            return_freed_memory()
         loaded: Any = model
         self.model = loaded.to(device).eval()
+        if str(device).startswith("cpu"):
+            return_freed_memory()
+            from rods_agent.engines.decode_attention import use_for
+
+            # a decoding step's attention without the key/value copies of sdpa's (it
+            # hands anything longer than a few query tokens to sdpa as before)
+            use_for(self.model)
         self.tokenizer = tokenizer
         self.device = device
         self.max_batch_size = int(max_batch_size)
@@ -329,18 +335,27 @@ class TransformersEngine:
             self._kv.move_to_end(key)  # type: ignore[arg-type]
         found = None
         for head, kv in self._prefixes.items():
-            longer = best is None or len(head) > len(best.ids)
-            if longer and len(head) < len(ids) and tuple(ids[: len(head)]) == head:
-                best, found = kv, head
+            # a head as long as the prompt (the same opening again: a GRPO group) is used
+            # to its last token but one: the prompt's last position must run for its logits
+            usable = min(len(head), len(ids) - 1)
+            longer = best is None or usable > len(best.ids)
+            if longer and len(head) <= len(ids) and tuple(ids[: len(head)]) == head:
+                best, found = (kv if usable == len(head) else _KV(kv.ids[:usable], [
+                    (k[:, :, :usable], v[:, :, :usable]) for k, v in kv.layers
+                ])), head  # fmt: skip
         if found is not None:
             self._prefixes.move_to_end(found)
         return best
 
     def _remember(self, key: str | None, kv: _KV, fresh: bool) -> None:
-        """Keep a conversation's KV; learn a shared prompt head from two fresh openings."""
+        """Keep a conversation's KV; keep a fresh opening whole (the other episodes of its
+        GRPO group open the same way) and learn a shared prompt head from two fresh
+        openings."""
         if key is not None:
             self._kv[key] = kv
             self._kv.move_to_end(key)
+        if fresh and len(kv.ids) >= _MIN_SHARED_PREFIX and tuple(kv.ids) not in self._prefixes:
+            self._prefixes[tuple(kv.ids)] = kv  # its tensors are never written to
         if fresh:
             other, self._last_opening = self._last_opening, kv.ids
             n = 0
@@ -351,8 +366,8 @@ class TransformersEngine:
             if n >= _MIN_SHARED_PREFIX and tuple(kv.ids[:n]) not in self._prefixes:
                 head = [(k[:, :, :n].clone(), v[:, :, :n].clone()) for k, v in kv.layers]
                 self._prefixes[tuple(kv.ids[:n])] = _KV(kv.ids[:n], head)
-                while len(self._prefixes) > 8:
-                    self._prefixes.popitem(last=False)
+        while len(self._prefixes) > _MAX_PREFIXES:
+            self._prefixes.popitem(last=False)
         while self._cached_tokens() > self.max_cached_tokens and (self._kv or self._prefixes):
             (self._kv if self._kv else self._prefixes).popitem(last=False)
 

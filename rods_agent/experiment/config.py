@@ -29,6 +29,19 @@ class PoolPlan(Section):
         description="Train seeds held out as the validation split (hyperparameters and the "
         "warm start's stopping point are chosen on it, never on the test split).",
     )
+    rl_tasks: int = Field(
+        0,
+        ge=0,
+        description="Train seeds in the GRPO runs' starting pool (0: all). A small pool is "
+        "what a fixed dataset looks like to a policy that learns: its tasks are visited "
+        "again and again, mastered, and stop giving signal; rods grows it by synthesis.",
+    )
+    rl_from: Literal["seeds", "synthesized"] = Field(
+        "seeds",
+        description="Where the GRPO runs' starting pool comes from: the train seeds (the "
+        "experiment), or the warm start's own synthesized tasks (a smoke test that learning "
+        "happens: tasks the warm start has seen give groups with reward variance).",
+    )
     per_seed: int = Field(
         2,
         ge=1,

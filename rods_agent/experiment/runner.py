@@ -256,6 +256,8 @@ class Experiment:
         validation = sorted(ranked[: cfg.pool.validation], key=lambda t: t.id)
         keep = {t.id for t in validation}
         seeds = [t for t in train if t.id not in keep]
+        rl = [t for t in ranked if t.id not in keep]
+        rl = sorted(rl[: cfg.pool.rl_tasks] if cfg.pool.rl_tasks else rl, key=lambda t: t.id)
         pool = TaskPool(domains=domain)  # as rods synth builds one: duplicates left out
         for mode in cfg.pool.modes:
             synthesis = SynthesisConfig(
@@ -271,15 +273,20 @@ class Experiment:
                     if outcome.accepted:
                         pool.add(outcome.task, key=outcome.key)
         synth = list(pool)
+        if cfg.pool.rl_from == "synthesized":
+            n = cfg.warm_start.tasks or len(synth)
+            rl = synth[: min(n, cfg.pool.rl_tasks or n)]
         if not synth:
             raise ConfigError("pool: synthesis accepted no variant of the train seeds")
         folder.mkdir(parents=True, exist_ok=True)
         dump_tasks(seeds, folder / "train-seeds.jsonl")
+        dump_tasks(rl, folder / "rl-pool.jsonl")
         dump_tasks(validation, folder / "validation.jsonl")
         dump_tasks(test, folder / "test.jsonl")
         dump_tasks(synth, folder / "synthesized.jsonl")
         data = {
             "train_seeds": len(seeds),
+            "rl_pool": len(rl),
             "validation": len(validation),
             "test": len(test),
             "synthesized": len(synth),
@@ -425,7 +432,7 @@ class Experiment:
                     "out": str(out),
                     "model.path": model,
                     "warm_start.enabled": False,
-                    "data.pool": str(self.paths.pools / "train-seeds.jsonl"),
+                    "data.pool": str(self.paths.pools / "rl-pool.jsonl"),
                     "data.split": "train",
                     "log.eval_every": cfg.eval.every,
                     "log.eval_tasks": cfg.eval.test_tasks,

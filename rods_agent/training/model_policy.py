@@ -335,6 +335,11 @@ class ModelPolicy:
         metrics.update(mismatch_metrics([s for s in seqs if s.old_logp is not None]))
         metrics["optimizer_steps"] = float(stepped)
         metrics["loss_tokens"] = float(sum(s.n_loss_tokens for s in seqs))
+        # of them, the tokens with a gradient: a row whose advantage is 0 has none (no KL)
+        kl = self.config.grpo.kl_coef > 0
+        metrics["signal_tokens"] = float(
+            sum(s.n_loss_tokens for s in seqs if kl or s.advantage != 0.0)
+        )
         if stepped:
             self.weights_version += 1
         wake = getattr(self.engine, "wake_up", None)

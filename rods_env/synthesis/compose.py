@@ -39,11 +39,11 @@ from typing import Any
 
 from rods_env.database import DELETED, Database, Tables
 from rods_env.domain import Domain, Draft, Skill, SkillUnavailable, scattered
+from rods_env.errors import Reject
 from rods_env.gold import Gold
 from rods_env.leaves import record_json, value_leaves
 from rods_env.rewards import Said, mentions
 from rods_env.splits import task_customers
-from rods_env.synthesis.plan import Reject
 from rods_env.synthesis.rewrite import rephrase, split_frame
 from rods_env.task import (
     SKILL_SEPARATOR,

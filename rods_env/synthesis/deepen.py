@@ -25,11 +25,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rods_env.domain import Domain, Draft
+from rods_env.errors import Reject
 from rods_env.gold import GOLD_CACHE, Gold
 from rods_env.leaves import value_leaves
 from rods_env.synthesis.asking import no_ask_value
 from rods_env.synthesis.flow import flow_graph
-from rods_env.synthesis.plan import Reject
 from rods_env.synthesis.text import states
 from rods_env.task import Task
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rods_env.domain import Domain, Skill
+from rods_env.errors import Reject
 from rods_env.gold import GOLD_CACHE
 from rods_env.signature import compute_signature
 from rods_env.task import Signature, Task
@@ -35,20 +36,6 @@ depth across requests)."""
 STEPS: tuple[str, ...] = ("join", "append", "deepen", "chain")
 """The expansion steps that come from the domain's tools and customers, not a skill's
 limits (``Plan.axis`` names them)."""
-
-
-class Reject(Exception):
-    """A stage's verdict that the candidate is invalid.
-
-    Args:
-        reason: A short code counted in summaries (e.g. ``"signature_mismatch"``).
-        detail: What exactly was wrong, for logs.
-    """
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
 
 
 @dataclass(frozen=True)

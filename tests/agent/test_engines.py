@@ -424,3 +424,50 @@ def test_freed_tensor_memory_goes_back_to_the_system():
         import ctypes.util
 
         assert took == (ctypes.util.find_library("c") is not None)
+
+
+@pytest.mark.parametrize("queries", [1, 3])
+@pytest.mark.parametrize("preallocated", [False, True])
+@pytest.mark.parametrize("padded", [False, True])
+def test_decode_attention_equals_sdpa(queries, preallocated, padded):
+    """The decoding attention gives sdpa's output (repeat_kv layout, masks, a cache read
+    whole from its preallocated buffer with the unwritten tail masked)."""
+    import types
+
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.masking_utils import sdpa_mask
+
+    from rods_agent.engines.decode_attention import attention
+
+    g = torch.Generator().manual_seed(queries + 2 * preallocated + 4 * padded)
+    batch, heads, kv_heads, dim, length = 3, 6, 2, 8, 11
+    q = torch.randn(batch, heads, queries, dim, generator=g)
+    k = torch.randn(batch, kv_heads, length, dim, generator=g)
+    v = torch.randn(batch, kv_heads, length, dim, generator=g)
+    if preallocated:  # the first `length` positions of a longer zeroed buffer
+        kb, vb = (
+            torch.zeros(batch, kv_heads, length + 5, dim),
+            torch.zeros(batch, kv_heads, length + 5, dim),
+        )
+        kb[:, :, :length], vb[:, :, :length] = k, v
+        k, v = kb[:, :, :length], vb[:, :, :length]
+        assert not k.is_contiguous()
+    keep = torch.ones(batch, length, dtype=torch.bool)
+    if padded:
+        keep[0, :4] = False  # a left-padded row
+    mask = sdpa_mask(
+        batch_size=batch,
+        q_length=queries,
+        kv_length=length,
+        q_offset=length - queries,
+        attention_mask=keep,
+        allow_is_causal_skip=False,
+    )
+    module = types.SimpleNamespace(
+        num_key_value_groups=heads // kv_heads, is_causal=True, training=False
+    )
+    want, _ = sdpa_attention_forward(module, q, k.contiguous(), v.contiguous(), mask, scaling=0.3)
+    got, _ = attention(module, q, k, v, mask, scaling=0.3)
+    assert got.shape == want.shape == (batch, queries, heads, dim)
+    assert torch.allclose(got, want, atol=1e-5)

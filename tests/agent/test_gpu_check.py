@@ -99,3 +99,18 @@ def test_without_a_gpu_or_a_tokenizer_the_check_says_so(tmp_path):
     (tmp_path / "tokenizer.json").write_text("{}")  # not a tokenizer of Qwen3's kind
     proc = check("--device", "cpu", "--tokenizer", str(tmp_path), "--out", str(tmp_path / "o"))
     assert proc.returncode == 2 and "gpu_check: error: cannot build the tiny Qwen3" in proc.stderr
+
+
+def test_the_experiment_check_runs_configs_gpu_yaml_protocol_on_a_cpu(tmp_path):
+    """``--experiment``: configs/gpu.yaml's protocol (pools, warm start, every mode, held-out
+    evaluation, the summary) with the tiny Qwen3, on the CPU here, on CUDA there."""
+    require_qwen3()
+    proc = check("--experiment", "--device", "cpu", "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    shown = "\n".join(lines(proc))
+    assert "runs: rods seed 0 (run 3 of 3)" in shown and "verdict: ok" in shown, shown
+    summary = json.loads((tmp_path / "run" / "experiment" / "summary.json").read_text())
+    assert set(summary["modes"]) == {"static", "filter", "rods"}
+    for mode in summary["modes"].values():
+        assert [c["step"] for c in mode["curve"]] == [0, 1, 2]
+        assert mode["terminations"].get("error", 0) == 0

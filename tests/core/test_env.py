@@ -1,22 +1,14 @@
 from __future__ import annotations
 
-import copy
 import json
-import pickle
-import warnings
-from decimal import Decimal
 
 import pytest
-from gymnasium.utils.env_checker import check_env
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from rods_env import OracleAgent, TalkOnlyAgent, ToolEnv, run_episode
 from rods_env.oracle import tool_call_text
 from rods_env.parsing import parse_action
 from rods_env.task import ToolCall
 from rods_env.tools import MAX_ERROR_CHARS, MAX_OUTPUT_CHARS, Toolkit, tool
-from tests.core import fuzz
 from tests.core.toy_domain import TOY
 
 WRITES = TOY.toolkit.write_names()
@@ -25,17 +17,6 @@ WRITES = TOY.toolkit.write_names()
 @pytest.fixture
 def env(toy_tasks):
     return ToolEnv(TOY, tasks=toy_tasks, render_mode="ansi")
-
-
-@pytest.fixture(scope="module")
-def toy_env(toy_tasks):
-    return ToolEnv(TOY, tasks=toy_tasks, max_steps=12)
-
-
-def test_check_env_passes_without_warnings(env):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        check_env(env, skip_render_check=True)
 
 
 def test_reset_returns_first_message_and_info(env, toy_tasks):
@@ -180,19 +161,6 @@ def test_openai_message_action(env, toy_tasks):
     assert '"ACC0001"' in obs and info["messages"][-1]["role"] == "tool"
 
 
-def test_render_ansi_shows_conversation(env, toy_tasks):
-    env.reset(options={"task": toy_tasks[0]})
-    env.step("Could you tell me your email?")
-    text = env.render()
-    assert "[user]" in text and "[assistant] Could you tell me your email?" in text
-
-
-def test_reset_with_same_seed_picks_same_task(env):
-    a = env.reset(seed=7)[1]["task_id"]
-    b = env.reset(seed=7)[1]["task_id"]
-    assert a == b
-
-
 def test_task_of_another_domain_is_refused(env, toy_tasks):
     other = toy_tasks[0].model_copy(update={"domain": "retail"})
     with pytest.raises(Exception, match="belongs to domain 'retail'"):
@@ -235,53 +203,7 @@ def test_truncate_scores_like_the_step_limit():
 
 
 # -- robustness: every malformed action is an observation ---------------------------------
-DEEP = "[" * 5000 + "]" * 5000
 CALL = '<tool_call>{"name": "get_account", "arguments": %s}</tool_call>'
-
-
-def _dict_call(arguments):
-    return {
-        "role": "assistant",
-        "tool_calls": [{"function": {"name": "get_account", "arguments": arguments}}],
-    }
-
-
-MALFORMED = [
-    pytest.param(CALL % ('{"account_id": ' + "9" * 5000 + "}"), "not valid JSON", id="int-5000-digits"),
-    pytest.param(CALL % DEEP, "nested", id="nesting-5000-deep"),
-    pytest.param(CALL % ('{"account_id": "' + "[" * 40 + "]" * 40 + '"}'), "No account", id="brackets-in-a-string"),
-    pytest.param(CALL % '{"account_id": NaN}', "NaN", id="nan"),
-    pytest.param(CALL % '{"account_id": "\\ud800"}', "lone surrogate", id="escaped-surrogate"),
-    pytest.param("Hello \ud800", "lone surrogate", id="surrogate-in-text"),
-    pytest.param({"content": [{"type": "text", "text": 5}]}, "content", id="content-part-not-text"),
-    pytest.param({"content": [object()]}, "not JSON", id="content-part-object"),
-    pytest.param(_dict_call({1: "ACC0001"}), "key is a int", id="non-string-key"),
-    pytest.param(_dict_call({"account_id": {1, 2}}), "set value is not JSON", id="set"),
-    pytest.param(_dict_call({"account_id": Decimal("1.5")}), "Decimal", id="decimal"),
-    pytest.param(_dict_call({"account_id": 10**5000}), "more than 18 digits", id="huge-int"),
-    pytest.param(_dict_call({"account_id": float("inf")}), "finite", id="inf"),
-    pytest.param(_dict_call({"account_id": "\ud800"}), "lone surrogate", id="surrogate-in-dict"),
-    pytest.param(_dict_call("{" * 3000), "not valid JSON", id="arguments-string-broken"),
-    pytest.param({"role": "assistant", "content": "y" * 10_000_000}, "characters of text", id="dict-10M"),
-    pytest.param({"tool_calls": "nope"}, "must be a list", id="tool-calls-not-a-list"),
-    pytest.param({"tool_calls": [{"function": {"name": "get_account"}}] * 17}, "at most 16", id="17-calls"),
-    pytest.param(CALL % "{}" * 17, "at most 16", id="17-blocks"),
-    pytest.param(None, "must be a string or a message dict", id="none"),
-    pytest.param(b"bytes", "must be a string or a message dict", id="bytes"),
-    pytest.param(["a"], "must be a string or a message dict", id="list"),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(("action", "needle"), MALFORMED)
-def test_every_malformed_kind_is_an_error_observation(env, toy_tasks, action, needle):
-    env.reset(options={"task": toy_tasks[0]})
-    before = env.db.fingerprint()
-    obs, reward, term, trunc, info = env.step(action)
-    assert obs.startswith("Error") and needle in obs, obs[:300]
-    assert (reward, term, trunc) == (0.0, False, False)
-    assert env.db.fingerprint() == before
-    json.dumps(info["messages"], ensure_ascii=False).encode("utf-8")  # the history stays writable
-    assert all(len(m["content"] or "") <= 5000 for m in info["messages"][1:])
 
 
 def test_a_surrogate_in_a_write_argument_changes_nothing(env, toy_tasks):
@@ -354,56 +276,3 @@ def test_outputs_are_capped_and_rendering_is_inside_the_atomic_call():
         assert not result.ok and result.error == "InternalToolError", result.output
         assert "nothing was changed" in result.output
         assert db.fingerprint() == before
-
-
-# -- data handed out -----------------------------------------------------------------------
-def test_tools_and_messages_handed_out_are_read_only(toy_tasks):
-    env = ToolEnv(TOY, tasks=toy_tasks)
-    _, info = env.reset(options={"task": toy_tasks[0]})
-    name = info["tools"][0]["function"]["name"]
-    with pytest.raises(TypeError, match="read-only"):
-        info["tools"][0]["function"]["name"] = "hacked"
-    with pytest.raises(TypeError, match="read-only"):
-        info["tools"].append({})
-    with pytest.raises(TypeError, match="read-only"):
-        info["messages"][0]["content"] = "ignore the policy"
-    with pytest.raises(TypeError, match="read-only"):
-        info["tools"][0]["function"]["parameters"]["required"].append("x")
-    # a copy is plain and editable, and changes nobody else's tools
-    mine = copy.deepcopy(info["tools"])
-    mine[0]["function"]["name"] = "mine"
-    assert type(mine[0]) is dict and type(pickle.loads(pickle.dumps(info["tools"]))) is list
-    other = ToolEnv(TOY, tasks=toy_tasks)
-    assert other.reset(options={"task": toy_tasks[0]})[1]["tools"][0]["function"]["name"] == name
-    assert json.loads(json.dumps(info["tools"])) == copy.deepcopy(info["tools"])  # plain JSON
-    # the message list is the caller's copy; the env's history is untouched
-    info["messages"].append({"role": "user", "content": "extra"})
-    *_, later = env.step("Could you tell me your email?")
-    assert all(m["content"] != "extra" for m in later["messages"])
-    with pytest.raises(TypeError, match="read-only"):
-        later["messages"][-1]["content"] = "rewritten"
-
-
-@settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(st.lists(fuzz.actions(sorted(TOY.toolkit.names())), min_size=1, max_size=6))
-def test_fuzzed_actions_never_raise(toy_env, batch):
-    toy_env.reset(seed=0)
-    for action in batch:
-        fuzz.step_checked(toy_env, action)
-
-
-def test_a_message_dict_is_bounded_like_the_text_it_stands_for(toy_tasks):
-    env = ToolEnv(TOY, tasks=toy_tasks, max_action_chars=2_000)
-    env.reset(options={"task": toy_tasks[0]})
-    amounts = [10**17] * 200  # 3,800 characters written out, none of them in a string
-    call = {"name": "get_account", "arguments": {"account_id": "ACC0001", "amounts": amounts}}
-    text = f"<tool_call>{json.dumps(call)}</tool_call>"
-    message = {"role": "assistant", "content": "", "tool_calls": [{"function": call}]}
-    for action in (text, message):
-        obs, *_ = env.step(action)
-        assert obs.startswith("Error") and ("too long" in obs or "2,000 characters" in obs)

@@ -90,39 +90,3 @@ def test_an_answer_said_only_while_thinking_earns_nothing(retail) -> None:
     said = [m["content"] for m in messages if m["role"] == "assistant" and m.get("content")]
     assert "I could not find the price." in said
     assert all(task.turns[0].outputs[0] not in s for s in said if "could not find" in s)
-
-
-def test_a_tool_call_drafted_in_the_reasoning_is_not_run(retail) -> None:
-    task = _task_with_outputs(retail)
-    env = ToolEnv(retail, split=None)
-    _obs, info = env.reset(options={"task": task})
-    call = (
-        '<tool_call>{"name": "find_user_id_by_email", "arguments": {"email": "x@y.z"}}</tool_call>'
-    )
-    for action in (
-        f"<think>First I will look the user up: {call}</think>Could you give me your email?",
-        {"role": "assistant", "content": f"<think>{call}</think>Could you give me your email?"},
-    ):
-        before = len(info["messages"])
-        _, _, _, _, info = env.step(action)
-        new = info["messages"][before:]
-        assert [m["role"] for m in new] == ["assistant", "user"]
-        assert new[0]["content"] == "Could you give me your email?"
-        assert not new[0].get("tool_calls") and info["tool_calls"] == []
-
-
-def test_reasoning_cut_off_by_the_token_cap_is_neither_run_nor_sent(retail) -> None:
-    task = _task_with_outputs(retail)
-    env = ToolEnv(retail, split=None)
-    _, info = env.reset(options={"task": task})
-    cut = '<think>The order must go. <tool_call>{"name": "cancel_pending_order", "arguments": {"order_id": "#W0000000", "reason": "no longer needed"}}'
-    obs, reward, _, _, info = env.step(cut)
-    assert "reasoning was cut off" in obs and reward == 0.0
-    assert info["tool_calls"] == []
-    kept = info["messages"][-2]
-    assert (
-        kept["role"] == "assistant"
-        and "<think>" not in kept["content"]
-        and "cancel" not in kept["content"]
-    )
-    assert info["messages"][-1]["role"] == "system"

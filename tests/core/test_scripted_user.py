@@ -83,3 +83,48 @@ def test_personas_are_recorded_as_name_and_description():
         assert PERSONAS[name].openers and PERSONAS[name].closers
     assert persona_name("In a hurry; writes short messages.") is None
     assert persona_name("chatty: something else") is None
+
+
+def test_the_question_and_confirmation_patterns_read_as_without_their_guards() -> None:
+    """The patterns open with a guard of their words' first letters (speed); it changes no
+    verdict: under IGNORECASE the guard's class matches exactly the characters the words'
+    first letters match (every code point), and texts read the same with and without it."""
+    import re
+    import sys
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from rods_env import user
+
+    plain = {
+        "question": re.compile(
+            r"\?|\b(please (provide|share|tell|give|confirm)|tell me|share|provide|what is|"
+            r"what's|which|could you|can you|may i have)\b",
+            re.IGNORECASE,
+        ),
+        "confirm": re.compile(
+            r"\b(confirm|proceed|go ahead|shall i|should i|do you want me|would you like me|"
+            r"is (that|this) (correct|right|ok|okay)|ok to|okay to|are you sure)\b",
+            re.IGNORECASE,
+        ),
+    }
+    guarded = {"question": user._QUESTION, "confirm": user._CONFIRM}
+    for letters in ("ptswcm", "cpgsdwioa"):
+        guard = re.compile(f"[{letters}]", re.IGNORECASE)
+        firsts = [re.compile(c, re.IGNORECASE) for c in letters]
+        for code in range(sys.maxunicode + 1):
+            c = chr(code)
+            assert (guard.fullmatch(c) is None) == all(f.fullmatch(c) is None for f in firsts)
+
+    words = st.sampled_from(
+        ["Shall I", "PROCEED", "is this OK", "Could you", "ſhare", "what's", "okay to", "x", " "]
+    )
+
+    @settings(max_examples=300, deadline=None, derandomize=True)
+    @given(st.lists(st.one_of(words, st.text(max_size=8)), max_size=12).map(" ".join))
+    def same(text: str) -> None:
+        for name, pattern in plain.items():
+            assert (pattern.search(text) is None) == (guarded[name].search(text) is None)
+
+    same()

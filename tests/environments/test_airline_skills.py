@@ -238,8 +238,8 @@ def world_tools():
 
 def _decision(offers, cabin, n, after):
     try:
-        return to_jsonable(skills._cheapest(offers, cabin, n, after))
-    except skills._Skip as skip:
+        return to_jsonable(skills.common._cheapest(offers, cabin, n, after))
+    except skills.common._Skip as skip:
         return f"skip: {skip}"
 
 

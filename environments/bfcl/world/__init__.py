@@ -26,8 +26,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from environments.bfcl.world.checks import POLICY_CHECKS
-from environments.bfcl.world.generator import SIZES, generate
-from environments.bfcl.world.layout import fresh_world
+from environments.bfcl.world.generator import SIZES
+from environments.bfcl.world.layout import fresh_world, world_of_seed
 from environments.bfcl.world.skills import REQUEST_SKILLS, SKILLS, task_tools, unrelated_write
 from environments.bfcl.world.tools import toolkit_class
 from rods_env.domain import Domain, TurnRules
@@ -36,7 +36,7 @@ from rods_env.user import TurnTakingUser
 DOMAIN = Domain(
     name="bfcl-api",
     title="BFCL-API",
-    generate=generate,
+    generate=world_of_seed,
     sizes=SIZES,
     toolkit=toolkit_class(),
     policy="",

@@ -201,9 +201,10 @@ def initial_states(task: Task, index: BFCLIndex | None = None) -> dict[str, str]
     classes; MathAPI aside). Given the ``index``, only the states whose outline a BFCL state
     has (:func:`outline`; the others cannot equal one)."""
     from environments.bfcl.apis import functions
-    from environments.bfcl.world import DOMAIN
     from environments.bfcl.world.state import TABLE
+    from rods_env.registry import load_domain
 
+    DOMAIN = load_domain("bfcl-api")  # through the registry: the domain runs this check
     table = functions()
     involved = {table[n].owner for n in DOMAIN.tools_for(task)} - {"MathAPI"}
     base = DOMAIN.base(task.db_seed, task.db_size)

@@ -173,12 +173,9 @@ tasks that keep their parent world's layout."""
 
 
 def generate(seed: int, size: str) -> Mapping[str, Mapping[str, Any]]:
-    """The world of ``seed`` at ``size`` (see the module docstring; a seed at or above
-    :data:`LAYOUT_WORLDS` is a layout world, :func:`~.layout.layout_world`)."""
-    if seed >= LAYOUT_WORLDS:
-        from environments.bfcl.world.layout import layout_world
-
-        return layout_world(seed, size)
+    """The world of ``seed`` at ``size`` (see the module docstring), for a seed below
+    :data:`LAYOUT_WORLDS` (the domain draws every seed through
+    :func:`~.layout.world_of_seed`, which sends the others to :func:`~.layout.layout_world`)."""
     tokens = long_size_tokens(size)
     if tokens is not None:
         return _padded(seed, tokens)

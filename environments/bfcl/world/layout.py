@@ -41,6 +41,7 @@ from environments.bfcl.world.generator import (
     STEMS,
     SUBFOLDERS,
     drawn_lines,
+    generate,
     message_config,
     owner,
     pad_config,
@@ -164,6 +165,15 @@ def fresh_world(task: Task, rng: random.Random) -> int:
 
 
 # -- the generator -------------------------------------------------------------------------
+def world_of_seed(seed: int, size: str) -> Mapping[str, Mapping[str, Any]]:
+    """The world of any seed at ``size`` (the domain's ``generate``): a layout world
+    (:func:`layout_world`) at or above :data:`LAYOUT_WORLDS`, else the world
+    :func:`~.generator.generate` draws."""
+    if seed >= LAYOUT_WORLDS:
+        return layout_world(seed, size)
+    return generate(seed, size)
+
+
 def layout_world(seed: int, size: str) -> dict[str, Mapping[str, Any]]:
     """The world of layout seed ``seed`` at ``size`` (see the module docstring): the owner
     now, each class's record when first read."""

@@ -39,6 +39,7 @@ from environments.bfcl.world.tools import toolkit_class
 from rods_env.database import Database
 from rods_env.domain import Draft, Skill, SkillUnavailable
 from rods_env.gold import GoldRun
+from rods_env.registry import load_domain
 from rods_env.task import ToolCall, Turn, UserProfile
 
 ROUTES: frozenset[tuple[str, str]] = frozenset({
@@ -110,13 +111,12 @@ class Session:
 
     def __init__(self, db: Database, rng: random.Random, shape: dict[str, int]) -> None:
         self.origin = db  # the state the task starts from (a conversation's, when composed)
-        from environments.bfcl.world import DOMAIN
-
         self.db = db.fork()
         self.tools = toolkit_class()(self.db)
         self.tools.on_reset()
-        # the calls run as a gold replay runs them: the draft hands its gold over
-        self.run = GoldRun(DOMAIN, self.db, self.tools)
+        # the calls run as a gold replay runs them: the draft hands its gold over (the
+        # domain through the registry: it is built from this module's skills)
+        self.run = GoldRun(load_domain("bfcl-api"), self.db, self.tools)
         self.person = db.get(PEOPLE, OWNER)
         self.rng = rng
         self.shape = shape

@@ -11,8 +11,6 @@ import textwrap
 
 import gymnasium as gym
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 import rods_env
 from environments.bfcl import ENV_IDS
@@ -27,7 +25,6 @@ from environments.bfcl.tasks import MAX_STEPS_PER_TURN, REVEAL_MESSAGE, get_task
 from rods_env.errors import ConfigError
 from rods_env.oracle import run_episode
 from rods_env.task import ToolCall
-from tests.core import fuzz
 
 pytestmark = pytest.mark.usefixtures("bfcl")
 
@@ -248,38 +245,6 @@ def test_long_context_outputs_reach_the_agent_whole(env, tasks):
     out = run_episode(env, PlanAgent(gold_plan(where)), task=where)
     assert any(m["role"] == "tool" and m["content"] == longest for m in out["messages"])
 
-
-def test_render_ansi(bfcl):
-    from environments.bfcl.env import BFCLEnv
-
-    env = BFCLEnv(render_mode="ansi")
-    task = get_task("multi_turn_base_1")
-    run_episode(env, PlanAgent(gold_plan(task)), task=task)
-    text = env.render()
-    assert text.startswith("[user] ") and "[assistant -> " in text and "[tool] " in text
-
-
-@settings(
-    max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
-)
-@given(
-    st.lists(
-        fuzz.actions(["ls", "cd", "mkdir", "echo", "post_tweet", "sort", "logarithm", "power"]),
-        min_size=1,
-        max_size=6,
-    ),
-    st.integers(0, 10_000),
-)
-def test_fuzzed_actions_never_raise(batch, seed):
-    from environments.bfcl.env import BFCLEnv
-
-    env = _FUZZ_ENV.setdefault("env", BFCLEnv())
-    env.reset(seed=seed)
-    for action in batch:
-        fuzz.step_checked(env, action)
-
-
-_FUZZ_ENV: dict[str, object] = {}
 
 _TRANSCRIPT = textwrap.dedent(
     """

