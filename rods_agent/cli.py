@@ -33,6 +33,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("rods_agent.commands.eval", "evaluate a model on a task pool (pass^k, progress)"),
     "synth": ("rods_agent.commands.synth", "grow a validated task pool offline from seed tasks"),
     "sft": ("rods_agent.commands.sft", "warm-start a model on oracle transcripts of a task pool"),
+    "serve": (
+        "rods_agent.commands.serve",
+        "serve an environment id over OpenEnv's HTTP/WebSocket/MCP server (docs/hubs.md)",
+    ),
     "experiment": (
         "rods_agent.commands.experiment",
         "static vs filter vs rods from one warm start, with held-out evaluation (resumable)",

