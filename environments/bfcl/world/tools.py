@@ -265,11 +265,6 @@ class BFCLTools(Toolkit):
             raise NotFoundError(f"No {api} in this world.", "Use the tools listed for this task.")
         hit = self._live.get(api)
         if hit is not None and hit[0] is record:
-            # the record was taken from this instance: pickled before the instance changes
-            if self._unsealed:
-                unsealed = self._unsealed.pop(api, None)
-                if unsealed is not None:
-                    unsealed.seal()
             return hit[1]
         live = record.instance()
         self._live[api] = (record, live)
@@ -287,6 +282,11 @@ class BFCLTools(Toolkit):
                 "Send the value as plain UTF-8 text.",
             )
         live = self.instance(api)
+        if name not in PURE and self._unsealed:
+            # the last record taken from this instance is pickled before the call changes it
+            unsealed = self._unsealed.pop(api, None)
+            if unsealed is not None:
+                unsealed.seal()
         if api == "MathAPI":
             refusal = math_refusal(name, kwargs)
             if refusal is not None:
