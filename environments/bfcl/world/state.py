@@ -52,18 +52,15 @@ class ApiState(Record):
     @property
     def blob(self) -> bytes:
         """The pickled instance (written now if it was not yet: :meth:`seal`)."""
-        private = self.__pydantic_private__
-        blob = private["_blob"]
+        blob = self._blob
         if blob is None:
-            blob = private["_blob"] = pickle.dumps(
-                private["_source"], protocol=pickle.HIGHEST_PROTOCOL
-            )
-            private["_source"] = None
+            blob = self._blob = pickle.dumps(self._source, protocol=pickle.HIGHEST_PROTOCOL)
+            self._source = None
         return blob
 
     def seal(self) -> None:
         """Write the pickled instance now, before the instance it was taken from changes."""
-        if self.__pydantic_private__["_blob"] is None:
+        if self._blob is None:
             self.blob  # noqa: B018 - the property writes it
 
     def __eq__(self, other: object) -> bool:
@@ -211,7 +208,7 @@ def state_record(
         api=api,
         state=public_state(instance, before.state if before is not None else None, owned=owned),
     )
-    record.__pydantic_private__["_source"] = instance  # pickled when first needed
+    record._source = instance  # pickled when first needed
     return record
 
 

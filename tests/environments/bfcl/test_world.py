@@ -267,10 +267,10 @@ def test_a_record_is_the_state_it_was_taken_at_though_pickled_later(domain):
     assert tools.call("cd", {"folder": folder}).ok
     moved = db.get(TABLE, "GorillaFileSystem")
     assert tools.call("ls", {}).ok  # a read: the record stays unpickled
-    assert moved.__pydantic_private__["_blob"] is None
+    assert moved._blob is None
     assert tools.call("touch", {"file_name": "first.txt"}).ok
     first = db.get(TABLE, "GorillaFileSystem")
-    assert moved.__pydantic_private__["_blob"] is not None  # sealed before the write
+    assert moved._blob is not None  # sealed before the write
     assert tools.call("cd", {"folder": ".."}).ok
     assert tools.call("touch", {"file_name": "second.txt"}).ok
     second = db.get(TABLE, "GorillaFileSystem")
