@@ -113,11 +113,22 @@ def scattered(items: Sequence[T], rng: random.Random) -> Iterator[T]:
 
 _BASE_CACHE: dict[tuple[str, int, str], Tables] = {}
 _WORLD_CACHE: OrderedDict[tuple[str, int, str], Tables] = OrderedDict()
+_SEED_WORLD_CACHE: OrderedDict[tuple[str, int, str], Tables] = OrderedDict()
 _BASE_LOCK = RLock()  # a generator may ask for another size of its world
 WORLD_CACHE_SIZE = 256
-"""Worlds kept per process for a domain whose every task has its own
+"""Fresh worlds kept per process for a domain whose every task has its own
 (:attr:`Domain.world_per_task`: thousands of them; least recently used dropped). Other
 domains have a few bases, kept for the process (views and indexes share them)."""
+
+FRESH_WORLDS = 1_000_000_000
+"""In a domain where every task has its own world (:attr:`Domain.world_per_task`), a
+variant's world seed is drawn at or above this, apart from the seed tasks' (which stay far
+below it), so no variant ever shares a seed task's world."""
+
+SEED_WORLD_CACHE_SIZE = 1024
+"""Worlds below :data:`FRESH_WORLDS` kept per process (the seed tasks' worlds: a few hundred
+at each size, read again by every round of synthesis around them), apart from the fresh
+worlds, so the fresh worlds a round draws do not push them out."""
 
 
 @dataclass(frozen=True)
@@ -206,7 +217,7 @@ class Domain:
             the fresh world a new variant of ``task`` is drawn on, like the task's world in
             what its structure depends on (who is logged in where, how many entries a
             listing a skill reads holds); its seed must be at or above
-            :data:`rods_env.synthesis.execute.FRESH_WORLDS`. None: a fresh world drawn at
+            :data:`FRESH_WORLDS`. None: a fresh world drawn at
             random.
     """
 
@@ -257,14 +268,16 @@ class Domain:
                         tables = freeze_tables(self.generate(int(seed), size))
                         _BASE_CACHE[key] = tables
             return tables
+        fresh = int(seed) >= FRESH_WORLDS
+        cache = _WORLD_CACHE if fresh else _SEED_WORLD_CACHE
         with _BASE_LOCK:
-            tables = _WORLD_CACHE.get(key)
+            tables = cache.get(key)
             if tables is None:
-                tables = _WORLD_CACHE[key] = freeze_tables(self.generate(int(seed), size))
-                while len(_WORLD_CACHE) > WORLD_CACHE_SIZE:
-                    _WORLD_CACHE.popitem(last=False)
+                tables = cache[key] = freeze_tables(self.generate(int(seed), size))
+                while len(cache) > (WORLD_CACHE_SIZE if fresh else SEED_WORLD_CACHE_SIZE):
+                    cache.popitem(last=False)
             else:
-                _WORLD_CACHE.move_to_end(key)
+                cache.move_to_end(key)
         return tables
 
     def database(self, seed: int = 0, size: str = "default") -> Database:
@@ -340,6 +353,7 @@ def clear_base_cache() -> None:
     with _BASE_LOCK:
         _BASE_CACHE.clear()
         _WORLD_CACHE.clear()
+        _SEED_WORLD_CACHE.clear()
 
 
 def describe(domain: Domain) -> dict[str, Any]:

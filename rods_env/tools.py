@@ -313,8 +313,18 @@ def _build_spec(name: str, method: Callable[..., Any], mark: _ToolMark) -> ToolS
     )
 
 
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
 def to_jsonable(value: Any) -> Any:
     """Convert a tool's return value (records, tuples, mappings) to plain JSON data."""
+    kind = type(value)  # plain data by exact type first (a long listing is most of it)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [to_jsonable(v) for v in value]
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, Mapping):

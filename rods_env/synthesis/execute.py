@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from rods_env.domain import Domain, SkillUnavailable
+from rods_env.domain import FRESH_WORLDS, Domain, SkillUnavailable
 from rods_env.gold import GOLD_CACHE, Gold, GoldError, replay_gold
 from rods_env.signature import compute_signature
 from rods_env.splits import generation_database
@@ -24,11 +24,6 @@ from rods_env.task import Provenance, Task
 
 PENDING_ID = "pending"
 """Id of a candidate until it is accepted (then :func:`content_id` names it)."""
-
-FRESH_WORLDS = 1_000_000_000
-"""In a domain where every task has its own world (:attr:`rods_env.domain.Domain.
-world_per_task`), a variant's world seed is drawn at or above this, apart from the seed
-tasks' (which stay far below it), so no variant ever shares a seed task's world."""
 
 
 def world_seed(domain: Domain, plan: Plan, rng: random.Random) -> int:

@@ -172,6 +172,7 @@ class Synthesizer:
         self.seen: set[str] = set(known)
         self._alternatives: dict[str, dict[str, set[str]]] = {}
         self._sorted: dict[str, dict[str, list[str]]] = {}  # _alternatives, sorted
+        self._unsorted: dict[str, set[str]] = {}  # labels whose values changed since
         self._rounds: dict[str, int] = {}
         self._calls: set[str] = set()  # calls keys of known tasks: duplicates before replay
 
@@ -206,7 +207,7 @@ class Synthesizer:
                 known = bank.setdefault(label, set())
                 if value not in known:
                     known.add(value)
-                    self._sorted.pop(task.domain, None)
+                    self._unsorted.setdefault(task.domain, set()).add(label)
 
     def _rng(self, tag: str, stage: str) -> random.Random:
         return random.Random(f"rods-synth:{tag}:{stage}")
@@ -309,9 +310,16 @@ class Synthesizer:
         # sorted once per change of the bank, not per augmentation (it holds every fact
         # value of every task the synthesizer has seen)
         found = self._sorted.get(domain)
-        if found is None:
+        changed = self._unsorted.pop(domain, set())
+        if found is None or changed:
             bank = self._alternatives.get(domain, {})
-            found = self._sorted[domain] = {label: sorted(vals) for label, vals in bank.items()}
+            old = found or {}
+            # only the labels that changed are sorted again; a new dict, as the earlier one
+            # may still be read
+            found = self._sorted[domain] = {
+                label: old[label] if label in old and label not in changed else sorted(vals)
+                for label, vals in bank.items()
+            }
         return found
 
     # -- entry points ----------------------------------------------------------------------

@@ -108,6 +108,20 @@ def test_every_task_and_variant_gets_a_world_of_its_own():
     assert out and all(t.db_seed >= FRESH_WORLDS for t in out)
 
 
+def test_fresh_worlds_do_not_push_the_seed_tasks_worlds_out(monkeypatch):
+    """A round of synthesis draws more fresh worlds than the cache keeps: the seed tasks'
+    worlds (below FRESH_WORLDS) are kept apart, so the next round finds them built."""
+    from rods_env import domain as domain_module
+
+    worlds = replace(STRICT, name="toyworlds-cache", world_per_task=True)
+    monkeypatch.setattr(domain_module, "WORLD_CACHE_SIZE", 4)
+    seed_world = worlds.base(7, "tiny")
+    fresh = [worlds.base(FRESH_WORLDS + i, "tiny") for i in range(10)]
+    assert worlds.base(7, "tiny") is seed_world  # not generated again
+    assert worlds.base(FRESH_WORLDS + 9, "tiny") is fresh[-1]
+    assert worlds.base(FRESH_WORLDS, "tiny") is not fresh[0]  # the fresh ones are bounded
+
+
 def test_a_seed_set_can_carry_augmentations():
     styled = replace(TOY, name="toystyled", seed_augments=("missing_parameter", "missing_function"))
     seeds = build_seed_tasks(styled, n=9)

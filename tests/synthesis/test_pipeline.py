@@ -220,6 +220,22 @@ def test_the_same_parents_ten_rounds_still_give_new_tasks(seeds):
     assert [synth.next_round(p) for p in parents] == [10] * len(parents)
 
 
+def test_the_guesses_are_the_facts_seen_so_far_sorted_after_every_round(seeds):
+    """The missing-parameter augmentation's alternatives: every fact value the synthesizer
+    has seen, per label, sorted; only the labels that changed are sorted again, and a
+    list handed out earlier stays as it was."""
+    parents = [t for t in seeds if t.skill in ("transfer", "session")][:4]
+    synth = Synthesizer(SynthesisConfig(per_seed=2), domains=SHAPED)
+    synth.remember(parents[:1])
+    before = synth._guesses(SHAPED.name)
+    kept = {label: list(values) for label, values in before.items()}
+    for step in range(3):
+        list(synth.run(parents, round=step))
+        bank = synth._alternatives[SHAPED.name]
+        assert synth._guesses(SHAPED.name) == {label: sorted(v) for label, v in bank.items()}
+    assert before == kept and synth._guesses(SHAPED.name) != kept
+
+
 def test_without_a_new_round_the_same_parents_stop_producing(seeds):
     parents = [t for t in seeds if t.skill == "transfer"][:3]
     synth = Synthesizer(SynthesisConfig(per_seed=2, attempts=1), domains=SHAPED)

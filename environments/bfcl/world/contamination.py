@@ -69,14 +69,19 @@ def _keyed(value: Any) -> Any:
     return value
 
 
+OUTLINED_KEYS = 64
+"""A dict of more keys is outlined by its length alone (a long world's listings hold
+thousands: walking them would cost what the digest does)."""
+
+
 def outline(value: Any, depth: int = 2) -> Any:
     """A cheap function of a class's public state: scalars as they are, containers by their
-    keys and outlines down to ``depth`` levels, then by their length. Equal states have equal
-    outlines, so a state whose outline no BFCL state has equals none of them (its digest
-    need not be computed)."""
+    keys and outlines down to ``depth`` levels, then (or past :data:`OUTLINED_KEYS` keys)
+    by their length. Equal states have equal outlines, so a state whose outline no BFCL
+    state has equals none of them (its digest need not be computed)."""
     kind = type(value)
     if kind is dict:
-        if depth <= 0:
+        if depth <= 0 or len(value) > OUTLINED_KEYS:
             return ("d", len(value))
         return tuple(sorted((repr(k), outline(v, depth - 1)) for k, v in value.items()))
     if kind is list or kind is tuple:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from environments.bfcl.apis import ERROR_PREFIX
@@ -1503,12 +1504,16 @@ def decoy(task: Any, classes: Sequence[str]) -> str | None:
     """The class ``task`` offers besides the ones it needs (as BFCL's tasks sometimes list
     a class they never use): one of :data:`DECOYS` not among ``classes``, drawn from the
     task's world (so every variant of a task offers the same)."""
+    return _decoy(task.db_seed, classes)
+
+
+def _decoy(db_seed: int, classes: Sequence[str]) -> str | None:
     import hashlib
 
     options = [c for c in DECOYS if c not in classes]
     if not options:
         return None
-    digest = hashlib.sha256(f"bfcl-decoy:{task.db_seed}".encode()).digest()
+    digest = hashlib.sha256(f"bfcl-decoy:{db_seed}".encode()).digest()
     return options[int.from_bytes(digest[:4], "big") % len(options)]
 
 
@@ -1516,30 +1521,46 @@ def task_tools(task: Any) -> frozenset[str]:
     """The functions a task offers: those of its skill's classes (each skill of a composed
     task), of every class its gold calls or withheld tools use, and of one class it does
     not need (:func:`decoy`)."""
+    return _task_tools(str(task.skill), _tools_used(task), task.db_seed)
+
+
+def _tools_used(task: Any) -> tuple[str, ...]:
+    """The names of the task's gold calls and withheld tools, turn by turn, in order."""
+    return tuple(
+        name
+        for turn in task.turns
+        for name in (*(call.name for call in turn.calls), *turn.withheld_tools)
+    )
+
+
+@lru_cache(maxsize=4096)
+def _task_tools(skill: str, used: tuple[str, ...], db_seed: int) -> frozenset[str]:
+    """:func:`task_tools` of a task with these parts (a task's variants and its checks ask
+    for the same again)."""
     from environments.bfcl.apis import functions_of
 
-    classes = needed_classes(task)
-    extra = decoy(task, classes)
+    classes = _needed_classes(skill, used)
+    extra = _decoy(db_seed, classes)
     return frozenset(functions_of([*classes, *([extra] if extra else [])]))
 
 
 def needed_classes(task: Any) -> list[str]:
     """The classes a task's skills name and its gold calls and withheld tools use."""
+    return _needed_classes(str(task.skill), _tools_used(task))
+
+
+def _needed_classes(skill: str, used: Sequence[str]) -> list[str]:
     from environments.bfcl.apis import functions
 
     table = functions()
     classes: dict[str, None] = {}
-    for name in str(task.skill).split("+"):
+    for name in skill.split("+"):
         recipe = RECIPE_BY_NAME.get(name)
         if recipe is not None:
             classes.update(dict.fromkeys(recipe.classes))
-    for turn in task.turns:
-        for call in turn.calls:
-            if call.name in table:
-                classes[table[call.name].owner] = None
-        for name in turn.withheld_tools:
-            if name in table:
-                classes[table[name].owner] = None
+    for name in used:
+        if name in table:
+            classes[table[name].owner] = None
     return list(classes)
 
 

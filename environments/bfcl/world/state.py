@@ -16,7 +16,7 @@ import pickle
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import Field
+from pydantic import PrivateAttr
 
 from rods_env.database import Record
 
@@ -36,13 +36,32 @@ class ApiState(Record):
         api: The class name (``GorillaFileSystem``, ...).
         state: The public attributes as plain data (files and directories as
             ``{"name", "content"}`` / ``{"name", "contents"}``, sets as sorted lists).
-        blob: The pickled instance (private attributes included); left out of equality,
-            hashing and the record's JSON form.
+
+    The pickled instance (private attributes included; :attr:`blob`) is left out of
+    equality, hashing and the record's JSON form. It is written when first read: most
+    records (a turn's last state, a class a task never calls) are never made live again.
+    Until then the record keeps the instance it was taken from, which nothing may change:
+    a toolkit that goes on using it calls :meth:`seal` first.
     """
 
     api: str
     state: dict[str, Any]
-    blob: bytes = Field(default=b"", exclude=True, repr=False)
+    _blob: bytes | None = PrivateAttr(default=None)
+    _source: Any = PrivateAttr(default=None)
+
+    @property
+    def blob(self) -> bytes:
+        """The pickled instance (written now if it was not yet: :meth:`seal`)."""
+        blob = self._blob
+        if blob is None:
+            blob = self._blob = pickle.dumps(self._source, protocol=pickle.HIGHEST_PROTOCOL)
+            self._source = None
+        return blob
+
+    def seal(self) -> None:
+        """Write the pickled instance now, before the instance it was taken from changes."""
+        if self._blob is None:
+            self.blob  # noqa: B018 - the property writes it
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ApiState):
@@ -98,6 +117,8 @@ def _canon(value: Any) -> Any:
     """Plain data of an attribute value, compared as BFCL compares it (``File`` and
     ``Directory`` by name and content; no parent links)."""
     kind = type(value)
+    if kind in _ATOMS:  # immutable: copy.copy would return it
+        return value
     if kind is dict:
         return {k: _canon(v) for k, v in value.items()}
     if kind is list or kind is tuple:
@@ -106,10 +127,28 @@ def _canon(value: Any) -> Any:
         return sorted((_canon(v) for v in value), key=repr)
     name = kind.__name__
     if name == "Directory":
-        return {"name": value.name, "contents": {k: _canon(v) for k, v in value.contents.items()}}
+        return _directory(value)
     if name == "File":
         return {"name": value.name, "content": value.content}
     return copy.copy(value)
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _directory(folder: Any) -> dict[str, Any]:
+    """:func:`_canon` of a ``Directory`` (a file system's tree: thousands of entries in a
+    long world, walked at every turn's end that changes it)."""
+    contents = {}
+    for k, v in folder.contents.items():
+        name = type(v).__name__
+        if name == "File":
+            contents[k] = {"name": v.name, "content": v.content}
+        elif name == "Directory":
+            contents[k] = _directory(v)
+        else:
+            contents[k] = _canon(v)
+    return {"name": folder.name, "contents": contents}
 
 
 def _plain(value: Any) -> Any:
@@ -161,15 +200,16 @@ _MISSING = object()
 def state_record(
     api: str, instance: Any, before: ApiState | None = None, *, owned: bool = False
 ) -> ApiState:
-    """The record of ``instance`` now (a snapshot: later changes to it are not seen);
-    ``before``: an earlier record of it, whose unchanged attributes it shares; ``owned``:
-    the instance is never used again (its containers become the record's state)."""
-    blob = pickle.dumps(instance, protocol=pickle.HIGHEST_PROTOCOL)
-    return ApiState.model_construct(
+    """The record of ``instance`` now (a snapshot: later changes to it are not seen, once
+    the caller has called :meth:`ApiState.seal` before making them); ``before``: an earlier
+    record of it, whose unchanged attributes it shares; ``owned``: the instance is never
+    used again (its containers become the record's state)."""
+    record = ApiState.model_construct(
         api=api,
         state=public_state(instance, before.state if before is not None else None, owned=owned),
-        blob=blob,
     )
+    record._source = instance  # pickled when first needed
+    return record
 
 
 def load_instance(api: str, config: Mapping[str, Any] | None, *, copy_config: bool = True) -> Any:

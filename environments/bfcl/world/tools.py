@@ -229,11 +229,13 @@ class BFCLTools(Toolkit):
         self._live: dict[str, tuple[Any, Any]] = {}
         self._held = False
         self._dirty: dict[str, None] = {}
+        self._unsealed: dict[str, Any] = {}
 
     def on_reset(self) -> None:
         """Forget the live instances of the last episode."""
         self._live.clear()
         self._dirty.clear()
+        self._unsealed.clear()
 
     def hold(self) -> None:
         """Write a class's record once per :meth:`sync`, not after every call that may
@@ -247,6 +249,7 @@ class BFCLTools(Toolkit):
             record = state_record(api, live, before)
             self.db.put(TABLE, api, record)
             self._live[api] = (record, live)
+            self._unsealed[api] = record
         self._dirty.clear()
 
     @classmethod
@@ -279,6 +282,11 @@ class BFCLTools(Toolkit):
                 "Send the value as plain UTF-8 text.",
             )
         live = self.instance(api)
+        if name not in PURE and self._unsealed:
+            # the last record taken from this instance is pickled before the call changes it
+            unsealed = self._unsealed.pop(api, None)
+            if unsealed is not None:
+                unsealed.seal()
         if api == "MathAPI":
             refusal = math_refusal(name, kwargs)
             if refusal is not None:
@@ -297,6 +305,7 @@ class BFCLTools(Toolkit):
                 record = state_record(api, live, self._live[api][0])
                 self.db.put(TABLE, api, record)
                 self._live[api] = (record, live)
+                self._unsealed[api] = record
         return value
 
 

@@ -252,6 +252,38 @@ def test_a_held_toolkit_writes_the_same_records_once_per_sync(domain):
     assert held_db.get(TABLE, "GorillaFileSystem") is new
 
 
+def test_a_record_is_the_state_it_was_taken_at_though_pickled_later(domain):
+    """A record keeps the instance it was taken from and pickles it when first made live
+    again (most never are): a later write through the toolkit seals it first, so each
+    record's instance is its own state then, with the private current directory of then;
+    reads leave a record unpickled."""
+    from environments.bfcl.world.state import TABLE, public_state
+
+    task = next(t for t in domain.seed_tasks() if t.skill == "files" and t.variant == "base")
+    db = domain.database(task.db_seed)
+    tools = domain.toolkit(db)
+    root = db.get(TABLE, "GorillaFileSystem").state["root"]
+    folder = next(k for k, v in root["contents"].items() if "contents" in v)
+    assert tools.call("cd", {"folder": folder}).ok
+    moved = db.get(TABLE, "GorillaFileSystem")
+    assert tools.call("ls", {}).ok  # a read: the record stays unpickled
+    assert moved._blob is None
+    assert tools.call("touch", {"file_name": "first.txt"}).ok
+    first = db.get(TABLE, "GorillaFileSystem")
+    assert moved._blob is not None  # sealed before the write
+    assert tools.call("cd", {"folder": ".."}).ok
+    assert tools.call("touch", {"file_name": "second.txt"}).ok
+    second = db.get(TABLE, "GorillaFileSystem")
+    assert moved != first != second
+    for record, directory in ((moved, folder), (first, folder), (second, None)):
+        live = record.instance()
+        assert public_state(live) == record.state
+        if directory is not None:
+            assert live._current_dir.name == directory
+    assert "first.txt" in str(first.state) and "second.txt" not in str(first.state)
+    assert pickle.loads(pickle.dumps(second)).instance()._current_dir.name != folder
+
+
 def test_arguments_and_results_are_copies_whatever_they_hold(domain):
     from environments.bfcl.world.tools import _copied
 

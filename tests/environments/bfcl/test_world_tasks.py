@@ -123,6 +123,31 @@ def test_the_guard_flags_a_copied_question_call_sequence_and_state(domain, seeds
     assert any("initial" in v for v in contamination.violations(task))
 
 
+def test_the_guards_outline_lets_every_bfcl_state_through():
+    """The state check digests only a state whose outline a BFCL state has: every BFCL
+    initial state (taken as a world's record) is digested and found; a long listing is
+    outlined by its length alone."""
+    from environments.bfcl.apis import new_world
+    from environments.bfcl.tasks import load_tasks
+    from environments.bfcl.world import contamination
+    from environments.bfcl.world.state import ApiState, public_state
+
+    index = contamination.bfcl_index()
+    found = 0
+    for task in load_tasks()[:40]:
+        for cls, instance in new_world(task.scenario).instances.items():
+            if cls == "MathAPI":
+                continue
+            record = ApiState.model_construct(api=cls, state=public_state(instance))
+            digest = contamination._candidate_digest(cls, record, index)
+            assert digest is not None and (cls, digest) in index.states, (task.id, cls)
+            found += 1
+    assert found > 40
+    listing = {f"k{i}": {"v": i} for i in range(contamination.OUTLINED_KEYS + 1)}
+    assert contamination.outline({"a": listing}) == ((repr("a"), ("d", len(listing))),)
+    assert contamination.outline(dict(listing)) == contamination.outline(listing)
+
+
 @pytest.mark.slow
 def test_a_synthesized_pool_of_1000_tasks_shares_nothing_with_bfcl(domain, seeds):
     """Resample and expand around the train seeds, with the three BFCL styles as
