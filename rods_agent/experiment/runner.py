@@ -434,6 +434,9 @@ class Experiment:
                     "warm_start.enabled": False,
                     "data.pool": str(self.paths.pools / "rl-pool.jsonl"),
                     "data.split": "train",
+                    # the held-out evaluations score the same tasks as the warm start's
+                    # (the test split of the chosen skills), not the domain's whole test split
+                    "data.eval_pool": str(self.paths.pools / "test.jsonl"),
                     "log.eval_every": cfg.eval.every,
                     "log.eval_tasks": cfg.eval.test_tasks,
                     "log.eval_k": cfg.eval.trials,

@@ -146,6 +146,7 @@ def test_the_protocol_runs_on_smollm2_end_to_end(tmp_path):
     warm = summary["warm_start"]
     assert [h["epoch"] for h in warm["history"]] == [1, 2, 3]
     assert set(warm["test"]) == {"warm"}
+    test_ids = {t["id"] for t in read_jsonl(out / "pools" / "test.jsonl")}
     signal = {}
     for mode in ("static", "filter", "rods"):
         rows = [r for r in read_jsonl(out / "runs" / f"{mode}-s0" / "metrics.jsonl") if "step" in r]
@@ -155,7 +156,12 @@ def test_the_protocol_runs_on_smollm2_end_to_end(tmp_path):
         curve = summary["modes"][mode]["curve"]
         assert [c["step"] for c in curve] == [0, 1, 2]  # the warm start, then each step
         assert all(c["progress"]["tasks"] == 3 for c in curve)
-        assert (out / "runs" / f"{mode}-s0" / "eval" / "step-000001" / "results.jsonl").exists()
+        evaluated = read_jsonl(
+            out / "runs" / f"{mode}-s0" / "eval" / "step-000001" / "results.jsonl"
+        )
+        # every held-out evaluation scores tasks of the experiment's test pool (the warm
+        # start's were scored on the same pool): the curve compares like with like
+        assert {r["task_id"] for r in evaluated} <= test_ids, mode
     # the weights moved exactly where an update had signal (a group with reward variance):
     # a run whose groups all tied keeps the warm start's weights bit for bit (kl=0, no decay)
     import torch
