@@ -189,7 +189,22 @@ def verifiers_env(tmp: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("env_id", installed_ids())
+# one id per kind of environment (BFCL's category ids and tau2's domains share their code);
+# RODS_VERIFIERS_ALL=1 validates every installed id (12/12 passed: docs/hubs.md)
+VALIDATED = {
+    "rods/BFCL-API-v0", "rods/Airline-v0", "rods/Retail-v0", "rods/BFCL-MultiTurn-Base-v0",
+    "rods/BFCL-MultiTurn-MissFunc-v0", "rods/Tau2-Airline-v0", "rods/Tau2-Telecom-v0",
+}  # fmt: skip
+
+
+def validated_ids() -> list[str]:
+    ids = installed_ids()
+    return (
+        ids if os.environ.get("RODS_VERIFIERS_ALL") == "1" else [i for i in ids if i in VALIDATED]
+    )
+
+
+@pytest.mark.parametrize("env_id", validated_ids())
 def test_vf_validate_passes_on_every_env_id(env_id, tmp_path):
     """verifiers' model-free check, in the subprocess runtime: each task sets up, the gold
     (the oracle through the taskset's tools) passes and an untouched rollout does not."""
