@@ -485,16 +485,12 @@ def _error_line(exc: ValidationError) -> str:
     return f"{where}: {first['msg']} (got {shown})"
 
 
-def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
-    """Load a training configuration.
-
-    Args:
-        path: A YAML file (None: the built-in defaults).
-        overrides: ``key=value`` strings with dotted keys (``grpo.lr=1e-6``); values are
-            YAML scalars or lists (``env=[retail,airline]``).
+def merge_config_layers(path: str | Path | None, overrides: Sequence[str]) -> dict[str, Any]:
+    """A YAML config file (or none) with dotted ``key=value`` overrides on top, merged into
+    a plain dict (what :func:`load_config` and ``rods experiment`` validate).
 
     Raises:
-        ConfigError: one line naming the file, key or value that is wrong.
+        ConfigError: one line naming the file, override or value that is wrong.
     """
     import yaml
     from omegaconf import OmegaConf
@@ -532,6 +528,21 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     except OmegaConfBaseException as exc:
         raise ConfigError(f"config: {str(exc).splitlines()[0]}") from None
     assert isinstance(merged, dict)
+    return {str(k): v for k, v in merged.items()}
+
+
+def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
+    """Load a training configuration.
+
+    Args:
+        path: A YAML file (None: the built-in defaults).
+        overrides: ``key=value`` strings with dotted keys (``grpo.lr=1e-6``); values are
+            YAML scalars or lists (``env=[retail,airline]``).
+
+    Raises:
+        ConfigError: one line naming the file, key or value that is wrong.
+    """
+    merged = merge_config_layers(path, overrides)
     if isinstance(merged.get("env"), str):
         merged["env"] = [merged["env"]]
     try:

@@ -121,35 +121,9 @@ def load_experiment(path: str | Path | None, overrides: Sequence[str] = ()) -> E
     Raises:
         ConfigError: one line naming the file, key or value that is wrong.
     """
-    import yaml
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
+    from rods_agent.config import merge_config_layers
 
-    layers = []
-    if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"{p}: no such config file")
-        try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except (yaml.YAMLError, UnicodeDecodeError, OSError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ConfigError(f"{p}: not a valid YAML config ({first})") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{p}: a config file must be a mapping of keys to values")
-        layers.append(OmegaConf.create(loaded))
-    for item in overrides:
-        key, sep, _ = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"override {item!r} is not of the form key=value")
-        try:
-            layers.append(OmegaConf.from_dotlist([item]))
-        except (OmegaConfBaseException, yaml.YAMLError, ValueError) as exc:
-            raise ConfigError(f"override {item!r}: {str(exc).splitlines()[0]}") from None
-    try:
-        merged = OmegaConf.to_container(OmegaConf.merge(*layers), resolve=True) if layers else {}
-    except OmegaConfBaseException as exc:
-        raise ConfigError(f"config: {str(exc).splitlines()[0]}") from None
+    merged = merge_config_layers(path, overrides)
     try:
         return ExperimentConfig.model_validate(merged)
     except ValidationError as exc:
