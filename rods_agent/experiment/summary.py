@@ -96,8 +96,10 @@ def collect(config: ExperimentConfig, root: Path) -> dict[str, Any]:
         terminations: Counter[str] = Counter()
         episodes, seconds = 0, 0.0
         generations: Counter[str] = Counter()
+        signal_steps = 0
         for rows in metrics.values():
             for r in rows:
+                signal_steps += _had_gradient(r)
                 if r.get("effective_group_ratio") is not None:
                     per_step_ratio[int(r["step"])].append(float(r["effective_group_ratio"]))
                 terminations.update({k: int(v) for k, v in (r.get("terminations") or {}).items()})
@@ -121,6 +123,8 @@ def collect(config: ExperimentConfig, root: Path) -> dict[str, Any]:
                 ),
             },
             "terminations": dict(terminations),
+            "steps_with_gradient": signal_steps,
+            "steps": sum(len(rows) for rows in metrics.values()),
             "episodes": episodes,
             "train_seconds": seconds,
             "final_pool_generations": dict(generations),
@@ -164,6 +168,13 @@ def _versus(config: ExperimentConfig, root: Path) -> dict[str, Any]:
     return out
 
 
+def _had_gradient(row: Mapping[str, Any]) -> bool:
+    """Whether a step's update had a token with a non-zero advantage (a step whose groups
+    all tied leaves the weights as they were, bar the optimizer's momentum)."""
+    update = row.get("update") or {}
+    return float(update.get("signal_tokens", update.get("loss_tokens", 0.0)) or 0.0) > 0
+
+
 def _load(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.exists() else {}
 
@@ -185,8 +196,9 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
         "rollouts each in every mode.",
         "",
         "| mode | steps | held-out progress | held-out pass^1 | vs static: progress | "
-        "effective group ratio (1st half / 2nd half) | episodes | train time |",
-        "|---|---|---|---|---|---|---|---|",
+        "effective group ratio (1st half / 2nd half) | steps with a gradient | episodes | "
+        "train time |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     versus = data.get("versus_static", {})
     for mode, m in data["modes"].items():
@@ -199,9 +211,16 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
         vs = _fmt(versus.get(mode, {}).get("progress")) if mode != "static" else "-"
         lines.append(
             f"| {mode} | {last.get('step', '-')} | {_fmt(last.get('progress'))} | "
-            f"{_fmt(last.get('pass1'))} | {vs} | {halves} | {m['episodes']} | "
+            f"{_fmt(last.get('pass1'))} | {vs} | {halves} | "
+            f"{m.get('steps_with_gradient', '-')} of {m.get('steps', '-')} | {m['episodes']} | "
             f"{m['train_seconds'] / 60:.0f} min |"
         )
+    if any(m.get("steps") and not m.get("steps_with_gradient") for m in data["modes"].values()):
+        lines += [
+            "",
+            "A mode none of whose steps had a gradient (every group's rewards tied) kept the "
+            "warm start's weights: its held-out change from step 0 is sampling noise.",
+        ]
     lines += [
         "",
         "## Held-out progress by step",

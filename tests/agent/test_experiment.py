@@ -78,6 +78,16 @@ def test_the_committed_config_loads_and_bad_keys_are_one_line():
         load_experiment(ROOT / "configs" / "nope.yaml")
 
 
+def test_the_quickstart_is_the_same_protocol_on_the_real_model_and_writes_into_results():
+    """README command 1's config: SmolLM2 with a warm start and a held-out evaluation
+    before and after its GRPO steps, into an ignored folder."""
+    config = load_experiment(ROOT / "configs" / "quickstart.yaml")
+    assert config.train.model.path == "smollm2" and config.train.policy == "model"
+    assert config.train.warm_start.enabled and config.runs.modes == ["rods"]
+    assert config.eval.every <= config.runs.steps  # the runs' end is evaluated
+    assert config.out.startswith("results/")
+
+
 def test_a_rerun_with_other_settings_is_refused(tmp_path):
     from rods_agent.experiment.runner import Experiment
 
@@ -87,6 +97,43 @@ def test_a_rerun_with_other_settings_is_refused(tmp_path):
     other = load_experiment(CONFIG, [f"out={tmp_path}", "runs.steps=99"])
     with pytest.raises(ConfigError, match=r"other settings \(runs.steps\)"):
         Experiment(other)._check_resume()
+
+
+# -- the summary ---------------------------------------------------------------------------------
+def _write_run(run: Path, signal: list[float], scores: dict[str, float]) -> None:
+    run.mkdir(parents=True)
+    rows = [
+        {"step": i, "effective_group_ratio": float(t > 0), "update": {"signal_tokens": t}}
+        for i, t in enumerate(signal)
+    ]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _write_eval(run / "eval" / f"step-{len(signal) - 1:06d}", scores)
+
+
+def _write_eval(folder: Path, scores: dict[str, float]) -> None:
+    folder.mkdir(parents=True)
+    rows = [{"task_id": t, "progress": [p], "success": [p == 1.0]} for t, p in scores.items()]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_the_summary_says_which_steps_had_a_gradient_and_when_weights_never_moved(tmp_path):
+    """A run whose groups all tied keeps the warm start's weights: the summary counts the
+    steps with a gradient and says that such a run's held-out change is sampling noise."""
+    from rods_agent.experiment.summary import collect, markdown
+
+    config = load_experiment(CONFIG, [f"out={tmp_path}", "runs.modes=[static,rods]",
+                                      "runs.seeds=[0]", "runs.steps=3"])  # fmt: skip
+    _write_eval(tmp_path / "eval" / "warm-test", {"a": 0.0, "b": 0.0})
+    _write_run(tmp_path / "runs" / "static-s0", [0.0, 0.0, 0.0], {"a": 1.0, "b": 0.0})
+    _write_run(tmp_path / "runs" / "rods-s0", [120.0, 0.0, 35.0], {"a": 0.0, "b": 0.0})
+    data = collect(config, tmp_path)
+    assert data["modes"]["static"]["steps_with_gradient"] == 0
+    assert data["modes"]["rods"]["steps_with_gradient"] == 2
+    md = markdown(config, data)
+    assert "| 0 of 3 |" in md and "| 2 of 3 |" in md
+    assert "kept the warm start's weights" in md
+    data["modes"]["static"]["steps_with_gradient"] = 1
+    assert "kept the warm start's weights" not in markdown(config, data)
 
 
 # -- the smoke run ------------------------------------------------------------------------------
