@@ -14,7 +14,7 @@ import copy
 import json
 import pickle
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import PrivateAttr
 
@@ -53,21 +53,29 @@ class ApiState(Record):
     _lent: tuple[str, ...] = PrivateAttr(default=())
 
     @property
+    def _private(self) -> dict[str, Any]:
+        # read directly: pydantic's __getattr__ reads a private attribute in ~15 us (it
+        # raises and catches an AttributeError), and records are read thousands of times
+        return cast("dict[str, Any]", self.__pydantic_private__)
+
+    @property
     def blob(self) -> bytes:
         """The pickled instance (written now if it was not yet: :meth:`seal`)."""
-        blob = self._blob
+        private = self._private
+        blob = private["_blob"]
         if blob is None:
-            blob = self._blob = pickle.dumps(self._source, protocol=pickle.HIGHEST_PROTOCOL)
-            self._source = None
+            blob = pickle.dumps(private["_source"], protocol=pickle.HIGHEST_PROTOCOL)
+            private["_blob"], private["_source"] = blob, None
         return blob
 
     def seal(self) -> None:
         """Write the pickled instance now, before the instance it was taken from changes,
         and copy the attributes :attr:`state` still shares with that instance (see
         :func:`state_record`'s ``lent``)."""
-        if self._blob is None:
+        private = self._private
+        if private["_blob"] is None:
             self.blob  # noqa: B018 - the property writes it
-        lent, self._lent = self._lent, ()
+        lent, private["_lent"] = private["_lent"], ()
         if lent:
             state = self.state
             copies = pickle.loads(
