@@ -19,7 +19,7 @@ a generator, never while its consumer runs between two items.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from threading import Lock
 from typing import TypeVar
@@ -55,7 +55,7 @@ def no_full_collections() -> Iterator[None]:
                 gc.set_threshold(first, second, _saved)
 
 
-def paused(items: Iterator[T]) -> Iterator[T]:
+def paused(items: Iterator[T]) -> Generator[T, None, None]:
     """``items``, each one made under :func:`no_full_collections` (the consumer's code
     between two items runs without the pause)."""
     try:

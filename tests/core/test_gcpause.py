@@ -50,7 +50,8 @@ def test_young_collections_go_on_and_full_ones_wait(collections):
     assert gc.get_threshold() == before
     del kept
     collections.clear()
-    assert _work(400_000) and 2 in collections  # the same work makes a full collection due without the pause
+    # the same work makes a full collection due without the pause
+    assert _work(400_000) and 2 in collections
 
 
 def test_nested_and_concurrent_pauses_restore_the_threshold_once_the_last_leaves():
