@@ -7,7 +7,7 @@ and the objects promoted since the last full one exceed a quarter of those that 
 A synthesizing process holds hundreds of thousands of long-lived containers (seed worlds,
 gold replays, records and texts kept by identity), so each full collection costs a few
 tenths of a CPU-second: in a bfcl-api synthesis run (``benchmarks/test_synthesis.py``) the
-two or three of them took 0.7 to 1.4 of 4 to 5.5 CPU-seconds (issue 28).
+three of them took 0.7 to 1.2 of 5.1 to 5.5 CPU-seconds (issue 28; docs/synthesis.md).
 
 :func:`no_full_collections` raises the third threshold for as long as any thread is inside
 it; young collections go on, so the cycles a candidate leaves behind (a file system's
