@@ -14,7 +14,7 @@ import copy
 import json
 import pickle
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import PrivateAttr
 
@@ -41,27 +41,48 @@ class ApiState(Record):
     equality, hashing and the record's JSON form. It is written when first read: most
     records (a turn's last state, a class a task never calls) are never made live again.
     Until then the record keeps the instance it was taken from, which nothing may change:
-    a toolkit that goes on using it calls :meth:`seal` first.
+    a toolkit that goes on using it calls :meth:`seal` first. A toolkit's record also
+    shares the listings that changed with that instance (copying a long world's listing at
+    every turn's end was a large part of synthesis): :meth:`seal` copies them.
     """
 
     api: str
     state: dict[str, Any]
     _blob: bytes | None = PrivateAttr(default=None)
     _source: Any = PrivateAttr(default=None)
+    _lent: tuple[str, ...] = PrivateAttr(default=())
+
+    @property
+    def _private(self) -> dict[str, Any]:
+        # read directly: pydantic's __getattr__ reads a private attribute in ~15 us (it
+        # raises and catches an AttributeError), and records are read thousands of times
+        return cast("dict[str, Any]", self.__pydantic_private__)
 
     @property
     def blob(self) -> bytes:
         """The pickled instance (written now if it was not yet: :meth:`seal`)."""
-        blob = self._blob
+        private = self._private
+        blob = private["_blob"]
         if blob is None:
-            blob = self._blob = pickle.dumps(self._source, protocol=pickle.HIGHEST_PROTOCOL)
-            self._source = None
+            blob = pickle.dumps(private["_source"], protocol=pickle.HIGHEST_PROTOCOL)
+            private["_blob"], private["_source"] = blob, None
         return blob
 
     def seal(self) -> None:
-        """Write the pickled instance now, before the instance it was taken from changes."""
-        if self._blob is None:
+        """Write the pickled instance now, before the instance it was taken from changes,
+        and copy the attributes :attr:`state` still shares with that instance (see
+        :func:`state_record`'s ``lent``)."""
+        private = self._private
+        if private["_blob"] is None:
             self.blob  # noqa: B018 - the property writes it
+        lent, private["_lent"] = private["_lent"], ()
+        if lent:
+            state = self.state
+            copies = pickle.loads(
+                pickle.dumps([state[k] for k in lent], protocol=pickle.HIGHEST_PROTOCOL)
+            )
+            for k, value in zip(lent, copies, strict=True):
+                state[k] = value  # an equal copy: the record's content does not change
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ApiState):
@@ -163,7 +184,11 @@ def _plain(value: Any) -> Any:
 
 
 def public_state(
-    instance: Any, before: Mapping[str, Any] | None = None, *, owned: bool = False
+    instance: Any,
+    before: Mapping[str, Any] | None = None,
+    *,
+    owned: bool = False,
+    lent: list[str] | None = None,
 ) -> dict[str, Any]:
     """The public attributes of an API instance as plain data (see :class:`ApiState`).
 
@@ -174,6 +199,9 @@ def public_state(
             comparing is a tenth of the cost of copying a long listing).
         owned: The instance is dropped after this (a world's record, built from a fresh
             instance): its dicts and lists are taken as they are, not copied.
+        lent: Given, the dicts and lists that changed are taken as they are too, and their
+            names appended to it: the caller copies them before the instance changes
+            again (:meth:`ApiState.seal`), so one that never changes again is never copied.
     """
     out = {}
     for k, v in vars(instance).items():
@@ -187,6 +215,10 @@ def public_state(
             if type(old) is type(v) and old == v:
                 out[k] = old
                 continue
+        if lent is not None and (type(v) is dict or type(v) is list):
+            out[k] = v
+            lent.append(k)
+            continue
         out[k] = _plain(v)
     return out
 
@@ -198,17 +230,29 @@ _MISSING = object()
 
 
 def state_record(
-    api: str, instance: Any, before: ApiState | None = None, *, owned: bool = False
+    api: str,
+    instance: Any,
+    before: ApiState | None = None,
+    *,
+    owned: bool = False,
+    lent: bool = False,
 ) -> ApiState:
     """The record of ``instance`` now (a snapshot: later changes to it are not seen, once
     the caller has called :meth:`ApiState.seal` before making them); ``before``: an earlier
     record of it, whose unchanged attributes it shares; ``owned``: the instance is never
-    used again (its containers become the record's state)."""
+    used again (its containers become the record's state); ``lent``: the instance's changed
+    dicts and lists are shared until :meth:`ApiState.seal` copies them (a turn's last
+    state is most often never changed again: never copied)."""
+    names: list[str] | None = [] if lent else None
     record = ApiState.model_construct(
         api=api,
-        state=public_state(instance, before.state if before is not None else None, owned=owned),
+        state=public_state(
+            instance, before.state if before is not None else None, owned=owned, lent=names
+        ),
     )
     record._source = instance  # pickled when first needed
+    if names:
+        record._lent = tuple(names)
     return record
 
 

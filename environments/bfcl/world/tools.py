@@ -246,7 +246,7 @@ class BFCLTools(Toolkit):
         """Write the records of the classes changed since the last sync."""
         for api in self._dirty:
             before, live = self._live[api]
-            record = state_record(api, live, before)
+            record = state_record(api, live, before, lent=True)
             self.db.put(TABLE, api, record)
             self._live[api] = (record, live)
             self._unsealed[api] = record
@@ -302,7 +302,7 @@ class BFCLTools(Toolkit):
             elif self._held:
                 self._dirty[api] = None
             else:
-                record = state_record(api, live, self._live[api][0])
+                record = state_record(api, live, self._live[api][0], lent=True)
                 self.db.put(TABLE, api, record)
                 self._live[api] = (record, live)
                 self._unsealed[api] = record

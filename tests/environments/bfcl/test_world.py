@@ -284,6 +284,56 @@ def test_a_record_is_the_state_it_was_taken_at_though_pickled_later(domain):
     assert pickle.loads(pickle.dumps(second)).instance()._current_dir.name != folder
 
 
+def test_a_record_lends_changed_listings_until_sealed(world):
+    """A record taken with ``lent`` shares the dicts and lists that changed with the live
+    instance (never copied when nothing changes them again); sealing copies them, so a
+    later change of the instance leaves the record's state and instance as they were."""
+    from types import SimpleNamespace
+
+    from environments.bfcl.world.state import state_record
+
+    live = SimpleNamespace(items=[1], table={"a": 1}, count=1)
+    first = state_record("X", live)
+    live.items.append(2)
+    second = state_record("X", live, first, lent=True)
+    assert second.state["items"] is live.items and second._lent == ("items",)
+    assert second.state["table"] is first.state["table"]  # unchanged: shared with before
+    second.seal()
+    assert second.state["items"] == [1, 2] and second.state["items"] is not live.items
+    live.items.append(3)
+    live.table["b"] = 2
+    assert second.state == {"items": [1, 2], "table": {"a": 1}, "count": 1}
+    assert vars(second.instance()) == second.state
+    assert first.state["items"] == [1]
+
+
+def test_records_written_turn_by_turn_keep_their_state(domain):
+    """The records a held toolkit writes at each turn's end (their changed listings lent
+    to the live instance until the next write seals them) keep the state they were taken
+    at through every later turn, and each one's instance is that state."""
+    import copy
+
+    from environments.bfcl.world.state import TABLE, public_state
+
+    tasks = [t for t in domain.seed_tasks() if len(t.turns) >= 3][:12]
+    assert tasks
+    for task in tasks:
+        db = domain.database(task.db_seed, task.db_size)
+        tools = domain.toolkit(db)
+        tools.hold()
+        taken = []
+        for turn in task.turns:
+            for call in turn.calls:
+                assert tools.call(call.name, call.arguments).ok
+            tools.sync()
+            for api in db.keys(TABLE):
+                record = db.get(TABLE, api)
+                taken.append((record, copy.deepcopy(record.state)))
+        for record, state in taken:
+            assert record.state == state, task.id
+            assert public_state(record.instance()) == state, task.id
+
+
 def test_arguments_and_results_are_copies_whatever_they_hold(domain):
     from environments.bfcl.world.tools import _copied
 
