@@ -1,5 +1,7 @@
-"""Held-out figures of this run restricted to the experiment's test pool (pools/test.jsonl):
-the runs' in-run evaluations scored the domain's whole test split (docs/learning.md).
+"""Each evaluation of this experiment restricted to its test pool (pools/test.jsonl), one
+line per seed: seed 0's static and rods runs scored the domain's whole test split (50 tasks;
+the runner did not yet pass data.eval_pool), the other runs the pool's 25 (docs/learning.md).
+summary.md does the same restriction (the tasks every seed has).
 
     python docs/learning/run-2026-12-02/restrict_to_pool.py
 """
@@ -10,7 +12,9 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 test = {json.loads(line)["id"] for line in (HERE / "pools" / "test.jsonl").read_text().splitlines()}
-files = sorted(HERE.glob("eval/*/results.jsonl")) + sorted(HERE.glob("runs/*/eval/results.jsonl"))
+files = sorted(HERE.glob("eval/*/results.jsonl")) + sorted(
+    HERE.glob("runs/*/eval/step-*/results.jsonl")
+)
 for path in files:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     sub = [r for r in rows if r["task_id"] in test]
