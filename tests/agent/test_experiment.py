@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,75 @@ def test_a_vllm_experiment_without_vllm_stops_before_any_stage(tmp_path, monkeyp
     with pytest.raises(ConfigError, match=r"\.venv-vllm/bin/rods experiment"):
         Experiment(config).run()
     assert not (tmp_path / "pools").exists()
+
+
+def test_a_resume_accepts_how_it_runs_and_settings_added_since_at_their_default(tmp_path):
+    """``runs.parallel`` says how the runs are scheduled, not what they measure; a setting a
+    newer rods added is absent from an older experiment's file, which ran at its default."""
+    from rods_agent.experiment.runner import EXPERIMENT_FILE, Experiment
+
+    config = load_experiment(CONFIG, [f"out={tmp_path}"])
+    assert config.eval.base_model is True and config.runs.steps != 12  # default, not default
+    Experiment(config)._check_resume()
+    path = tmp_path / EXPERIMENT_FILE
+    written = path.read_text()
+    path.write_text(written.replace("  base_model: true\n", ""))  # written before it existed
+    Experiment(config)._check_resume()
+    Experiment(load_experiment(CONFIG, [f"out={tmp_path}", "runs.parallel=1"]))._check_resume()
+    path.write_text(written.replace(f"  steps: {config.runs.steps}\n", ""))
+    with pytest.raises(ConfigError, match=r"other settings \(runs.steps\)"):
+        Experiment(config)._check_resume()  # ran at the default 12 steps, not this config's
+    path.write_text(written)
+    with pytest.raises(ConfigError, match=r"other settings \(train.rollout.temperature\)"):
+        other = load_experiment(CONFIG, [f"out={tmp_path}", "train.rollout.temperature=0.3"])
+        Experiment(other)._check_resume()
+
+
+def _fake_runs(monkeypatch, on_run):
+    """``rods train`` children replaced by ``on_run(out)``, which writes the run's metrics."""
+    from rods_agent.experiment import runner
+
+    def child(args, log, threads, **_):
+        out = Path(args[args.index("--config") + 1]).parent
+        on_run(out)
+        rows = [{"step": 0}, {"step": 1}]
+        (out / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    monkeypatch.setattr(runner, "_child", child)
+
+
+def test_parallel_runs_train_at_once_and_each_is_marked_done(tmp_path, monkeypatch):
+    import threading
+
+    from rods_agent.experiment.runner import Experiment
+
+    both = threading.Barrier(2, timeout=20)  # broken unless two runs are in flight together
+    _fake_runs(monkeypatch, lambda out: both.wait())
+    config = load_experiment(CONFIG, [f"out={tmp_path}", "runs.modes=[static,rods]",
+                                      "runs.seeds=[0,1]", "runs.parallel=2"])  # fmt: skip
+    Experiment(config).runs("model")
+    for run in ("static-s0", "rods-s0", "static-s1", "rods-s1"):
+        assert json.loads((tmp_path / "runs" / run / "done.json").read_text())["steps"] == 2
+
+
+def test_a_failed_parallel_run_stops_the_protocol_and_starts_nothing_more(tmp_path, monkeypatch):
+    from rods_agent.experiment.runner import Experiment, StageFailed
+
+    started: list[str] = []
+
+    def run(out):
+        started.append(out.name)
+        if out.name == "static-s0":
+            raise StageFailed("rods train failed: out of memory")
+        time.sleep(0.5)  # the others train a while: the failure is seen before they end
+
+    _fake_runs(monkeypatch, run)
+    config = load_experiment(CONFIG, [f"out={tmp_path}", "runs.modes=[static,rods]",
+                                      "runs.seeds=[0,1,2]", "runs.parallel=2"])  # fmt: skip
+    with pytest.raises(StageFailed, match="out of memory"):
+        Experiment(config).runs("model")
+    assert not (tmp_path / "runs" / "static-s0" / "done.json").exists()
+    assert len(started) <= 4  # the queued runs were cancelled (6 were planned)
 
 
 # -- the summary ---------------------------------------------------------------------------------
