@@ -9,7 +9,7 @@ from typing import Any
 
 from environments.bfcl.apis import ERROR_PREFIX
 from rods_env.gold import Gold
-from rods_env.rewards import is_value, mentions
+from rods_env.rewards import Said, is_value
 from rods_env.task import Task
 
 
@@ -41,9 +41,13 @@ def outputs_shown(domain: Any, task: Task, gold: Gold) -> str | None:
         n = len(turn.calls)
         seen.extend(json.dumps(v, default=str) for v in gold.call_outputs[k : k + n])
         k += n
-        text = "\n".join(seen)
-        for output in turn.outputs:
-            if is_value(output) and not mentions(text, output):
+        said = None  # the turn's results analysed once for all its outputs (a long-context
+        for output in turn.outputs:  # turn's hold thousands of numbers)
+            if not is_value(output):
+                continue
+            if said is None:
+                said = Said("\n".join(seen))
+            if not said.has(output):  # mentions(text, output)
                 return f"turn {i} requires {output!r}, which no tool result shows"
     return None
 
