@@ -51,7 +51,7 @@ evaluated model's registry name, which changes only the length of rewritten argu
 text); the tests hand BFCL's checker the same name."""
 
 _EVAL_SKIPS = " \t"
-"""What Python's ``eval`` strips from the start of a string before parsing it."""
+"""What Python strips from the start of an expression's text before parsing it."""
 
 
 def instance_names(task_id: str, classes: Collection[str], *, gold: bool) -> dict[str, str]:
@@ -212,15 +212,15 @@ def _plain(value: Any) -> bool:
 
 
 def _parse(source: str) -> ast.expr:
-    """The expression ``eval(source)`` would evaluate, parsed only (``eval`` strips leading
-    spaces and tabs; its errors name ``<string>``, as BFCL's error texts show them).
+    """The syntax tree of ``source`` read as one Python expression, as BFCL's checker reads
+    a call: parsed only, never run (leading spaces and tabs skipped as Python's expression
+    mode skips them; errors name ``<string>``, as BFCL's error texts show them).
 
     Raises:
-        SyntaxError: as ``eval`` would.
+        SyntaxError: for text that is not one expression.
         ValueError: for a null character.
     """
-    tree = compile(source.lstrip(_EVAL_SKIPS), "<string>", "eval", ast.PyCF_ONLY_AST)
-    assert isinstance(tree, ast.Expression)
+    tree = ast.parse(source.lstrip(_EVAL_SKIPS), filename="<string>", mode="eval")
     return tree.body
 
 
