@@ -95,6 +95,19 @@ class RunsPlan(Section):
             "protocol runs, not what it measures: a resume may change it."
         ),
     )
+    solo_threads: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Cores of the stages that run alone: the warm start and the evaluations around "
+            "it (0: train.model.threads x runs.parallel, the cores the runs share). How the "
+            "protocol runs, not what it measures: a resume may change it."
+        ),
+    )
+
+    def threads_alone(self, run_threads: int) -> int:
+        """The cores a stage running alone uses (:attr:`solo_threads`, or what the runs share)."""
+        return self.solo_threads or run_threads * self.parallel
 
 
 class ExperimentConfig(Section):

@@ -355,7 +355,7 @@ class Experiment:
             args += ["--limit", str(n)]
         self.clock.say(f"evaluating {what}", "")
         t0 = time.monotonic()
-        _child(args, out / "log.txt", mc.threads)
+        _child(args, out / "log.txt", self.config.runs.threads_alone(mc.threads))
         self.clock.record("eval", time.monotonic() - t0)
         summary = json.loads((out / "summary.json").read_text())
         data = {
@@ -403,6 +403,7 @@ class Experiment:
                         "warm_start.measure": False,
                         "log.progress": False,
                         "seed": cfg.train.seed + epoch,  # a new shuffle each epoch
+                        "model.threads": cfg.runs.threads_alone(cfg.train.model.threads),
                     }
                 )
                 out.mkdir(parents=True, exist_ok=True)
@@ -411,7 +412,7 @@ class Experiment:
                 _child(
                     ["sft", "--config", str(out / "sft.yaml"), "--out", str(out)],
                     out / "log.txt",
-                    cfg.train.model.threads,
+                    cfg.runs.threads_alone(cfg.train.model.threads),
                 )
                 self.clock.record("epoch", time.monotonic() - t0)
                 _mark_done(out, json.loads((out / "sft.json").read_text()))
@@ -551,7 +552,7 @@ def _model_path(path: str | None) -> str:
     return str(resolve_model_path(path))
 
 
-HOW_KEYS = frozenset({"runs.parallel"})
+HOW_KEYS = frozenset({"runs.parallel", "runs.solo_threads"})
 """Settings of how the protocol runs, not of what it measures: a resume may change them."""
 
 

@@ -124,6 +124,46 @@ def test_the_evaluations_use_the_configured_generator(tmp_path, monkeypatch):
         assert seen[-1][seen[-1].index("--engine") + 1] == engine
 
 
+def test_stages_that_run_alone_use_the_cores_the_runs_share(tmp_path, monkeypatch):
+    """The warm start and its evaluations run alone: they get ``runs.solo_threads`` cores
+    (default: what the parallel runs use together), each run its ``train.model.threads``."""
+    import yaml
+
+    from rods_agent.experiment import runner
+
+    seen: list[tuple[str, int]] = []
+
+    def child(args, log, threads, **_):
+        seen.append((args[0], threads))
+        if args[0] == "eval":
+            out = Path(args[args.index("--out") + 1])
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "summary.json").write_text(
+                json.dumps({"mean_progress": 0.1, "pass_k": {"1": 0}})
+            )
+        elif args[0] == "sft":
+            sft = yaml.safe_load(Path(args[args.index("--config") + 1]).read_text())
+            seen.append(("sft.yaml", sft["model"]["threads"]))
+            out = Path(args[args.index("--out") + 1])
+            (out / "sft.json").write_text(json.dumps({"loss": 0.1}))
+        else:
+            out = Path(args[args.index("--config") + 1]).parent
+            (out / "metrics.jsonl").write_text('{"step": 0}\n')
+
+    monkeypatch.setattr(runner, "_child", child)
+    monkeypatch.setattr(runner, "_model_path", lambda path: "base")
+    base = [f"out={tmp_path}", "train.model.threads=1", "warm_start.max_epochs=1",
+            "runs.modes=[static]", "runs.seeds=[0]", "runs.solo_threads=0"]  # fmt: skip
+    (tmp_path / "pools").mkdir(parents=True)
+    experiment = runner.Experiment(load_experiment(CONFIG, [*base, "runs.parallel=2"]))
+    experiment.runs(experiment.warm_start())
+    assert seen == [("eval", 2), ("sft", 2), ("sft.yaml", 2), ("eval", 2), ("eval", 2),
+                    ("eval", 2), ("train", 1)]  # fmt: skip
+    config = load_experiment(CONFIG, [*base, "runs.parallel=2", "runs.solo_threads=3"])
+    assert config.runs.threads_alone(1) == 3
+    assert load_experiment(CONFIG, [*base, "runs.parallel=1"]).runs.threads_alone(1) == 1
+
+
 def test_a_vllm_experiment_without_vllm_stops_before_any_stage(tmp_path, monkeypatch):
     """The children run with the experiment's own Python: one without vLLM is refused with a
     one-line cause before the pools are made, not after the warm start's hour."""
