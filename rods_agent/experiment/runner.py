@@ -232,13 +232,24 @@ class Experiment:
         if path.exists():
             before = path.read_text(encoding="utf-8")
             changed = _changed_keys(before, text)
+            if "runs.steps" in changed:
+                ran = _runs_steps(before)
+                if ran is not None and self.config.runs.steps > ran:
+                    changed.remove("runs.steps")  # more steps: the runs continue (see runs)
+                elif ran is not None and self.config.runs.steps < ran:
+                    raise ConfigError(
+                        f"runs.steps: {self.paths.root} holds runs of {ran} steps; a resume "
+                        f"may raise it (the runs continue), not lower it to "
+                        f"{self.config.runs.steps}"
+                    )
             if changed:
                 diff = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
                 raise ConfigError(
                     f"{self.paths.root} holds an experiment with other settings ({diff}); "
                     "use another out= or delete it"
                 )
-            return
+            if before == text or _changed_keys(before, text) == []:
+                return
         atomic_write(path, text)
 
     def _config_text(self) -> str:
@@ -449,7 +460,7 @@ class Experiment:
         todo = [
             (index, mode, seed)
             for index, (mode, seed) in enumerate(jobs)
-            if _done(self.paths.run(mode, seed)) is None
+            if not _run_finished(self.paths.run(mode, seed), cfg.runs.steps)
         ]
         if cfg.runs.parallel == 1 or len(todo) <= 1:
             for job in todo:
@@ -522,6 +533,24 @@ class _StepWatch:
             self.clock.record("step", (time.monotonic() - self.t) / (now - self.step))
             self.step, self.t = now, time.monotonic()
             self.say()
+
+
+def _run_finished(run: Path, steps: int) -> bool:
+    """Whether ``run`` took ``steps`` steps (a resume that raised ``runs.steps`` continues
+    the runs that finished fewer from their last checkpoint: the learning rate is constant
+    or follows the schedule of the new total, and each step's randomness derives from the
+    run's seed and the step, so they continue as if planned that long)."""
+    done = _done(run)
+    return done is not None and int(done.get("steps", 0)) >= steps
+
+
+def _runs_steps(text: str) -> int | None:
+    """``runs.steps`` of an experiment file's text."""
+    import yaml
+
+    data = yaml.safe_load(text) or {}
+    steps = (data.get("runs") or {}).get("steps")
+    return steps if isinstance(steps, int) else None
 
 
 def _steps_done(run: Path) -> int:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,8 +96,8 @@ def test_a_rerun_with_other_settings_is_refused(tmp_path):
     first = load_experiment(CONFIG, [f"out={tmp_path}"])
     Experiment(first)._check_resume()
     Experiment(first)._check_resume()  # the same settings: fine
-    other = load_experiment(CONFIG, [f"out={tmp_path}", "runs.steps=99"])
-    with pytest.raises(ConfigError, match=r"other settings \(runs.steps\)"):
+    other = load_experiment(CONFIG, [f"out={tmp_path}", "runs.seeds=[7]"])
+    with pytest.raises(ConfigError, match=r"other settings \(runs.seeds\)"):
         Experiment(other)._check_resume()
 
 
@@ -197,6 +198,39 @@ def test_a_resume_accepts_how_it_runs_and_settings_added_since_at_their_default(
     with pytest.raises(ConfigError, match=r"other settings \(train.rollout.temperature\)"):
         other = load_experiment(CONFIG, [f"out={tmp_path}", "train.rollout.temperature=0.3"])
         Experiment(other)._check_resume()
+
+
+def test_a_resume_may_raise_the_steps_and_the_finished_runs_continue(tmp_path, monkeypatch):
+    """More steps continue the runs from their checkpoints (``rods train --resume`` with a
+    larger ``steps``); fewer would contradict the runs already taken, and are refused."""
+    from rods_agent.experiment.runner import EXPERIMENT_FILE, Experiment
+
+    args = [f"out={tmp_path}", "runs.modes=[static]", "runs.seeds=[0]", "runs.steps=2"]
+    Experiment(load_experiment(CONFIG, args))._check_resume()
+    trained: list[int] = []
+
+    def child(argv, log, threads, **_):
+        run = yaml.safe_load(Path(argv[argv.index("--config") + 1]).read_text())
+        trained.append(run["steps"])
+        rows = [{"step": i} for i in range(run["steps"])]
+        (Path(run["out"]) / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    from rods_agent.experiment import runner
+
+    monkeypatch.setattr(runner, "_child", child)
+    Experiment(load_experiment(CONFIG, args)).runs("model")
+    Experiment(load_experiment(CONFIG, args)).runs("model")  # finished: not trained again
+    longer = load_experiment(CONFIG, [*args, "runs.steps=4"])
+    Experiment(longer)._check_resume()
+    assert yaml.safe_load((tmp_path / EXPERIMENT_FILE).read_text())["runs"]["steps"] == 4
+    Experiment(longer).runs("model")
+    assert trained == [2, 4]
+    assert json.loads((tmp_path / "runs" / "static-s0" / "done.json").read_text())["steps"] == 4
+    with pytest.raises(ConfigError, match=r"runs.steps: .* holds runs of 4 steps"):
+        Experiment(load_experiment(CONFIG, args))._check_resume()
+    with pytest.raises(ConfigError, match=r"other settings \(train.rollout.temperature\)"):
+        other = [*args, "runs.steps=6", "train.rollout.temperature=0.3"]
+        Experiment(load_experiment(CONFIG, other))._check_resume()
 
 
 def _fake_runs(monkeypatch, on_run):
