@@ -234,6 +234,13 @@ class Experiment:
             changed = _changed_keys(before, text)
             if "runs.steps" in changed:
                 ran = _runs_steps(before)
+                decays = self.config.train.grpo.scheduler != "constant"
+                if ran is not None and self.config.runs.steps > ran and decays:
+                    raise ConfigError(
+                        f"runs.steps: the runs of {self.paths.root} decayed their learning "
+                        f"rate ({self.config.train.grpo.scheduler}) towards step {ran}; more "
+                        "steps would not continue them as planned: use another out="
+                    )
                 if ran is not None and self.config.runs.steps > ran:
                     changed.remove("runs.steps")  # more steps: the runs continue (see runs)
                 elif ran is not None and self.config.runs.steps < ran:
@@ -537,8 +544,8 @@ class _StepWatch:
 
 def _run_finished(run: Path, steps: int) -> bool:
     """Whether ``run`` took ``steps`` steps (a resume that raised ``runs.steps`` continues
-    the runs that finished fewer from their last checkpoint: the learning rate is constant
-    or follows the schedule of the new total, and each step's randomness derives from the
+    the runs that finished fewer from their last checkpoint: their learning rate is
+    constant (a decaying schedule is refused) and each step's randomness derives from the
     run's seed and the step, so they continue as if planned that long)."""
     done = _done(run)
     return done is not None and int(done.get("steps", 0)) >= steps

@@ -233,6 +233,15 @@ def test_a_resume_may_raise_the_steps_and_the_finished_runs_continue(tmp_path, m
         Experiment(load_experiment(CONFIG, other))._check_resume()
 
 
+def test_more_steps_are_refused_to_runs_whose_learning_rate_decayed(tmp_path):
+    from rods_agent.experiment.runner import Experiment
+
+    args = [f"out={tmp_path}", "runs.steps=2", "train.grpo.scheduler=cosine"]
+    Experiment(load_experiment(CONFIG, args))._check_resume()
+    with pytest.raises(ConfigError, match=r"runs.steps: .* decayed their learning rate"):
+        Experiment(load_experiment(CONFIG, [*args, "runs.steps=4"]))._check_resume()
+
+
 def _fake_runs(monkeypatch, on_run):
     """``rods train`` children replaced by ``on_run(out)``, which writes the run's metrics."""
     from rods_agent.experiment import runner
