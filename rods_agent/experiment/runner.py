@@ -232,32 +232,38 @@ class Experiment:
         if path.exists():
             before = path.read_text(encoding="utf-8")
             changed = _changed_keys(before, text)
-            if "runs.steps" in changed:
-                ran = _runs_steps(before)
-                decays = self.config.train.grpo.scheduler != "constant"
-                if ran is not None and self.config.runs.steps > ran and decays:
-                    raise ConfigError(
-                        f"runs.steps: the runs of {self.paths.root} decayed their learning "
-                        f"rate ({self.config.train.grpo.scheduler}) towards step {ran}; more "
-                        "steps would not continue them as planned: use another out="
-                    )
-                if ran is not None and self.config.runs.steps > ran:
-                    changed.remove("runs.steps")  # more steps: the runs continue (see runs)
-                elif ran is not None and self.config.runs.steps < ran:
-                    raise ConfigError(
-                        f"runs.steps: {self.paths.root} holds runs of {ran} steps; a resume "
-                        f"may raise it (the runs continue), not lower it to "
-                        f"{self.config.runs.steps}"
-                    )
+            raised = "runs.steps" in changed and self._steps_raised(_runs_steps(before))
+            if raised:
+                changed.remove("runs.steps")  # the runs continue (see runs)
             if changed:
                 diff = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
                 raise ConfigError(
                     f"{self.paths.root} holds an experiment with other settings ({diff}); "
                     "use another out= or delete it"
                 )
-            if before == text or _changed_keys(before, text) == []:
+            if not raised:
                 return
         atomic_write(path, text)
+
+    def _steps_raised(self, ran: int | None) -> bool:
+        """Whether ``runs.steps`` rose from ``ran``, the steps of the runs on disk, in a way
+        the runs can continue; lowering it, or raising it past a decaying learning rate's
+        end, is refused. ``None`` (not recorded): not a raise."""
+        now, schedule = self.config.runs.steps, self.config.train.grpo.scheduler
+        if ran is None:
+            return False
+        if now < ran:
+            raise ConfigError(
+                f"runs.steps: {self.paths.root} holds runs of {ran} steps; a resume may raise "
+                f"it (the runs continue), not lower it to {now}"
+            )
+        if schedule != "constant":
+            raise ConfigError(
+                f"runs.steps: the runs of {self.paths.root} decayed their learning rate "
+                f"({schedule}) towards step {ran}; more steps would not continue them as "
+                "planned: use another out="
+            )
+        return True
 
     def _config_text(self) -> str:
         from omegaconf import OmegaConf
