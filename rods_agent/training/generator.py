@@ -11,7 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from rods_agent.config import TrainConfig
+from rods_agent.engines.chat import ChatTemplate
 from rods_agent.training.learner import Learner
+
+
+def learner_chat(config: TrainConfig, learner: Learner) -> ChatTemplate:
+    """The chat template the generator of ``learner`` renders with (its tokenizer, its
+    generation config's end-of-turn tokens, the rollout's ``thinking`` and date), without
+    starting the generator: a warm start that only tokenizes transcripts needs nothing more."""
+    gen_eos = getattr(getattr(learner.model, "generation_config", None), "eos_token_id", None)
+    stop_ids = [gen_eos] if isinstance(gen_eos, int) else list(gen_eos or [])
+    return ChatTemplate(
+        learner.tokenizer,
+        stop_ids=stop_ids,
+        thinking=config.rollout.thinking,
+        date=config.rollout.template_date,
+    )
 
 
 def make_engine(config: TrainConfig, learner: Learner) -> Any:

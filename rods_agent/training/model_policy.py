@@ -55,11 +55,12 @@ from rods_agent.rollout import (
 )
 from rods_agent.training.generator import (
     generator_state,
+    learner_chat,
     make_engine,
     sync_generator,
     turn_tokens,
 )
-from rods_agent.training.learner import frozen_copy, load_learner
+from rods_agent.training.learner import Learner, frozen_copy, load_learner
 from rods_agent.training.model_checkpoint import (
     REFERENCE_FILE,
     load_tensors,
@@ -114,7 +115,9 @@ class ModelPolicy:
         self.weights_version = 0
         self.update_seconds: dict[str, float] = {}
         """Where the last update's time went: ``score``, ``step``, ``sync``, ``total``."""
-        self.engine = make_engine(config, loaded)
+        self.chat = learner_chat(config, loaded)
+        """The generator's chat template, there before the generator is started."""
+        self._engine: Any = None
         self.sampling = Sampling(temperature=rc.temperature, top_p=rc.top_p)
         self.loss_config = LossConfig(
             clip_low=g.clip_low,
@@ -125,15 +128,39 @@ class ModelPolicy:
             max_grad_norm=g.max_grad_norm,
             micro_batch_size=g.micro_batch_size,
         )
-        self.users: Any = None
-        if rc.user == "llm":
+        self._users: Any = None
+
+    @property
+    def engine(self) -> Any:
+        """The generator, started on first use (a ``rods sft`` that measures nothing never
+        starts vLLM's engine and its KV cache) at the learner's current weights."""
+        if self._engine is None:
+            learner = Learner(
+                self.learner, self.tokenizer, self.model_path, self.device, self.dtype_name,
+                self.lora,
+            )  # fmt: skip
+            self._engine = make_engine(self.config, learner)
+            # the learner may have left its folder's weights (a warm start, a checkpoint)
+            self._sync_generator()
+        return self._engine
+
+    @property
+    def generator_started(self) -> bool:
+        """Whether the generator has been started (see :attr:`engine`)."""
+        return self._engine is not None
+
+    @property
+    def users(self) -> Any:
+        """The batcher of the LLM-played users' turns (``rollout.user: llm``), else None."""
+        if self._users is None and self.config.rollout.user == "llm":
             from rods_agent.user import SCENARIO_MAX_TOKENS, UserBatcher
 
             # rods' users cap their replies at 96 tokens themselves; a benchmark's scenario
             # users write up to SCENARIO_MAX_TOKENS
-            self.users = UserBatcher(
+            self._users = UserBatcher(
                 self.engine, SamplingParams(max_tokens=SCENARIO_MAX_TOKENS, temperature=0.7)
             )
+        return self._users
 
     def _make_optimizer(self) -> tuple[MasterWeightAdamW, LRSchedule]:
         g = self.config.grpo
@@ -155,7 +182,7 @@ class ModelPolicy:
         of each domain, in tokens."""
         from rods_agent.training.guards import check_prompts_fit
 
-        return check_prompts_fit(self.config, self.engine.chat, tasks)
+        return check_prompts_fit(self.config, self.chat, tasks)
 
     # -- weights -------------------------------------------------------------------------------
     def generator_state(self) -> dict[str, Any]:
@@ -163,7 +190,9 @@ class ModelPolicy:
         return generator_state(self.learner, lora=self.lora)
 
     def _sync_generator(self) -> None:
-        sync_generator(self.engine, self.learner, lora=self.lora, version=self.weights_version)
+        if self._engine is None:  # not started: it starts from the learner's weights then
+            return
+        sync_generator(self._engine, self.learner, lora=self.lora, version=self.weights_version)
 
     # -- Policy -------------------------------------------------------------------------------
     def rollout_config(self, batch_size: int) -> RolloutConfig:
@@ -171,7 +200,7 @@ class ModelPolicy:
         rc = self.config.rollout
         return RolloutConfig(
             sampling=SamplingParams(
-                max_tokens=turn_tokens(self.config, self.engine.chat),
+                max_tokens=turn_tokens(self.config, self.chat),
                 temperature=rc.temperature,
                 top_p=rc.top_p,
             ),
@@ -303,7 +332,7 @@ class ModelPolicy:
         seqs, dropped = self._sequences(groups)
         metrics: dict[str, float] = dict(dropped)
         if self.config.model.engine == "vllm" and self.config.model.vllm_sleep:
-            sleep = getattr(self.engine, "sleep", None)
+            sleep = getattr(self._engine, "sleep", None)
             if callable(sleep) and not self.device.startswith("cpu"):
                 sleep()
         t_score = time.perf_counter()
@@ -342,7 +371,7 @@ class ModelPolicy:
         )
         if stepped:
             self.weights_version += 1
-        wake = getattr(self.engine, "wake_up", None)
+        wake = getattr(self._engine, "wake_up", None)
         if self.config.model.engine == "vllm" and callable(wake):
             wake(["weights"])
         t_sync = time.perf_counter()
@@ -464,9 +493,9 @@ class ModelPolicy:
         self.optimizer.close()  # the warm start's own optimizer takes the gradients
         try:
             out = warm_start(
-                self.config, self.learner, self.engine, tasks,
-                device=self.device, on_fitted=self._sync_generator,
-                master_weights=self.config.model.master_weights,
+                self.config, self.learner, self.chat, tasks,
+                generator=lambda: self.engine, device=self.device,
+                on_fitted=self._sync_generator, master_weights=self.config.model.master_weights,
             )  # fmt: skip
         finally:
             self.optimizer, self.scheduler = self._make_optimizer()
@@ -522,7 +551,8 @@ class ModelPolicy:
     def close(self) -> None:
         """Release the generator, the optimizer's hooks and the models."""
         self.optimizer.close()
-        close = getattr(self.engine, "close", None)
+        close = getattr(self._engine, "close", None)
         if callable(close):
             close()
+        self._engine = None
         self.reference = None

@@ -282,23 +282,26 @@ def cut_message(records: Sequence[EpisodeRecord], max_tokens: int, *, every: boo
 def warm_start(
     config: TrainConfig,
     model: Any,
-    engine: Any,
+    chat: ChatTemplate,
     tasks: Sequence[Task],
     *,
+    generator: Callable[[], Any],
     device: str,
     on_fitted: Callable[[], None],
     master_weights: bool = True,
 ) -> dict[str, float]:
     """Fine-tune ``model`` on the oracle's transcripts of ``tasks`` (``warm_start`` section:
-    its ``tasks`` of them, by ``select``), and measure the mean progress of ``engine`` on
+    its ``tasks`` of them, by ``select``), and measure the mean progress of the generator on
     the tasks trained on before and after (``warm_start.measure``; ``rollout.group_size``
     seeded episodes each, with the rollout's sampling).
 
     Args:
         config: The run's configuration.
         model: The learner (trained in place, left in training mode).
-        engine: The generator (its chat template tokenizes the transcripts).
+        chat: The generator's chat template (it tokenizes the transcripts).
         tasks: The pool to transcribe.
+        generator: Returns the generator; called only to measure (``warm_start.measure``),
+            so a warm start that measures nothing starts no engine.
         device: Where ``model`` is.
         on_fitted: Called after the fit, before the second measurement (the generator
             catches up with the new weights).
@@ -322,9 +325,7 @@ def warm_start(
     if not pool:
         raise ConfigError("warm_start: no tasks to transcribe")
     t0 = time.perf_counter()
-    records = oracle_transcripts(
-        pool, engine.chat, max_tokens=ws.max_tokens, prompt=config.rollout.prompt
-    )
+    records = oracle_transcripts(pool, chat, max_tokens=ws.max_tokens, prompt=config.rollout.prompt)
     whole = [i for i, r in enumerate(records) if complete(r)]
     cut = len(pool) - len(whole)
     if not whole:
@@ -340,12 +341,12 @@ def warm_start(
     records = [records[i] for i in order]
     rc = config.rollout
     measure_sampling = SamplingParams(
-        max_tokens=turn_tokens(config, engine.chat), temperature=rc.temperature, top_p=rc.top_p
+        max_tokens=turn_tokens(config, chat), temperature=rc.temperature, top_p=rc.top_p
     )
 
     def progress() -> float:
         return mean_progress(
-            engine, chosen, measure_sampling, max_turns=rc.max_turns,
+            generator(), chosen, measure_sampling, max_turns=rc.max_turns,
             max_tokens=rc.max_tokens, seed=config.seed, trials=rc.group_size,
             prompt=rc.prompt,
         )  # fmt: skip

@@ -155,6 +155,30 @@ def test_warm_start_fits_oracle_transcripts_and_reports_progress(
     assert 0.0 <= out["progress_before"] <= 1.0 and 0.0 <= out["progress_after"] <= 1.0
 
 
+def test_a_warm_start_that_measures_nothing_starts_no_generator(
+    tiny_model_dir, retail_tasks, tmp_path
+):
+    """``rods sft`` only tokenizes transcripts and fits: the generator (vLLM's engine and its
+    KV cache, with ``model.engine: vllm``) starts on first use, with the template the policy
+    tokenized with."""
+    policy = make(tiny_model_dir, tmp_path / "ws", "warm_start.enabled=true", "warm_start.epochs=1",
+                  "warm_start.measure=false", "warm_start.batch_size=2",
+                  "warm_start.micro_batch_size=2", "warm_start.max_tokens=16000")  # fmt: skip
+    out = policy.warm_start(retail_tasks[:2])
+    assert out["transcripts"] == 2 and "progress_before" not in out
+    assert not policy.generator_started
+    opening = [
+        {"role": "system", "content": "You are a store agent."},
+        {"role": "user", "content": "Where is my order #W0000001?"},
+    ]
+    chat = policy.chat
+    assert policy.engine.chat.prompt_ids(opening) == chat.prompt_ids(opening)
+    assert policy.engine.chat.end_of_turn_ids == chat.end_of_turn_ids
+    assert policy.generator_started
+    policy.close()
+    assert not policy.generator_started
+
+
 def test_evaluate_and_bad_settings(tiny_model_dir, retail_tasks, tmp_path):
     policy = make(tiny_model_dir, tmp_path / "ev")
     summary = policy.evaluate(retail_tasks[:2], step=3)

@@ -112,8 +112,9 @@ def test_the_warm_start_never_trains_on_cut_off_transcripts(tiny_model_dir, reta
              "log.progress=false", "warm_start.batch_size=8"],
         )  # fmt: skip
         return warm_start(
-            config, engine.model, engine, retail_tasks, device="cpu", on_fitted=lambda: None
-        )
+            config, engine.model, engine.chat, retail_tasks, generator=lambda: engine,
+            device="cpu", on_fitted=lambda: None,
+        )  # fmt: skip
 
     cap = (lengths[0] + lengths[-1]) // 2  # some transcripts fit, the longest does not
     out = run(cap)

@@ -77,6 +77,45 @@ class TestWeightSync:
         finally:
             policy.close()
 
+    def test_a_warm_start_that_measures_nothing_starts_no_engine(
+        self, tiny_model_dir, retail_tasks, tmp_path
+    ):
+        """``rods sft`` with ``model.engine: vllm``: no vLLM engine (nor its KV cache) while
+        it only tokenizes and fits; the engine started afterwards samples from the
+        warm-started weights, with the template the transcripts were tokenized with."""
+        if not vllm_available():
+            pytest.skip(NOT_HERE)
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+        os.environ.setdefault("VLLM_CACHE_ROOT", str(tmp_path / "vllm-cache"))
+        import copy
+
+        from rods_agent.config import load_config
+        from rods_agent.engines import GenerationRequest, SamplingParams
+        from rods_agent.training.model_policy import ModelPolicy
+
+        config = load_config(None, [
+            f"model.path={tiny_model_dir}", "model.engine=vllm", f"out={tmp_path}",
+            "rollout.max_tokens=16000", "warm_start.enabled=true", "warm_start.epochs=2",
+            "warm_start.lr=3e-3", "warm_start.measure=false", "warm_start.batch_size=2",
+            "warm_start.micro_batch_size=2", "warm_start.max_tokens=16000",
+        ])  # fmt: skip
+        policy = ModelPolicy(config, tmp_path)
+        try:
+            old = copy.deepcopy(policy.learner)
+            policy.warm_start(retail_tasks[:2])
+            assert not policy.generator_started
+            prompt = policy.chat.prompt_ids(OPENING)
+            assert policy.engine.chat.prompt_ids(OPENING) == prompt
+            assert policy.engine.chat.end_of_turn_ids == policy.chat.end_of_turn_ids
+            params = SamplingParams(max_tokens=8, temperature=0.8, top_p=0.9)
+            [comp] = policy.engine.generate([GenerationRequest(OPENING, seed=3)], params)
+            new = _learner_logprobs(policy.learner, prompt, comp.token_ids, 0.8, 0.9)
+            before = _learner_logprobs(old, prompt, comp.token_ids, 0.8, 0.9)
+            assert comp.logprobs == pytest.approx(new, abs=1e-3)  # warm-started weights
+            assert max(abs(a - b) for a, b in zip(comp.logprobs, before, strict=True)) > 1e-2
+        finally:
+            policy.close()
+
 
 def test_weight_sync_suite_in_the_vllm_venv(tmp_path):
     """Runs ``TestWeightSync`` in .venv-vllm; its test must have run and passed."""
@@ -84,4 +123,7 @@ def test_weight_sync_suite_in_the_vllm_venv(tmp_path):
         pytest.skip("vLLM is importable in this environment: TestWeightSync ran directly")
     require_vllm_venv()
     outcomes = run_in_vllm_venv(__file__, "TestWeightSync", tmp_path, timeout=900)
-    assert outcomes == {"test_vllm_follows_the_learner_through_updates": "passed"}
+    assert outcomes == {
+        "test_vllm_follows_the_learner_through_updates": "passed",
+        "test_a_warm_start_that_measures_nothing_starts_no_engine": "passed",
+    }
