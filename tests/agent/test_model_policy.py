@@ -179,6 +179,20 @@ def test_a_warm_start_that_measures_nothing_starts_no_generator(
     assert not policy.generator_started
 
 
+def test_a_missing_vllm_stops_the_policy_before_anything_runs(
+    tiny_model_dir, tmp_path, monkeypatch
+):
+    """The generator starts late, so vLLM's absence is checked up front: a run must not
+    warm-start for an hour and then fail at its first rollout."""
+    from rods_agent.engines import vllm_engine
+    from rods_env.errors import RodsError
+
+    monkeypatch.setattr(vllm_engine, "vllm_available", lambda: False)
+    with pytest.raises(RodsError, match=r"needs vllm .*setup_vllm\.sh"):
+        make(tiny_model_dir, tmp_path / "v", "model.engine=vllm")
+    assert not (tmp_path / "v").exists() or not any((tmp_path / "v").iterdir())
+
+
 def test_evaluate_and_bad_settings(tiny_model_dir, retail_tasks, tmp_path):
     policy = make(tiny_model_dir, tmp_path / "ev")
     summary = policy.evaluate(retail_tasks[:2], step=3)
