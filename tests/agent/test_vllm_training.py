@@ -33,25 +33,34 @@ def _learner_logprobs(model, prompt, completion, temperature, top_p):
     return lp.tolist()
 
 
+def _vllm_policy(tiny_model_dir, tmp_path, *overrides):
+    """A ModelPolicy of the tiny model sampling with in-process vLLM (skipped where vLLM is
+    not importable: ``test_weight_sync_suite_in_the_vllm_venv`` runs it in .venv-vllm)."""
+    if not vllm_available():
+        pytest.skip(NOT_HERE)
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    os.environ.setdefault("VLLM_CACHE_ROOT", str(tmp_path / "vllm-cache"))
+    from rods_agent.config import load_config
+    from rods_agent.training.model_policy import ModelPolicy
+
+    config = load_config(None, [
+        f"model.path={tiny_model_dir}", "model.engine=vllm", f"out={tmp_path}",
+        "rollout.max_tokens=16000", *overrides,
+    ])  # fmt: skip
+    return ModelPolicy(config, tmp_path)
+
+
 class TestWeightSync:
     def test_vllm_follows_the_learner_through_updates(self, tiny_model_dir, retail_tasks, tmp_path):
-        if not vllm_available():
-            pytest.skip(NOT_HERE)
-        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        os.environ.setdefault("VLLM_CACHE_ROOT", str(tmp_path / "vllm-cache"))
         import copy
 
-        from rods_agent.config import load_config
         from rods_agent.engines import GenerationRequest, SamplingParams
-        from rods_agent.training.model_policy import ModelPolicy
 
-        config = load_config(None, [
-            f"model.path={tiny_model_dir}", "model.engine=vllm", f"out={tmp_path}",
-            "rollout.tasks_per_step=2", "rollout.group_size=2", "rollout.max_turns=2",
-            "rollout.max_new_tokens=6", "rollout.max_tokens=16000", "rollout.temperature=0.8",
+        policy = _vllm_policy(
+            tiny_model_dir, tmp_path, "rollout.tasks_per_step=2", "rollout.group_size=2",
+            "rollout.max_turns=2", "rollout.max_new_tokens=6", "rollout.temperature=0.8",
             "rollout.top_p=0.9", "grpo.lr=0.01", "grpo.micro_batch_size=2",
-        ])  # fmt: skip
-        policy = ModelPolicy(config, tmp_path)
+        )  # fmt: skip
         try:
             batch = policy.rollouts(retail_tasks[:2], step=0)
             episodes = [r for g in batch.groups for r in g.episodes]
@@ -83,23 +92,15 @@ class TestWeightSync:
         """``rods sft`` with ``model.engine: vllm``: no vLLM engine (nor its KV cache) while
         it only tokenizes and fits; the engine started afterwards samples from the
         warm-started weights, with the template the transcripts were tokenized with."""
-        if not vllm_available():
-            pytest.skip(NOT_HERE)
-        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-        os.environ.setdefault("VLLM_CACHE_ROOT", str(tmp_path / "vllm-cache"))
         import copy
 
-        from rods_agent.config import load_config
         from rods_agent.engines import GenerationRequest, SamplingParams
-        from rods_agent.training.model_policy import ModelPolicy
 
-        config = load_config(None, [
-            f"model.path={tiny_model_dir}", "model.engine=vllm", f"out={tmp_path}",
-            "rollout.max_tokens=16000", "warm_start.enabled=true", "warm_start.epochs=2",
+        policy = _vllm_policy(
+            tiny_model_dir, tmp_path, "warm_start.enabled=true", "warm_start.epochs=2",
             "warm_start.lr=3e-3", "warm_start.measure=false", "warm_start.batch_size=2",
             "warm_start.micro_batch_size=2", "warm_start.max_tokens=16000",
-        ])  # fmt: skip
-        policy = ModelPolicy(config, tmp_path)
+        )  # fmt: skip
         try:
             old = copy.deepcopy(policy.learner)
             policy.warm_start(retail_tasks[:2])
