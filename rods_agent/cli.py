@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "rods_agent.commands.serve",
         "serve an environment id over OpenEnv's HTTP/WebSocket/MCP server (docs/hubs.md)",
     ),
+    "export": (
+        "rods_agent.commands.export",
+        "a trained run's checkpoint as a model folder (for rods eval, serving, another run)",
+    ),
     "experiment": (
         "rods_agent.commands.experiment",
         "static vs filter vs rods from one warm start, with held-out evaluation (resumable)",

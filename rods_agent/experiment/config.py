@@ -75,6 +75,17 @@ class EvalPlan(Section):
     base_model: bool = Field(
         True, description="Also evaluate the model before the warm start (validation and test)."
     )
+    final_variants: int = Field(
+        0,
+        ge=0,
+        description=(
+            "A wider last evaluation (0: none): this many variants synthesized per test seed "
+            "(resample, on test customers only) join the test split, and the warm start and "
+            "every run's last checkpoint are evaluated on them at each run's seed; intervals "
+            "resample test seeds with their variants as one. Kept in a folder of its own: a "
+            "resume may add or change it."
+        ),
+    )
 
 
 class RunsPlan(Section):

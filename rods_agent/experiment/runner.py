@@ -13,12 +13,16 @@ starts, and a rerun skips what is done (a run killed mid-way resumes from its ch
 3. **runs** -- ``rods train`` in every mode and seed from the kept model (no warm start of
    its own), the same steps, tasks per step and group size, evaluated on the test split
    every ``eval.every`` steps.
-4. **summary** -- held-out progress and pass^1 per mode and step with two-way bootstrap
+4. **final** (``eval.final_variants`` > 0) -- the test split widened by variants synthesized
+   from its seeds (test customers only); the warm start and each run's last checkpoint
+   (``rods export``) evaluated on it at every run seed.
+5. **summary** -- held-out progress and pass^1 per mode and step with two-way bootstrap
    95% intervals over tasks and seeds, the paired difference of each mode to ``static``,
    effective group ratio, pool by generation and terminations per mode; ``rods report``'s
    plots of every run.
 
-Every stage runs in a child process (``rods sft``, ``rods eval``, ``rods train``) whose
+Every stage runs in a child process (``rods sft``, ``rods eval``, ``rods train``,
+``rods export``) whose
 output goes to a ``log.txt`` beside its results; a failing stage stops the experiment with
 its last lines.
 """
@@ -34,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +79,10 @@ class Paths:
     def run(self, mode: str, seed: int) -> Path:
         """A GRPO run's directory."""
         return self.root / "runs" / f"{mode}-s{seed}"
+
+    def final(self, variants: int) -> Path:
+        """The final evaluation on the test split widened by ``variants`` per test seed."""
+        return self.root / "final" / f"variants-{variants}"
 
 
 # -- progress -------------------------------------------------------------------------------
@@ -206,6 +215,7 @@ class Experiment:
         self.pools()
         model = self.warm_start()
         self.runs(model)
+        self.final(model)
         from rods_agent.experiment.summary import write_summary
 
         summary = write_summary(self.config, self.paths.root)
@@ -357,8 +367,11 @@ class Experiment:
             node[last] = value
         return TrainConfig.model_validate(data)
 
-    def _evaluate(self, model: str, tasks: Path, out: Path, seed: int, what: str) -> dict[str, Any]:
-        """Evaluate ``model`` on the tasks of ``tasks`` into ``out`` (``rods eval``; resumable)."""
+    def _evaluate(
+        self, model: str, tasks: Path, out: Path, seed: int, what: str, threads: int | None = None
+    ) -> dict[str, Any]:
+        """Evaluate ``model`` on the tasks of ``tasks`` into ``out`` (``rods eval``; resumable),
+        on ``threads`` cores (default: those of a stage running alone)."""
         done = _done(out)
         if done is not None:
             return done
@@ -379,7 +392,7 @@ class Experiment:
             args += ["--limit", str(n)]
         self.clock.say(f"evaluating {what}", "")
         t0 = time.monotonic()
-        _child(args, out / "log.txt", self.config.runs.threads_alone(mc.threads))
+        _child(args, out / "log.txt", threads or self.config.runs.threads_alone(mc.threads))
         self.clock.record("eval", time.monotonic() - t0)
         summary = json.loads((out / "summary.json").read_text())
         data = {
@@ -479,16 +492,10 @@ class Experiment:
             for job in todo:
                 self._run_one(model, *job, total=len(jobs))
             return
-        from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-
-        with ThreadPoolExecutor(max_workers=cfg.runs.parallel) as pool:
-            futures = [pool.submit(self._run_one, model, *job, total=len(jobs)) for job in todo]
-            finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            failed = [f for f in finished if f.exception() is not None]
-            if failed:
-                for f in futures:
-                    f.cancel()  # the runs not started yet; those running finish their stage
-                raise failed[0].exception()  # type: ignore[misc]
+        _in_parallel(
+            [partial(self._run_one, model, *job, total=len(jobs)) for job in todo],
+            cfg.runs.parallel,
+        )
 
     def _run_one(self, model: str, index: int, mode: str, seed: int, *, total: int) -> None:
         """One mode and seed's GRPO run, resumed where it stopped."""
@@ -526,6 +533,108 @@ class Experiment:
             watch=watch,
         )
         _mark_done(out, {"steps": _steps_done(out)})
+
+    # -- 4. the final, wider evaluation ---------------------------------------------------------
+    def final(self, model: str) -> dict[str, Any] | None:
+        """The warm start (``model``) and each run's last checkpoint, evaluated on the test
+        split widened by ``eval.final_variants`` variants per test seed, at every run seed
+        (``runs.parallel`` evaluations at once); None when there is no such stage."""
+        cfg = self.config
+        n = cfg.eval.final_variants
+        if not n:
+            return None
+        folder = self.paths.final(n)
+        done = _done(folder)
+        if done is not None:
+            return done
+        tasks = self._widened_tasks(folder, n)
+        threads = cfg.train.model.threads if cfg.runs.parallel > 1 else None
+        names = [f"warm-s{seed}" for seed in cfg.runs.seeds] + [
+            f"{mode}-s{seed}" for seed in cfg.runs.seeds for mode in cfg.runs.modes
+        ]
+
+        def one(name: str) -> None:
+            who, seed = name.rsplit("-s", 1)
+            trained = model if who == "warm" else self._exported(who, int(seed), folder)
+            self._evaluate(
+                trained, tasks, folder / name, int(seed),
+                f"{name} on the test split widened by {n} variants per seed", threads,
+            )  # fmt: skip
+
+        _in_parallel([partial(one, name) for name in names], cfg.runs.parallel)
+        data = {"tasks": len(read_jsonl(tasks)), "evaluations": names}
+        _mark_done(folder, data)
+        return data
+
+    def _widened_tasks(self, folder: Path, n: int) -> Path:
+        """The test seeds and ``n`` resampled variants of each (synthesized once)."""
+        path = folder / "held-out.jsonl"
+        if path.exists():
+            return path
+        self.clock.say(f"final: synthesizing {n} variants per test seed", "")
+        from rods_env.registry import load_domain
+        from rods_env.synthesis import SynthesisConfig, Synthesizer, TaskPool
+        from rods_env.task import dump_tasks, load_tasks
+
+        domain = load_domain(self.config.env)
+        test = load_tasks(self.paths.pools / "test.jsonl")
+        if self.config.eval.test_tasks:  # the seeds the other evaluations score (rods eval --limit)
+            test = test[: self.config.eval.test_tasks]
+        pool = TaskPool(domains=domain)
+        for task in test:
+            pool.add(task)
+        synthesis = SynthesisConfig(per_seed=n, mode="resample", seed=self.config.pool.seed)
+        engine = Synthesizer(synthesis, domains=domain, known=pool.keys())
+        engine.remember(test)
+        for seed_task in test:
+            for outcome in engine.variants(seed_task):
+                if outcome.accepted:
+                    pool.add(outcome.task, key=outcome.key)
+        tasks = list(pool)
+        leaked = [t.id for t in tasks if t.split != "test"]
+        if leaked:  # synthesis keeps a variant on its seed's customers; this must not happen
+            raise RodsError(f"final: variant {leaked[0]} of a test seed is not a test task")
+        folder.mkdir(parents=True, exist_ok=True)
+        dump_tasks(tasks, path)
+        return path
+
+    def _exported(self, mode: str, seed: int, folder: Path) -> str:
+        """The model folder of a run's checkpoint after ``runs.steps`` steps (``rods export``)."""
+        steps = self.config.runs.steps
+        out = folder / "models" / f"{mode}-s{seed}"
+        if not (out / "rods_export.json").exists():
+            _child(
+                [
+                    "export",
+                    str(self.paths.run(mode, seed)),
+                    "--step",
+                    str(steps),
+                    "--out",
+                    str(out),
+                ],
+                folder / "models" / f"{mode}-s{seed}.log.txt",
+                self.config.train.model.threads,
+            )
+        return str(out)
+
+
+def _in_parallel(jobs: Sequence[Callable[[], None]], workers: int) -> None:
+    """Run ``jobs`` with ``workers`` at once (in order; one at a time when 1); the first
+    failure stops the jobs not started yet and is raised once those running finish."""
+    if workers == 1 or len(jobs) <= 1:
+        for job in jobs:
+            job()
+        return
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(job) for job in jobs]
+        finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in finished if f.exception() is not None]
+        if failed:
+            for f in futures:
+                f.cancel()  # the jobs not started yet; those running finish their stage
+            raise failed[0].exception()  # type: ignore[misc]
 
 
 class _StepWatch:
@@ -594,8 +703,9 @@ def _model_path(path: str | None) -> str:
     return str(resolve_model_path(path))
 
 
-HOW_KEYS = frozenset({"runs.parallel", "runs.solo_threads"})
-"""Settings of how the protocol runs, not of what it measures: a resume may change them."""
+HOW_KEYS = frozenset({"runs.parallel", "runs.solo_threads", "eval.final_variants"})
+"""Settings of how the protocol runs, not of what it measures, and of the final evaluation
+alone (kept in a folder named by them): a resume may change them."""
 
 
 def _changed_keys(before: str, now: str) -> list[str]:

@@ -135,7 +135,65 @@ def collect(config: ExperimentConfig, root: Path) -> dict[str, Any]:
         "modes": modes,
     }
     data["versus_static"] = _versus(config, root)
+    final = collect_final(config, root)
+    if final is not None:
+        data["final"] = final
     return data
+
+
+def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None:
+    """The final, wider evaluation (``eval.final_variants``): per model (the warm start, each
+    mode at its last step) progress and pass^1 over every seed, with intervals that resample
+    test seeds with their variants as one (a seed's variants share its skill and shape, so
+    they are not independent draws), and the paired differences to the warm start and to
+    ``static``. None when the stage has not run (or not for every model yet)."""
+    n = config.eval.final_variants
+    folder = root / "final" / f"variants-{n}"
+    if not n or not (folder / "held-out.jsonl").exists():
+        return None
+    family = {
+        str(t["id"]): str((t.get("provenance") or {}).get("parent_id") or t["id"])
+        for t in read_jsonl(folder / "held-out.jsonl")
+    }
+    names = ["warm", *config.runs.modes]
+    scores = {
+        name: [read_scores(folder / f"{name}-s{seed}") for seed in config.runs.seeds]
+        for name in names
+    }
+    if not all(all(per) for per in scores.values()):
+        return None
+    common = sorted(set.intersection(*(set(s) for per in scores.values() for s in per)))
+    families = sorted({family.get(t, t) for t in common})
+
+    def clustered(per_seed: Sequence[Scores], which: int) -> list[list[float]]:
+        rows = []
+        for s in per_seed:
+            by: dict[str, list[float]] = defaultdict(list)
+            for t in common:
+                by[family.get(t, t)].append(s[t][which])
+            rows.append([sum(by[f]) / len(by[f]) for f in families])
+        return rows
+
+    models: dict[str, Any] = {}
+    for name in names:
+        entry: dict[str, Any] = {}
+        for which, score in ((0, "progress"), (1, "pass1")):
+            rows = clustered(scores[name], which)
+            entry[score] = bootstrap_ci(rows).to_dict()
+            for other in ("warm", "static"):
+                if other != name and other in scores:
+                    entry[f"{score}_vs_{other}"] = paired_difference(
+                        rows, clustered(scores[other], which)
+                    ).to_dict()
+        models[name] = entry
+    return {
+        "variants_per_seed": n,
+        "tasks": len(common),
+        "test_seeds": len(families),
+        "seeds": list(config.runs.seeds),
+        "steps": config.runs.steps,
+        "models": models,
+    }
 
 
 def _versus(config: ExperimentConfig, root: Path) -> dict[str, Any]:
@@ -243,6 +301,25 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
             + " | ".join(str(m["terminations"].get(t, 0)) for t in TERMINATIONS)
             + " |"
         )
+    final = data.get("final")
+    if final:
+        lines += [
+            "",
+            f"## Final evaluation: {final['tasks']} held-out tasks",
+            "",
+            f"The {final['test_seeds']} test seeds and up to {final['variants_per_seed']} "
+            "synthesized variants of each (test customers only); the warm start and each mode "
+            f"after {final['steps']} steps, at seeds {final['seeds']}. Intervals resample test "
+            "seeds (each with its variants) and run seeds.",
+            "",
+            "| model | progress | pass^1 | progress vs warm start | progress vs static |",
+            "|---|---|---|---|---|",
+        ]
+        for name, m in final["models"].items():
+            lines.append(
+                f"| {name} | {_fmt(m['progress'])} | {_fmt(m['pass1'])} | "
+                f"{_fmt(m.get('progress_vs_warm'))} | {_fmt(m.get('progress_vs_static'))} |"
+            )
     warm = data.get("warm_start") or {}
     if warm:
         lines += [

@@ -326,6 +326,114 @@ def test_the_summary_says_which_steps_had_a_gradient_and_when_weights_never_move
     assert "kept the warm start's weights" not in markdown(config, data)
 
 
+# -- the final, wider evaluation ------------------------------------------------------------------
+def _test_pool(root: Path, n: int) -> list[str]:
+    """``pools/test.jsonl`` with the first ``n`` retail test seeds of one skill."""
+    from rods_env.registry import load_domain
+    from rods_env.task import dump_tasks
+
+    seeds = [t for t in load_domain("retail").seed_tasks("test") if t.skill == "order_info"][:n]
+    dump_tasks(seeds, root / "pools" / "test.jsonl")
+    return [t.id for t in seeds]
+
+
+def test_the_final_evaluation_widens_the_test_split_and_scores_every_model(tmp_path, monkeypatch):
+    """Variants of the test seeds (test customers only) join them; the warm start is scored at
+    every run seed and each run's last checkpoint is exported, then scored; a rerun redoes
+    nothing, and another number of variants is a resume that adds a stage of its own."""
+    from rods_agent.experiment import runner
+    from rods_env.gold import GOLD_CACHE
+    from rods_env.registry import load_domain
+    from rods_env.splits import customer_split, task_customers
+    from rods_env.task import load_tasks
+
+    seen: list[list[str]] = []
+
+    def child(args, log, threads, **_):
+        seen.append(list(args))
+        out = Path(args[args.index("--out") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        if args[0] == "export":
+            (out / "rods_export.json").write_text("{}")
+        else:
+            (out / "summary.json").write_text(
+                json.dumps({"mean_progress": 0.2, "pass_k": {"1": 0}})
+            )
+
+    monkeypatch.setattr(runner, "_child", child)
+    base = [f"out={tmp_path}", "runs.modes=[static,rods]", "runs.seeds=[0,1]", "runs.steps=5",
+            "eval.test_tasks=3", "runs.parallel=2"]  # fmt: skip
+    seeds = _test_pool(tmp_path, 4)
+    config = load_experiment(CONFIG, [*base, "eval.final_variants=2"])
+    runner.Experiment(config)._check_resume()
+    assert runner.Experiment(load_experiment(CONFIG, base)).final("warm") is None  # no stage
+    runner.Experiment(config).final("warm")
+    tasks = load_tasks(tmp_path / "final" / "variants-2" / "held-out.jsonl")
+    assert [t.id for t in tasks[:3]] == seeds[:3]  # the seeds the other evaluations score
+    variants = tasks[3:]
+    assert 3 <= len(variants) <= 6
+    assert {t.provenance.parent_id for t in variants} <= set(seeds[:3])
+    domain = load_domain("retail")
+    for task in variants:
+        touched = task_customers(domain, task, GOLD_CACHE.get(domain, task))
+        assert task.split == "test" and touched
+        assert all(customer_split("retail", c) == "test" for c in touched)
+    evals = sorted(Path(a[a.index("--out") + 1]).name for a in seen if a[0] == "eval")
+    assert evals == sorted(["warm-s0", "warm-s1", "static-s0", "rods-s0", "static-s1", "rods-s1"])
+    exports = [a for a in seen if a[0] == "export"]
+    assert len(exports) == 4 and all(a[a.index("--step") + 1] == "5" for a in exports)
+    warm = [a for a in seen if a[0] == "eval" and a[a.index("--out") + 1].endswith("warm-s1")]
+    assert (
+        warm[0][warm[0].index("--model") + 1] == "warm"
+        and warm[0][warm[0].index("--seed") + 1] == "1"
+    )
+    seen.clear()
+    runner.Experiment(config).final("warm")
+    assert seen == []  # done: nothing again
+    wider = load_experiment(CONFIG, [*base, "eval.final_variants=3"])
+    runner.Experiment(wider)._check_resume()  # a resume may widen it
+    runner.Experiment(wider).final("warm")
+    assert (tmp_path / "final" / "variants-3" / "done.json").exists()
+
+
+def test_the_final_summary_resamples_a_test_seed_with_its_variants(tmp_path):
+    """A seed's variants are one draw in the interval (not as many independent tasks), and
+    the paired differences are taken against the warm start and against static."""
+    from rods_agent.experiment.stats import bootstrap_ci
+    from rods_agent.experiment.summary import collect_final, markdown
+
+    config = load_experiment(CONFIG, [f"out={tmp_path}", "runs.modes=[static,rods]",
+                                      "runs.seeds=[0,1]", "eval.final_variants=2"])  # fmt: skip
+    folder = tmp_path / "final" / "variants-2"
+    folder.mkdir(parents=True)
+    tasks = [{"id": "a"}, {"id": "b"}, {"id": "a1", "provenance": {"parent_id": "a"}},
+             {"id": "a2", "provenance": {"parent_id": "a"}}]  # fmt: skip
+    (folder / "held-out.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    score = {"warm": {"a": 0.0, "a1": 0.0, "a2": 0.0, "b": 1.0},
+             "static": {"a": 0.0, "a1": 0.5, "a2": 0.0, "b": 1.0},
+             "rods": {"a": 1.0, "a1": 1.0, "a2": 0.5, "b": 1.0}}  # fmt: skip
+    for name, s in score.items():
+        for seed in (0,):
+            _write_eval(folder / f"{name}-s{seed}", s)
+    assert collect_final(config, tmp_path) is None  # seed 1 not evaluated yet
+    for name, s in score.items():
+        _write_eval(folder / f"{name}-s1", s)
+    final = collect_final(config, tmp_path)
+    assert final["tasks"] == 4 and final["test_seeds"] == 2
+    rods = final["models"]["rods"]
+    # family means: a -> 2.5/3, b -> 1; a plain task mean would be 3.5/4
+    assert rods["progress"]["mean"] == pytest.approx((2.5 / 3 + 1.0) / 2)
+    expected = bootstrap_ci([[2.5 / 3, 1.0], [2.5 / 3, 1.0]])
+    assert rods["progress"]["low"] == pytest.approx(expected.low)
+    assert rods["progress"]["tasks"] == 2  # two draws: the test seeds
+    assert rods["progress_vs_warm"]["mean"] == pytest.approx((2.5 / 3 + 1.0) / 2 - 0.5)
+    assert rods["progress_vs_static"]["mean"] == pytest.approx((2.5 / 3 - 0.5 / 3) / 2)
+    assert "progress_vs_warm" not in final["models"]["warm"]
+    data = {"modes": {}, "final": final}
+    md = markdown(config, data)
+    assert "## Final evaluation: 4 held-out tasks" in md and "| rods | 0.917" in md
+
+
 # -- the smoke run ------------------------------------------------------------------------------
 SMOKE = [
     # one short skill, and GRPO on the warm start's own tasks: a warm start of a few steps
@@ -341,6 +449,7 @@ SMOKE = [
     "eval.test_tasks=3",
     "eval.every=1",
     "eval.base_model=false",
+    "eval.final_variants=1",
     "runs.seeds=[0]",
     "runs.steps=2",
     "train.model.threads=1",

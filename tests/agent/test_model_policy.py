@@ -126,6 +126,36 @@ def test_lora_trains_adapters_only_and_kl_to_the_reference_grows(
         assert not torch.allclose(state["model.layers.0.self_attn.q_proj.weight"], q)
 
 
+def test_a_lora_run_exports_the_merged_model(tiny_model_dir, retail_tasks, tmp_path):
+    """``rods export`` of a LoRA run: the base model with the checkpoint's adapters merged
+    in, the weights the generator samples, under the plain model's names."""
+    pytest.importorskip("peft")
+    from transformers import AutoModelForCausalLM
+
+    from rods_agent.config import config_yaml
+    from rods_agent.training.export import export_model
+
+    run = tmp_path / "run"
+    policy = make(tiny_model_dir, run, "model.lora_rank=4", "grpo.lr=0.05")
+    batch = policy.rollouts(retail_tasks[:2], step=0)
+    for group in batch.groups:
+        group.rewards = [1.0, 0.0]
+    policy.update(batch.groups, step=0)
+    checkpoint = run / "checkpoints" / "step-000001"
+    policy.save(checkpoint / "policy")
+    (checkpoint / "loop.json").write_text("{}")
+    (run / "config.yaml").write_text(config_yaml(policy.config))
+    out, steps = export_model(run, tmp_path / "exported")
+    assert steps == 1
+    exported = AutoModelForCausalLM.from_pretrained(out).state_dict()  # tied weights too
+    merged = policy.generator_state()
+    assert not any("lora_" in k for k in exported)
+    for name, value in merged.items():
+        assert torch.allclose(exported[name].float(), value.float(), atol=1e-6), name
+    base = dict(AutoModelForCausalLM.from_pretrained(tiny_model_dir).named_parameters())
+    assert any(not torch.equal(base[k], exported[k]) for k in base)  # the adapters moved it
+
+
 def test_kl_to_a_frozen_copy_of_the_starting_model(tiny_model_dir, retail_tasks, tmp_path):
     policy = make(tiny_model_dir, tmp_path / "kl", "grpo.kl_coef=0.1", "grpo.epochs=2",
                   "grpo.lr=0.05")  # fmt: skip

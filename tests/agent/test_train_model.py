@@ -78,6 +78,32 @@ def test_model_policy_run_killed_and_resumed_matches_an_unbroken_run(tiny_model_
     got, want = torch.load(final / "trainable.pt"), torch.load(expected / "trainable.pt")
     assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in got)
 
+    # rods export: the checkpoint's weights as a model folder rods eval loads
+    exported = subprocess.run(
+        [sys.executable, "-m", "rods_agent.cli", "export", str(whole), "--step", "2",
+         "--out", str(tmp_path / "exported")],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / "exported")
+    trained = torch.load(dict(checkpoint_dirs(whole))[2] / "policy" / "trainable.pt")
+    params = dict(model.named_parameters())
+    assert trained.keys() <= params.keys()
+    assert all(torch.equal(params[k], v.to(params[k].dtype)) for k, v in trained.items())
+    base = dict(AutoModelForCausalLM.from_pretrained(tiny_model_dir).named_parameters())
+    assert any(not torch.equal(base[k], params[k]) for k in trained)  # it trained: not the base
+    meta = json.loads((tmp_path / "exported" / "rods_export.json").read_text())
+    assert meta["steps"] == 2
+    missing = subprocess.run(
+        [sys.executable, "-m", "rods_agent.cli", "export", str(whole), "--step", "7", "--out",
+         str(tmp_path / "none")], capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert (
+        missing.returncode == 2 and "no checkpoint after 7 steps (have: 1, 2, 3)" in missing.stderr
+    )
+
     report = subprocess.run([sys.executable, "-m", "rods_agent.cli", "report", str(killed)],
                             capture_output=True, text=True, cwd=ROOT)  # fmt: skip
     assert report.returncode == 0, report.stderr

@@ -1,0 +1,31 @@
+"""``rods export``: a trained run's model as a plain model folder (:mod:`rods_agent.training.export`).
+
+rods export results/train --out results/train-model             # the newest checkpoint
+rods export results/train --step 12 --out results/train-step-12
+rods eval --env retail --engine transformers --model results/train-model --out ...
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``rods export`` options."""
+    parser.add_argument("run", help="a rods train output folder (its checkpoints/)")
+    parser.add_argument("--out", required=True, help="the model folder to write")
+    parser.add_argument(
+        "--step",
+        type=int,
+        default=None,
+        help="the checkpoint after this many steps (default: newest)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``rods export``."""
+    from rods_agent.training.export import export_model
+
+    out, steps = export_model(args.run, args.out, step=args.step)
+    print(f"rods export: the model after {steps} steps of {args.run} is in {out}")
+    return 0
