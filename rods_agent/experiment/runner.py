@@ -558,7 +558,7 @@ class Experiment:
             trained = model if who == "warm" else self._exported(who, int(seed), folder)
             self._evaluate(
                 trained, tasks, folder / name, int(seed),
-                f"{name} on the test split widened by {n} variants per seed", threads,
+                f"{name} on the test split widened by {_variants(n)} per seed", threads,
             )  # fmt: skip
 
         _in_parallel([partial(one, name) for name in names], cfg.runs.parallel)
@@ -571,7 +571,7 @@ class Experiment:
         path = folder / "held-out.jsonl"
         if path.exists():
             return path
-        self.clock.say(f"final: synthesizing {n} variants per test seed", "")
+        self.clock.say(f"final: synthesizing {_variants(n)} per test seed", "")
         from rods_env.registry import load_domain
         from rods_env.synthesis import SynthesisConfig, Synthesizer, TaskPool
         from rods_env.task import dump_tasks, load_tasks
@@ -616,6 +616,10 @@ class Experiment:
                 self.config.train.model.threads,
             )
         return str(out)
+
+
+def _variants(n: int) -> str:
+    return f"{n} variant" + ("" if n == 1 else "s")
 
 
 def _in_parallel(jobs: Sequence[Callable[[], None]], workers: int) -> None:

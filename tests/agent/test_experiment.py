@@ -525,6 +525,14 @@ def test_the_protocol_runs_on_smollm2_end_to_end(tmp_path):
         ]
         assert diffs, mode
         assert (max(diffs) > 0) == (n > 0), (mode, n, max(diffs))
+    # the final stage: the 3 test seeds and a variant of each, every model at seed 0
+    final = summary["final"]
+    assert set(final["models"]) == {"warm", "static", "filter", "rods"}
+    assert 3 < final["tasks"] <= 6 and final["test_seeds"] == 3
+    for mode in ("static", "filter", "rods"):
+        exported = json.loads((out / "final" / "variants-1" / "models" / f"{mode}-s0" /
+                               "rods_export.json").read_text())  # fmt: skip
+        assert exported["steps"] == 2, mode
     assert (out / "learning.png").exists() and (out / "report" / "report.md").exists()
     table = (out / "summary.md").read_text()
     assert "| static |" in table and "| rods |" in table
