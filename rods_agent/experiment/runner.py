@@ -81,7 +81,8 @@ class Paths:
         return self.root / "runs" / f"{mode}-s{seed}"
 
     def final(self, variants: int) -> Path:
-        """The final evaluation on the test split widened by ``variants`` per test seed."""
+        """The final evaluation on the test split widened by ``variants`` per test seed (the
+        runs' checkpoints under ``step-S/``)."""
         return self.root / "final" / f"variants-{variants}"
 
 
@@ -544,7 +545,8 @@ class Experiment:
         if not n:
             return None
         folder = self.paths.final(n)
-        done = _done(folder)
+        steps = folder / f"step-{cfg.runs.steps}"  # a resume that adds steps evaluates again
+        done = _done(steps)
         if done is not None:
             return done
         tasks = self._widened_tasks(folder, n)
@@ -555,15 +557,18 @@ class Experiment:
 
         def one(name: str) -> None:
             who, seed = name.rsplit("-s", 1)
-            trained = model if who == "warm" else self._exported(who, int(seed), folder)
+            if who == "warm":  # the same model whatever the runs' steps
+                trained, out = model, folder / name
+            else:
+                trained, out = self._exported(who, int(seed), steps), steps / name
             self._evaluate(
-                trained, tasks, folder / name, int(seed),
+                trained, tasks, out, int(seed),
                 f"{name} on the test split widened by {_variants(n)} per seed", threads,
             )  # fmt: skip
 
         _in_parallel([partial(one, name) for name in names], cfg.runs.parallel)
         data = {"tasks": len(read_jsonl(tasks)), "evaluations": names}
-        _mark_done(folder, data)
+        _mark_done(steps, data)
         return data
 
     def _widened_tasks(self, folder: Path, n: int) -> Path:

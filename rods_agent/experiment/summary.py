@@ -156,8 +156,12 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
         for t in read_jsonl(folder / "held-out.jsonl")
     }
     names = ["warm", *config.runs.modes]
+    steps = folder / f"step-{config.runs.steps}"
     scores = {
-        name: [read_scores(folder / f"{name}-s{seed}") for seed in config.runs.seeds]
+        name: [
+            read_scores((folder if name == "warm" else steps) / f"{name}-s{seed}")
+            for seed in config.runs.seeds
+        ]
         for name in names
     }
     if not all(all(per) for per in scores.values()):

@@ -390,10 +390,16 @@ def test_the_final_evaluation_widens_the_test_split_and_scores_every_model(tmp_p
     seen.clear()
     runner.Experiment(config).final("warm")
     assert seen == []  # done: nothing again
+    longer = load_experiment(CONFIG, [*base, "eval.final_variants=2", "runs.steps=8"])
+    runner.Experiment(longer).final("warm")  # more steps: the runs' checkpoints again
+    again = [Path(a[a.index("--out") + 1]) for a in seen]
+    assert len(again) == 8 and all(p.parent.name in ("step-8", "models") for p in again)
+    assert all(a[a.index("--step") + 1] == "8" for a in seen if a[0] == "export")
+    seen.clear()
     wider = load_experiment(CONFIG, [*base, "eval.final_variants=3"])
     runner.Experiment(wider)._check_resume()  # a resume may widen it
     runner.Experiment(wider).final("warm")
-    assert (tmp_path / "final" / "variants-3" / "done.json").exists()
+    assert (tmp_path / "final" / "variants-3" / "step-5" / "done.json").exists()
 
 
 def test_the_final_summary_resamples_a_test_seed_with_its_variants(tmp_path):
@@ -412,12 +418,15 @@ def test_the_final_summary_resamples_a_test_seed_with_its_variants(tmp_path):
     score = {"warm": {"a": 0.0, "a1": 0.0, "a2": 0.0, "b": 1.0},
              "static": {"a": 0.0, "a1": 0.5, "a2": 0.0, "b": 1.0},
              "rods": {"a": 1.0, "a1": 1.0, "a2": 0.5, "b": 1.0}}  # fmt: skip
+
+    def where(name: str) -> Path:  # the warm start beside the pool, the runs by steps
+        return folder if name == "warm" else folder / f"step-{config.runs.steps}"
+
     for name, s in score.items():
-        for seed in (0,):
-            _write_eval(folder / f"{name}-s{seed}", s)
+        _write_eval(where(name) / f"{name}-s0", s)
     assert collect_final(config, tmp_path) is None  # seed 1 not evaluated yet
     for name, s in score.items():
-        _write_eval(folder / f"{name}-s1", s)
+        _write_eval(where(name) / f"{name}-s1", s)
     final = collect_final(config, tmp_path)
     assert final["tasks"] == 4 and final["test_seeds"] == 2
     rods = final["models"]["rods"]
@@ -530,7 +539,7 @@ def test_the_protocol_runs_on_smollm2_end_to_end(tmp_path):
     assert set(final["models"]) == {"warm", "static", "filter", "rods"}
     assert 3 < final["tasks"] <= 6 and final["test_seeds"] == 3
     for mode in ("static", "filter", "rods"):
-        exported = json.loads((out / "final" / "variants-1" / "models" / f"{mode}-s0" /
+        exported = json.loads((out / "final" / "variants-1" / "step-2" / "models" / f"{mode}-s0" /
                                "rods_export.json").read_text())  # fmt: skip
         assert exported["steps"] == 2, mode
     assert (out / "learning.png").exists() and (out / "report" / "report.md").exists()
