@@ -1,8 +1,11 @@
 """``rods export``: a trained run's model as a plain model folder (:mod:`rods_agent.training.export`).
 
-rods export results/train --out results/train-model             # the newest checkpoint
-rods export results/train --step 12 --out results/train-step-12
-rods eval --env retail --engine transformers --model results/train-model --out ...
+    rods export results/train --out results/train-model             # the newest checkpoint
+    rods export results/train --step 12 --out results/train-step-12
+    rods eval --env retail --engine transformers --model results/train-model --out ...
+
+The folder holds the weights in the learner's dtype (LoRA merged in), the run model's
+tokenizer and chat template, and ``rods_export.json`` naming the run, checkpoint and step.
 """
 
 from __future__ import annotations
