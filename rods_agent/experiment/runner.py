@@ -290,7 +290,7 @@ class Experiment:
             return done
         self.clock.say("pools: splitting the train seeds, synthesizing the warm start's pool", "")
         from rods_env.registry import load_domain
-        from rods_env.synthesis import SynthesisConfig, Synthesizer, TaskPool
+        from rods_env.synthesis import SynthesisConfig, TaskPool
         from rods_env.task import dump_tasks
 
         cfg = self.config
@@ -325,12 +325,7 @@ class Experiment:
                 augment=tuple(cfg.pool.augment),
                 seed=cfg.pool.seed,
             )
-            synth_engine = Synthesizer(synthesis, domains=domain, known=pool.keys())
-            synth_engine.remember(seeds)
-            for seed_task in seeds:
-                for outcome in synth_engine.variants(seed_task):
-                    if outcome.accepted:
-                        pool.add(outcome.task, key=outcome.key)
+            _synthesize(synthesis, domain, seeds, pool)
         synth = list(pool)
         if cfg.pool.rl_from == "synthesized":
             n = cfg.warm_start.tasks or len(synth)
@@ -578,7 +573,7 @@ class Experiment:
             return path
         self.clock.say(f"final: synthesizing {_variants(n)} per test seed", "")
         from rods_env.registry import load_domain
-        from rods_env.synthesis import SynthesisConfig, Synthesizer, TaskPool
+        from rods_env.synthesis import SynthesisConfig, TaskPool
         from rods_env.task import dump_tasks, load_tasks
 
         domain = load_domain(self.config.env)
@@ -589,12 +584,7 @@ class Experiment:
         for task in test:
             pool.add(task)
         synthesis = SynthesisConfig(per_seed=n, mode="resample", seed=self.config.pool.seed)
-        engine = Synthesizer(synthesis, domains=domain, known=pool.keys())
-        engine.remember(test)
-        for seed_task in test:
-            for outcome in engine.variants(seed_task):
-                if outcome.accepted:
-                    pool.add(outcome.task, key=outcome.key)
+        _synthesize(synthesis, domain, test, pool)
         tasks = list(pool)
         leaked = [t.id for t in tasks if t.split != "test"]
         if leaked:  # synthesis keeps a variant on its seed's customers; this must not happen
@@ -621,6 +611,19 @@ class Experiment:
                 self.config.train.model.threads,
             )
         return str(out)
+
+
+def _synthesize(synthesis: Any, domain: Any, seeds: Sequence[Any], pool: Any) -> None:
+    """Add the accepted variants of ``seeds`` to ``pool`` (as ``rods synth`` does: what the
+    pool already holds counts as known, duplicates left out)."""
+    from rods_env.synthesis import Synthesizer
+
+    engine = Synthesizer(synthesis, domains=domain, known=pool.keys())
+    engine.remember(seeds)
+    for seed_task in seeds:
+        for outcome in engine.variants(seed_task):
+            if outcome.accepted:
+                pool.add(outcome.task, key=outcome.key)
 
 
 def _variants(n: int) -> str:

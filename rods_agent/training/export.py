@@ -32,14 +32,12 @@ def export_model(run: str | Path, out: str | Path, *, step: int | None = None) -
         ConfigError: ``run`` is not a model run, has no such checkpoint, or its weights do
             not fit the model it names.
     """
-    import torch
-
     from rods_agent.config import load_config
     from rods_agent.training.learner import load_learner
     from rods_agent.training.model_checkpoint import (
         META_FILE,
         WEIGHTS_FILE,
-        load_tensors,
+        load_weights,
         save_model_folder,
     )
     from rods_agent.training.run_dir import checkpoint_dirs
@@ -73,16 +71,7 @@ def export_model(run: str | Path, out: str | Path, *, step: int | None = None) -
     if config.policy != "model":
         raise ConfigError(f"{run}: a {config.policy} policy has no weights to export")
     learner = load_learner(config, run)
-    params = dict(learner.model.named_parameters())
-    trainable = load_tensors(policy / WEIGHTS_FILE)
-    unknown = sorted(set(trainable) - set(params))
-    if unknown:
-        raise ConfigError(
-            f"{found[done]}: checkpoint weights do not fit {learner.path} ({unknown[0]})"
-        )
-    with torch.no_grad():
-        for name, value in trainable.items():
-            params[name].copy_(value.to(params[name].dtype))
+    load_weights(policy, learner.model)
     model = learner.model.merge_and_unload() if learner.lora else learner.model
     save_model_folder(model, learner.tokenizer, out)
     write_json(

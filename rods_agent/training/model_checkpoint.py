@@ -103,7 +103,25 @@ def load_training_state(directory: Path, model: Any, optimizer: Any, scheduler: 
     for name in (WEIGHTS_FILE, STATE_FILE):
         if not (directory / name).is_file():
             raise ConfigError(f"{directory}: not a model-policy checkpoint (no {name})")
-    trainable = load_tensors(directory / WEIGHTS_FILE)
+    load_weights(directory, model)
+    state = load_tensors(directory / STATE_FILE, full=True)
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    torch.random.set_rng_state(state["torch_rng"])
+    if state.get("cuda_rng") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+    return int(state["weights_version"])
+
+
+def load_weights(directory: Path, model: Any) -> None:
+    """Copy a checkpoint's trainable weights (``directory/trainable.pt``) into ``model``.
+
+    Raises:
+        ConfigError: a weight ``model`` has no parameter for.
+    """
+    import torch
+
+    trainable = load_tensors(Path(directory) / WEIGHTS_FILE)
     params = dict(model.named_parameters())
     unknown = sorted(set(trainable) - set(params))
     if unknown:
@@ -113,13 +131,6 @@ def load_training_state(directory: Path, model: Any, optimizer: Any, scheduler: 
     with torch.no_grad():
         for name, value in trainable.items():
             params[name].copy_(value.to(params[name].dtype))
-    state = load_tensors(directory / STATE_FILE, full=True)
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    torch.random.set_rng_state(state["torch_rng"])
-    if state.get("cuda_rng") is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda_rng"])
-    return int(state["weights_version"])
 
 
 def save_model_folder(model: Any, tokenizer: Any, directory: Path) -> Path:
