@@ -23,12 +23,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the checkpoint after this many steps (default: newest)",
     )
+    parser.add_argument(
+        "--base",
+        default=None,
+        help="the model folder the run started from, where it has moved since "
+        "(default: the folder the checkpoint names, else the run's model.path)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``rods export``."""
     from rods_agent.training.export import export_model
 
-    out, steps = export_model(args.run, args.out, step=args.step)
+    out, steps = export_model(args.run, args.out, step=args.step, base=args.base)
     print(f"rods export: the model after {steps} steps of {args.run} is in {out}")
     return 0

@@ -10,9 +10,7 @@ tokenizer and chat template of the run's model.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from rods_env.errors import ConfigError
 from rods_env.fileio import write_json
@@ -21,23 +19,31 @@ EXPORT_FILE = "rods_export.json"
 """In an exported folder: the run, checkpoint and step it came from."""
 
 
-def export_model(run: str | Path, out: str | Path, *, step: int | None = None) -> tuple[Path, int]:
+def export_model(
+    run: str | Path, out: str | Path, *, step: int | None = None, base: str | Path | None = None
+) -> tuple[Path, int]:
     """Write the model of ``run``'s checkpoint after ``step`` steps (None: the newest) as a
     model folder at ``out``.
+
+    The model the weights go into is ``base`` if given, else the one the checkpoint names
+    (``policy.json``), else, where that folder is gone, the run's ``model.path``. A LoRA
+    checkpoint's adapters go only onto the base they were trained on (its recorded
+    fingerprint): a moved or rebuilt base folder is an error, not a silently wrong model.
 
     Returns:
         The folder and the steps its checkpoint was taken after.
 
     Raises:
-        ConfigError: ``run`` is not a model run, has no such checkpoint, or its weights do
-            not fit the model it names.
+        ConfigError: ``run`` is not a model run, has no such checkpoint, its weights do not
+            fit the model, or its adapters were trained on another base.
     """
     from rods_agent.config import load_config
     from rods_agent.training.learner import load_learner
     from rods_agent.training.model_checkpoint import (
-        META_FILE,
         WEIGHTS_FILE,
+        check_base,
         load_weights,
+        read_meta,
         save_model_folder,
     )
     from rods_agent.training.run_dir import checkpoint_dirs
@@ -57,20 +63,19 @@ def export_model(run: str | Path, out: str | Path, *, step: int | None = None) -
         raise ConfigError(
             f"{found[done]}: not a model-policy checkpoint (no policy/{WEIGHTS_FILE})"
         )
-    meta: dict[str, Any] = {}
-    if (policy / META_FILE).is_file():
-        try:
-            meta = json.loads((policy / META_FILE).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{policy / META_FILE}: not JSON ({exc.msg})") from None
+    meta = read_meta(policy)
     overrides = ["log.progress=false"]
-    base = meta.get("model_path")
-    if base and Path(base).is_dir():
-        overrides.append(f"model.path={base}")  # the model the weights were trained from
+    if base is not None:
+        if not Path(base).is_dir():
+            raise ConfigError(f"{base}: no such model folder")
+        overrides.append(f"model.path={base}")
+    elif meta.get("model_path") and Path(meta["model_path"]).is_dir():
+        overrides.append(f"model.path={meta['model_path']}")  # the model it was trained from
     config = load_config(run / "config.yaml", overrides)
     if config.policy != "model":
         raise ConfigError(f"{run}: a {config.policy} policy has no weights to export")
     learner = load_learner(config, run)
+    check_base(policy, Path(learner.path), None)
     load_weights(policy, learner.model)
     model = learner.model.merge_and_unload() if learner.lora else learner.model
     save_model_folder(model, learner.tokenizer, out)

@@ -30,6 +30,31 @@ STATE_FILE = "policy_state.pt"
 META_FILE = "policy.json"
 REFERENCE_FILE = "reference.pt"
 """In the run directory: the KL reference's trainable weights after a warm start."""
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+"""The files of a model folder whose content :func:`weights_fingerprint` reads."""
+
+
+def weights_fingerprint(folder: Path, *, samples: int = 256, chunk: int = 4096) -> str:
+    """A digest of a model folder's weight files: names, sizes and ``samples`` evenly
+    spaced ``chunk``-byte pieces of each (about 1 MB read per file, whatever its size).
+
+    Two fine-tunes of one model have the same names, shapes and sizes but different bytes
+    nearly everywhere, so the sampled bytes tell them apart; a copied or moved folder keeps
+    its digest. A LoRA checkpoint records its base's digest: its weights are adapters,
+    meaningful on that base only.
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    files = sorted(f for f in Path(folder).iterdir() if f.is_file() and f.suffix in WEIGHT_SUFFIXES)
+    for f in files:
+        size = f.stat().st_size
+        digest.update(f"{f.name}\0{size}\0".encode())
+        with f.open("rb") as handle:
+            for i in range(samples):
+                handle.seek(size * i // samples)
+                digest.update(handle.read(chunk))
+    return digest.hexdigest()[:32]
 
 
 def save_tensors(path: Path, obj: Any) -> None:
@@ -60,9 +85,11 @@ def save_training_state(
     weights_version: int,
     model_path: Path,
     lora: bool,
+    base_fingerprint: str | None = None,
 ) -> None:
     """Write the trainable weights, optimizer, scheduler, random states and weights
-    version to ``directory`` (each file atomically)."""
+    version to ``directory`` (each file atomically); ``base_fingerprint``: the
+    :func:`weights_fingerprint` of ``model_path`` (a LoRA checkpoint's base)."""
     import torch
 
     directory = Path(directory)
@@ -85,17 +112,30 @@ def save_training_state(
             "lora": lora,
             "weights_version": weights_version,
             "trainable_tensors": len(trainable),
+            "base_fingerprint": base_fingerprint,
         },
     )
 
 
-def load_training_state(directory: Path, model: Any, optimizer: Any, scheduler: Any) -> int:
+def load_training_state(
+    directory: Path,
+    model: Any,
+    optimizer: Any,
+    scheduler: Any,
+    *,
+    base: Path | None = None,
+    base_fingerprint: str | None = None,
+) -> int:
     """Restore what :func:`save_training_state` wrote into ``model``, ``optimizer``,
     ``scheduler`` and the random generators; returns the weights version.
 
+    Args:
+        base, base_fingerprint: The folder ``model`` was loaded from and its
+            :func:`weights_fingerprint`, checked against a LoRA checkpoint's record.
+
     Raises:
-        ConfigError: ``directory`` is not such a checkpoint, or its weights do not fit
-            ``model``.
+        ConfigError: ``directory`` is not such a checkpoint, its weights do not fit
+            ``model``, or it holds LoRA adapters trained on another base.
     """
     import torch
 
@@ -103,6 +143,7 @@ def load_training_state(directory: Path, model: Any, optimizer: Any, scheduler: 
     for name in (WEIGHTS_FILE, STATE_FILE):
         if not (directory / name).is_file():
             raise ConfigError(f"{directory}: not a model-policy checkpoint (no {name})")
+    check_base(directory, base, base_fingerprint)
     load_weights(directory, model)
     state = load_tensors(directory / STATE_FILE, full=True)
     optimizer.load_state_dict(state["optimizer"])
@@ -111,6 +152,45 @@ def load_training_state(directory: Path, model: Any, optimizer: Any, scheduler: 
     if state.get("cuda_rng") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda_rng"])
     return int(state["weights_version"])
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    """A checkpoint's ``policy.json`` ({} where there is none).
+
+    Raises:
+        ConfigError: it is not JSON.
+    """
+    import json
+
+    path = Path(directory) / META_FILE
+    if not path.is_file():
+        return {}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not JSON ({exc.msg})") from None
+    return meta if isinstance(meta, dict) else {}
+
+
+def check_base(directory: Path, base: Path | None, fingerprint: str | None) -> None:
+    """Refuse to put a LoRA checkpoint's adapters on a base other than the one they were
+    trained on (its recorded :func:`weights_fingerprint`); checkpoints of full fine-tuning
+    hold every trained weight and pass.
+
+    Raises:
+        ConfigError: the fingerprints differ.
+    """
+    meta = read_meta(directory)
+    recorded = meta.get("base_fingerprint")
+    if not meta.get("lora") or not recorded or base is None:
+        return
+    found = fingerprint or weights_fingerprint(base)
+    if found != recorded:
+        raise ConfigError(
+            f"{directory}: LoRA adapters trained on {meta.get('model_path')}, but {base} "
+            "holds other weights (its fingerprint differs): point model.path at the base "
+            "they were trained on"
+        )
 
 
 def load_weights(directory: Path, model: Any) -> None:

@@ -68,6 +68,7 @@ from rods_agent.training.model_checkpoint import (
     save_model_folder,
     save_tensors,
     save_training_state,
+    weights_fingerprint,
 )
 from rods_agent.training.numerics import LRSchedule, MasterWeightAdamW, make_optimizer
 from rods_agent.training.policy import Group, RolloutBatch
@@ -106,6 +107,10 @@ class ModelPolicy:
         self.model_path = loaded.path
         self.tokenizer = loaded.tokenizer
         self.lora = loaded.lora
+        # adapters mean something on their base only: checkpoints record which base
+        self.base_fingerprint = (
+            weights_fingerprint(loaded.path) if loaded.lora and Path(loaded.path).is_dir() else None
+        )
         self.learner = loaded.model
         self.reference: Any = None
         """The KL reference of full fine-tuning: a frozen copy of the model GRPO starts from."""
@@ -526,14 +531,16 @@ class ModelPolicy:
         save_training_state(
             directory, self.learner, self.optimizer, self.scheduler,
             weights_version=self.weights_version, model_path=self.model_path, lora=self.lora,
+            base_fingerprint=self.base_fingerprint,
         )  # fmt: skip
 
     def load(self, directory: Path) -> None:
         """Restore what :meth:`save` wrote (and sync the generator); a warm-started run
         with a KL penalty also gets its reference back from ``<out>/reference.pt``."""
         self.weights_version = load_training_state(
-            directory, self.learner, self.optimizer, self.scheduler
-        )
+            directory, self.learner, self.optimizer, self.scheduler,
+            base=Path(self.model_path), base_fingerprint=self.base_fingerprint,
+        )  # fmt: skip
         if self.config.warm_start.enabled and self.config.grpo.kl_coef > 0:
             path = self.out_dir / REFERENCE_FILE
             if not path.is_file():

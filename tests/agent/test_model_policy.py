@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,28 @@ def test_a_lora_run_exports_the_merged_model(tiny_model_dir, retail_tasks, tmp_p
         assert torch.allclose(exported[name].float(), value.float(), atol=1e-6), name
     base = dict(AutoModelForCausalLM.from_pretrained(tiny_model_dir).named_parameters())
     assert any(not torch.equal(base[k], exported[k]) for k in base)  # the adapters moved it
+
+    # The adapters go onto their own base only: a moved copy of it exports the same model,
+    # a fine-tune of it (same names and shapes, other bytes) is refused, by export and resume.
+    moved = tmp_path / "moved-base"
+    shutil.copytree(tiny_model_dir, moved)
+    again, _ = export_model(run, tmp_path / "again", base=moved)
+    assert AutoModelForCausalLM.from_pretrained(again).state_dict().keys() == exported.keys()
+    for name, value in AutoModelForCausalLM.from_pretrained(again).state_dict().items():
+        assert torch.equal(value, exported[name]), name
+    other = tmp_path / "other-base"
+    shutil.copytree(tiny_model_dir, other)
+    tuned = AutoModelForCausalLM.from_pretrained(other)
+    with torch.no_grad():
+        for p in tuned.parameters():
+            p.add_(0.01)
+    tuned.save_pretrained(other)
+    with pytest.raises(ConfigError, match="LoRA adapters trained on .* holds other weights"):
+        export_model(run, tmp_path / "wrong", base=other)
+    assert not (tmp_path / "wrong").exists()
+    elsewhere = make(other, tmp_path / "resumed", "model.lora_rank=4", "grpo.lr=0.05")
+    with pytest.raises(ConfigError, match="holds other weights"):
+        elsewhere.load(checkpoint / "policy")
 
 
 def test_kl_to_a_frozen_copy_of_the_starting_model(tiny_model_dir, retail_tasks, tmp_path):
