@@ -39,8 +39,9 @@ class PoolPlan(Section):
     rl_from: Literal["seeds", "synthesized"] = Field(
         "seeds",
         description="Where the GRPO runs' starting pool comes from: the train seeds (the "
-        "experiment), or the warm start's own synthesized tasks (a smoke test that learning "
-        "happens: tasks the warm start has seen give groups with reward variance).",
+        "experiment), or the warm start's own synthesized tasks (tasks the warm start has "
+        "seen give groups with reward variance; picked across skills and seed tasks, one "
+        "variant of a seed before a second).",
     )
     per_seed: int = Field(
         2,

@@ -329,7 +329,7 @@ class Experiment:
         synth = list(pool)
         if cfg.pool.rl_from == "synthesized":
             n = cfg.warm_start.tasks or len(synth)
-            rl = synth[: min(n, cfg.pool.rl_tasks or n)]
+            rl = _spread(synth[:n], cfg.pool.rl_tasks or n, cfg.pool.seed)
         if not synth:
             raise ConfigError("pool: synthesis accepted no variant of the train seeds")
         folder.mkdir(parents=True, exist_ok=True)
@@ -611,6 +611,35 @@ class Experiment:
                 self.config.train.model.threads,
             )
         return str(out)
+
+
+def _spread(tasks: Sequence[Any], k: int, seed: int) -> list[Any]:
+    """``k`` of ``tasks`` covering as many skills and seed tasks as they hold, in their order.
+
+    Skills take turns; within a skill, one variant of each seed task (in a seeded order)
+    comes before a second of any. Taking the first ``k`` would take every variant of the
+    first few seeds: the GRPO pool of the runs of 2026-12-02/03 was 4 seeds x 2 near-twin
+    variants, and one of the five skills was missing.
+    """
+    queues: dict[str, list[Any]] = {}
+    for skill in sorted({t.skill for t in tasks}):
+        ranked = sorted(
+            (t for t in tasks if t.skill == skill), key=lambda t: _stable_hash(seed, t.id)
+        )
+        seen: set[str] = set()
+        first, again = [], []
+        for task in ranked:
+            parent = task.provenance.parent_id or task.id
+            (again if parent in seen else first).append(task)
+            seen.add(parent)
+        queues[skill] = first + again
+    picked: list[Any] = []
+    while len(picked) < k and any(queues.values()):
+        for queue in queues.values():
+            if queue and len(picked) < k:
+                picked.append(queue.pop(0))
+    order = {id(t): i for i, t in enumerate(tasks)}
+    return sorted(picked, key=lambda t: order[id(t)])
 
 
 def _synthesize(synthesis: Any, domain: Any, seeds: Sequence[Any], pool: Any) -> None:

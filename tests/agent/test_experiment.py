@@ -443,6 +443,52 @@ def test_the_final_summary_resamples_a_test_seed_with_its_variants(tmp_path):
     assert "## Final evaluation: 4 held-out tasks" in md and "| rods | 0.917" in md
 
 
+# -- the GRPO pool -------------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 5)), max_size=30),
+    st.integers(0, 35),
+)
+def test_the_rl_pool_spreads_over_skills_and_seed_tasks(rows, k):
+    """The pool of ``k`` takes skills in turn and a second variant of a seed task only when
+    that skill has no unused seed task left; it keeps the pool's order."""
+    from rods_agent.experiment.runner import _spread
+    from rods_env.task import Provenance, Task
+
+    tasks = [
+        Task.model_construct(
+            id=f"t{i}", skill=skill, provenance=Provenance(parent_id=f"{skill}{parent}")
+        )
+        for i, (skill, parent) in enumerate(rows)
+    ]
+    picked = _spread(tasks, k, seed=0)
+    assert len(picked) == min(k, len(tasks))
+    assert [t.id for t in picked] == [t.id for t in tasks if t in picked]  # a subset, in order
+    counts = {s: sum(t.skill == s for t in picked) for s in "abc"}
+    for s in "abc":
+        left = [t for t in tasks if t.skill == s and t not in picked]
+        if left:  # a skill with tasks to spare has at least as many as any other but one
+            assert counts[s] >= max(counts.values()) - 1, (s, counts)
+            used = {t.provenance.parent_id for t in picked if t.skill == s}
+            twice = len(used) < counts[s]
+            assert not (twice and {t.provenance.parent_id for t in left} - used)
+
+
+def test_the_learning_configs_rl_pool_holds_every_skill_and_distinct_seed_tasks(tmp_path):
+    """configs/learning-cpu.yaml's 8-task GRPO pool: the five skills, eight seed tasks."""
+    from rods_agent.experiment import runner
+    from rods_env.task import load_tasks
+
+    config = load_experiment(CONFIG, [f"out={tmp_path}"])
+    runner.Experiment(config).pools()
+    rl = load_tasks(tmp_path / "pools" / "rl-pool.jsonl")
+    assert len(rl) == 8
+    assert {t.skill for t in rl} == set(config.pool.skills or [])
+    assert len({t.provenance.parent_id for t in rl}) == 8
+    warm = {t.id for t in load_tasks(tmp_path / "pools" / "synthesized.jsonl")}
+    assert {t.id for t in rl} <= warm  # the warm start's own tasks
+
+
 # -- the smoke run ------------------------------------------------------------------------------
 SMOKE = [
     # one short skill, and GRPO on the warm start's own tasks: a warm start of a few steps
