@@ -627,7 +627,8 @@ def _spread(tasks: Sequence[Any], k: int, seed: int) -> list[Any]:
             (t for t in tasks if t.skill == skill), key=lambda t: _stable_hash(seed, t.id)
         )
         seen: set[str] = set()
-        first, again = [], []
+        first: list[Any] = []
+        again: list[Any] = []
         for task in ranked:
             parent = task.provenance.parent_id or task.id
             (again if parent in seen else first).append(task)
