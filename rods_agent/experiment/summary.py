@@ -151,10 +151,11 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
     folder = root / "final" / f"variants-{n}"
     if not n or not (folder / "held-out.jsonl").exists():
         return None
+    held_out = read_jsonl(folder / "held-out.jsonl")
     family = {
-        str(t["id"]): str((t.get("provenance") or {}).get("parent_id") or t["id"])
-        for t in read_jsonl(folder / "held-out.jsonl")
+        str(t["id"]): str((t.get("provenance") or {}).get("parent_id") or t["id"]) for t in held_out
     }
+    skill = {str(t["id"]): str(t.get("skill") or "-") for t in held_out}
     names = ["warm", *config.runs.modes]
     steps = folder / f"step-{config.runs.steps}"
     scores = {
@@ -190,7 +191,26 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
                         rows, clustered(scores[other], which)
                     ).to_dict()
         models[name] = entry
+    rl_pool = root / "pools" / "rl-pool.jsonl"
+    trained = (
+        Counter(str(t.get("skill") or "-") for t in read_jsonl(rl_pool))
+        if rl_pool.exists()
+        else Counter()
+    )
+    by_skill: dict[str, Any] = {}
+    for sk in sorted({skill.get(t, "-") for t in common}):
+        tasks = [t for t in common if skill.get(t, "-") == sk]
+        by_skill[sk] = {
+            "tasks": len(tasks),
+            "rl_pool": trained.get(sk, 0),
+            "progress": {
+                name: sum(s[t][0] for s in scores[name] for t in tasks)
+                / (len(tasks) * len(scores[name]))
+                for name in names
+            },
+        }
     return {
+        "by_skill": by_skill,
         "variants_per_seed": n,
         "tasks": len(common),
         "test_seeds": len(families),
@@ -324,6 +344,22 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
                 f"| {name} | {_fmt(m['progress'])} | {_fmt(m['pass1'])} | "
                 f"{_fmt(m.get('progress_vs_warm'))} | {_fmt(m.get('progress_vs_static'))} |"
             )
+        by_skill = final.get("by_skill") or {}
+        if by_skill:
+            names = list(final["models"])
+            lines += [
+                "",
+                "By skill (mean progress over the seeds' episodes; no intervals: a few tasks "
+                "each):",
+                "",
+                "| skill | held-out tasks | in the starting GRPO pool | "
+                + " | ".join(names)
+                + " |",
+                "|---|---|---|" + "---|" * len(names),
+            ]
+            for sk, row in by_skill.items():
+                cells = " | ".join(f"{row['progress'][n]:.2f}" for n in names)
+                lines.append(f"| {sk} | {row['tasks']} | {row['rl_pool']} | {cells} |")
     warm = data.get("warm_start") or {}
     if warm:
         lines += [

@@ -412,9 +412,12 @@ def test_the_final_summary_resamples_a_test_seed_with_its_variants(tmp_path):
                                       "runs.seeds=[0,1]", "eval.final_variants=2"])  # fmt: skip
     folder = tmp_path / "final" / "variants-2"
     folder.mkdir(parents=True)
-    tasks = [{"id": "a"}, {"id": "b"}, {"id": "a1", "provenance": {"parent_id": "a"}},
-             {"id": "a2", "provenance": {"parent_id": "a"}}]  # fmt: skip
+    tasks = [{"id": "a", "skill": "x"}, {"id": "b", "skill": "y"},
+             {"id": "a1", "skill": "x", "provenance": {"parent_id": "a"}},
+             {"id": "a2", "skill": "x", "provenance": {"parent_id": "a"}}]  # fmt: skip
     (folder / "held-out.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    (tmp_path / "pools").mkdir()
+    (tmp_path / "pools" / "rl-pool.jsonl").write_text('{"id": "r1", "skill": "y"}\n' * 2)
     score = {"warm": {"a": 0.0, "a1": 0.0, "a2": 0.0, "b": 1.0},
              "static": {"a": 0.0, "a1": 0.5, "a2": 0.0, "b": 1.0},
              "rods": {"a": 1.0, "a1": 1.0, "a2": 0.5, "b": 1.0}}  # fmt: skip
@@ -441,6 +444,12 @@ def test_the_final_summary_resamples_a_test_seed_with_its_variants(tmp_path):
     data = {"modes": {}, "final": final}
     md = markdown(config, data)
     assert "## Final evaluation: 4 held-out tasks" in md and "| rods | 0.917" in md
+    # by skill: plain means over the seeds' episodes, and the starting pool's count
+    x, y = final["by_skill"]["x"], final["by_skill"]["y"]
+    assert (x["tasks"], x["rl_pool"], y["tasks"], y["rl_pool"]) == (3, 0, 1, 2)
+    assert x["progress"] == pytest.approx({"warm": 0.0, "static": 0.5 / 3, "rods": 2.5 / 3})
+    assert y["progress"] == {"warm": 1.0, "static": 1.0, "rods": 1.0}
+    assert "| x | 3 | 0 | 0.00 | 0.17 | 0.83 |" in md
 
 
 # -- the GRPO pool -------------------------------------------------------------------------------
