@@ -171,7 +171,7 @@ def test_a_lora_run_exports_the_merged_model(tiny_model_dir, retail_tasks, tmp_p
         for p in tuned.parameters():
             p.add_(0.01)
     tuned.save_pretrained(other)
-    with pytest.raises(ConfigError, match="LoRA adapters trained on .* holds other weights"):
+    with pytest.raises(ConfigError, match=r"LoRA adapters trained on .* holds other weights"):
         export_model(run, tmp_path / "wrong", base=other)
     assert not (tmp_path / "wrong").exists()
     elsewhere = make(other, tmp_path / "resumed", "model.lora_rank=4", "grpo.lr=0.05")
