@@ -358,8 +358,8 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
                 "|---|---|---|" + "---|" * len(names),
             ]
             for sk, row in by_skill.items():
-                cells = " | ".join(f"{row['progress'][model]:.2f}" for model in names)
-                lines.append(f"| {sk} | {row['tasks']} | {row['rl_pool']} | {cells} |")
+                shown = " | ".join(f"{row['progress'][model]:.2f}" for model in names)
+                lines.append(f"| {sk} | {row['tasks']} | {row['rl_pool']} | {shown} |")
     warm = data.get("warm_start") or {}
     if warm:
         lines += [
