@@ -290,11 +290,19 @@ def test_a_failed_parallel_run_stops_the_protocol_and_starts_nothing_more(tmp_pa
 
 
 # -- the summary ---------------------------------------------------------------------------------
-def _write_run(run: Path, signal: list[float], scores: dict[str, float]) -> None:
+def _write_run(
+    run: Path, signal: list[float], scores: dict[str, float], progress: list[float] | None = None
+) -> None:
     run.mkdir(parents=True)
+    progress = progress or [0.0] * len(signal)
     rows = [
-        {"step": i, "effective_group_ratio": float(t > 0), "update": {"signal_tokens": t}}
-        for i, t in enumerate(signal)
+        {
+            "step": i,
+            "effective_group_ratio": float(t > 0),
+            "update": {"signal_tokens": t},
+            "progress": p,
+        }
+        for i, (t, p) in enumerate(zip(signal, progress, strict=True))
     ]
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     _write_eval(run / "eval" / f"step-{len(signal) - 1:06d}", scores)
@@ -324,6 +332,29 @@ def test_the_summary_says_which_steps_had_a_gradient_and_when_weights_never_move
     assert "kept the warm start's weights" in md
     data["modes"]["static"]["steps_with_gradient"] = 1
     assert "kept the warm start's weights" not in markdown(config, data)
+
+
+def test_the_summary_shows_training_progress_by_half_beside_held_out(tmp_path):
+    """A fixed pool fitted (training progress up) while held-out falls is what the table
+    must show: the mean of each half's step progress, steps 0..half-1 then half.., over
+    every seed."""
+    from rods_agent.experiment.summary import collect, markdown
+
+    config = load_experiment(CONFIG, [f"out={tmp_path}", "runs.modes=[static,rods]",
+                                      "runs.seeds=[0,1]", "runs.steps=4"])  # fmt: skip
+    _write_eval(tmp_path / "eval" / "warm-test", {"a": 1.0, "b": 0.0})
+    for seed, static, rods in ((0, [0.25, 0.5, 0.75, 1.0], [0.5, 0.5, 0.25, 0.5]),
+                               (1, [0.0, 0.25, 0.75, 0.75], [0.5, 0.75, 0.5, 0.5])):  # fmt: skip
+        _write_run(tmp_path / "runs" / f"static-s{seed}", [1.0] * 4, {"a": 0.0, "b": 0.0}, static)
+        _write_run(tmp_path / "runs" / f"rods-s{seed}", [1.0] * 4, {"a": 1.0, "b": 0.0}, rods)
+    data = collect(config, tmp_path)
+    # static: steps 0-1 of both seeds (0.25, 0.5, 0.0, 0.25), steps 2-3 (0.75, 1.0, 0.75, 0.75)
+    assert data["modes"]["static"]["train_progress"] == {"first_half": 0.25, "second_half": 0.8125}
+    assert data["modes"]["rods"]["train_progress"] == {"first_half": 0.5625, "second_half": 0.4375}
+    md = markdown(config, data)
+    assert "| 0.25 / 0.81 |" in md and "| 0.56 / 0.44 |" in md
+    # held-out: static fell to 0.0 from the warm start's 0.5 while its training progress rose
+    assert data["modes"]["static"]["curve"][-1]["progress"]["mean"] == 0.0
 
 
 # -- the final, wider evaluation ------------------------------------------------------------------
