@@ -87,3 +87,98 @@ def paired_difference(
     if ma.shape != mb.shape:
         raise ValueError(f"paired matrices differ in shape: {ma.shape} vs {mb.shape}")
     return bootstrap_ci(ma - mb, draws=draws, seed=seed)
+
+
+# -- how many tasks and seeds an experiment needs --------------------------------------------
+@dataclass(frozen=True)
+class VarianceComponents:
+    """Where the noise of a held-out difference comes from, estimated from one experiment.
+
+    A paired difference ``d[s, t]`` (run seed ``s``, task ``t`` of test-seed family ``f``)
+    is modelled as ``mu + seed[s] + family[f] + e[s, t]`` with independent effects: the
+    training seed's luck, the family's true difference (some test seeds favour one model),
+    and the rest (a variant's own effect, a seed-by-family interaction, the sampling of one
+    episode).
+
+    Attributes:
+        seed: Variance of the seed effect (no more tasks removes it: only more run seeds).
+        family: Variance of the family effect (only more test seeds remove it).
+        residual: Variance of ``e`` (more of anything removes it).
+        seeds: Run seeds in the data.
+        families: Families in the data.
+        tasks_per_family: Mean tasks per family in the data.
+    """
+
+    seed: float
+    family: float
+    residual: float
+    seeds: int
+    families: int
+    tasks_per_family: float
+
+    def half_width(self, seeds: int, families: int, tasks_per_family: float) -> float:
+        """The approximate 95% half-width of the mean difference of a design with that many
+        run seeds, families and tasks per family (normal approximation)."""
+        var = (
+            self.seed / seeds
+            + self.family / families
+            + self.residual / (seeds * families * tasks_per_family)
+        )
+        return 1.96 * float(np.sqrt(var))
+
+    def families_for(self, half_width: float, seeds: int, tasks_per_family: float) -> int | None:
+        """The fewest families (test seeds) whose design reaches ``half_width`` with that many
+        run seeds and tasks per family; None when no number does (the seed variance alone
+        is wider: only more run seeds help)."""
+        room = (half_width / 1.96) ** 2 - self.seed / seeds
+        if room <= 0:
+            return None
+        need = (self.family + self.residual / (seeds * tasks_per_family)) / room
+        return max(1, int(np.ceil(need - 1e-9)))
+
+    def to_dict(self) -> dict[str, float | int]:
+        """As a JSON-able dict."""
+        return {
+            "seed": self.seed,
+            "family": self.family,
+            "residual": self.residual,
+            "seeds": self.seeds,
+            "families": self.families,
+            "tasks_per_family": self.tasks_per_family,
+        }
+
+
+def variance_components(
+    rows: Sequence[Sequence[float]], families: Sequence[str]
+) -> VarianceComponents:
+    """Moment estimates of :class:`VarianceComponents` from a ``[seeds x tasks]`` matrix of
+    paired differences and each task's family (its test seed).
+
+    The residual variance is that of the two-way additive fit's residuals (seed means and
+    family means removed); the seed and family variances are the variances of the seed
+    means and of the family means less the residual share each carries, floored at 0. With
+    one seed, the seed effect cannot be told apart from the mean: it is reported as 0,
+    and a design's half-width then leaves the training seed's luck out.
+    """
+    m = _matrix(rows)
+    s, t = m.shape
+    if len(families) != t:
+        raise ValueError(f"{len(families)} family labels for {t} tasks")
+    labels = sorted(set(families))
+    index = np.array([labels.index(f) for f in families])
+    counts = np.bincount(index, minlength=len(labels)).astype(float)
+    seed_means = m.mean(axis=1)
+    family_means = np.array([m[:, index == i].mean() for i in range(len(labels))])
+    grand = m.mean()
+    fitted = seed_means[:, None] + family_means[index][None, :] - grand
+    df = s * t - s - len(labels) + 1
+    residual = float(((m - fitted) ** 2).sum() / df) if df > 0 else 0.0
+    seed = 0.0
+    if s > 1:
+        seed = max(0.0, float(seed_means.var(ddof=1)) - residual / t)
+    family = 0.0
+    if len(labels) > 1:
+        # a family mean averages s x (its tasks) cells; the seed effect cancels within a seed
+        noise = residual * float(np.mean(1.0 / (s * counts)))
+        family = max(0.0, float(family_means.var(ddof=1)) - noise)
+    return VarianceComponents(seed, family, residual, s, len(labels), float(counts.mean()))

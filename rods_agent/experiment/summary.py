@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from rods_agent.experiment.config import ExperimentConfig
-from rods_agent.experiment.stats import Interval, bootstrap_ci, paired_difference
+from rods_agent.experiment.stats import (
+    Interval,
+    bootstrap_ci,
+    paired_difference,
+    variance_components,
+)
 from rods_env.fileio import atomic_write, read_jsonl, write_json
 
 Scores = dict[str, tuple[float, float]]
@@ -194,6 +199,23 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
                         rows, clustered(scores[other], which)
                     ).to_dict()
         models[name] = entry
+    power: dict[str, Any] = {}
+    for name, other in [(n, "static") for n in config.runs.modes if n != "static"] + [
+        (n, "warm") for n in config.runs.modes
+    ]:
+        if other not in scores:
+            continue
+        rows = [
+            [a[t][0] - b[t][0] for t in common]
+            for a, b in zip(scores[name], scores[other], strict=True)
+        ]
+        c = variance_components(rows, [family.get(t, t) for t in common])
+        seeds, per = c.seeds, c.tasks_per_family
+        power[f"{name}_vs_{other}"] = {
+            "components": c.to_dict(),
+            "half_width": c.half_width(seeds, c.families, per),
+            "test_seeds_for": {str(h): c.families_for(h, seeds, per) for h in POWER_TARGETS},
+        }
     rl_pool = root / "pools" / "rl-pool.jsonl"
     trained = (
         Counter(str(t.get("skill") or "-") for t in read_jsonl(rl_pool))
@@ -214,6 +236,7 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
         }
     return {
         "by_skill": by_skill,
+        "power": power,
         "variants_per_seed": n,
         "tasks": len(common),
         "test_seeds": len(families),
@@ -221,6 +244,10 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
         "steps": config.runs.steps,
         "models": models,
     }
+
+
+POWER_TARGETS = (0.05, 0.03)
+"""Half-widths of a progress difference the summary says how many test seeds would reach."""
 
 
 def _versus(config: ExperimentConfig, root: Path) -> dict[str, Any]:
@@ -258,6 +285,36 @@ def _had_gradient(row: Mapping[str, Any]) -> bool:
     all tied leaves the weights as they were, bar the optimizer's momentum)."""
     update = row.get("update") or {}
     return float(update.get("signal_tokens", update.get("loss_tokens", 0.0)) or 0.0) > 0
+
+
+def _power_lines(final: Mapping[str, Any]) -> list[str]:
+    """The final section's "what would resolve it" table (variance components)."""
+    power = final.get("power") or {}
+    if not power:
+        return []
+    targets = [f"test seeds for +/-{h}" for h in POWER_TARGETS]
+    lines = [
+        "",
+        "What would resolve a difference (moment estimates from these evaluations: a "
+        "difference's variance split into the run seed's, the test seed's (family) and the "
+        "rest; the half-width is a normal approximation of the interval above; test seeds "
+        f"needed at the same {len(final['seeds'])} run seeds and tasks per test seed):",
+        "",
+        "| difference | seed / family / rest variance | half-width now | "
+        + " | ".join(targets)
+        + " |",
+        "|---|---|---|" + "---|" * len(targets),
+    ]
+    for key, p in power.items():
+        c = p["components"]
+        need = " | ".join(
+            str(p["test_seeds_for"].get(str(h)) or "more run seeds first") for h in POWER_TARGETS
+        )
+        lines.append(
+            f"| {key.replace('_vs_', ' - ')} | {c['seed']:.4f} / {c['family']:.4f} / "
+            f"{c['residual']:.4f} | {p['half_width']:.3f} | {need} |"
+        )
+    return lines
 
 
 def _halves(value: Mapping[str, Any] | None) -> str:
@@ -375,6 +432,7 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
             for sk, row in by_skill.items():
                 shown = " | ".join(f"{row['progress'][model]:.2f}" for model in names)
                 lines.append(f"| {sk} | {row['tasks']} | {row['rl_pool']} | {shown} |")
+        lines += _power_lines(final)
     warm = data.get("warm_start") or {}
     if warm:
         lines += [

@@ -16,7 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rods_agent.experiment.config import load_experiment
-from rods_agent.experiment.stats import bootstrap_ci, paired_difference
+from rods_agent.experiment.stats import (
+    VarianceComponents,
+    bootstrap_ci,
+    paired_difference,
+    variance_components,
+)
 from rods_env.errors import ConfigError
 from rods_env.fileio import read_jsonl
 from tests.requires import require
@@ -65,6 +70,75 @@ def test_a_paired_difference_of_equal_modes_is_zero_and_of_shifted_ones_the_shif
     assert up.mean == pytest.approx(0.1) and up.low == pytest.approx(0.1)
     with pytest.raises(ValueError, match="differ in shape"):
         paired_difference(rows, rows[:1])
+
+
+# -- how many tasks and seeds -------------------------------------------------------------------
+def _simulated(rng, seeds: int, families: int, per: int, seed_var, family_var, residual_var):
+    import numpy as np
+
+    labels = [f"f{i}" for i in range(families) for _ in range(per)]
+    rows = (
+        rng.normal(0, np.sqrt(seed_var), (seeds, 1))
+        + np.repeat(rng.normal(0, np.sqrt(family_var), families), per)[None, :]
+        + rng.normal(0, np.sqrt(residual_var), (seeds, families * per))
+    )
+    return rows, labels
+
+
+def test_variance_components_recover_known_seed_family_and_residual_variances():
+    import numpy as np
+
+    rows, labels = _simulated(np.random.default_rng(0), 60, 150, 3, 0.01, 0.02, 0.09)
+    c = variance_components(rows, labels)
+    assert (c.seeds, c.families, c.tasks_per_family) == (60, 150, 3.0)
+    assert abs(c.residual - 0.09) < 0.005
+    assert abs(c.family - 0.02) < 0.004
+    assert 0.005 < c.seed < 0.02  # 60 seeds: a seed variance is known to about a third
+
+
+def test_a_designs_half_width_matches_the_spread_of_simulated_experiments():
+    """The projection is what repeated experiments of that design actually scatter by."""
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    truth = VarianceComponents(0.01, 0.02, 0.09, 0, 0, 0.0)
+    means = [_simulated(rng, 3, 25, 3, 0.01, 0.02, 0.09)[0].mean() for _ in range(2000)]
+    observed = 1.96 * float(np.std(means))
+    assert abs(truth.half_width(3, 25, 3) - observed) < 0.1 * observed
+
+
+def test_differences_without_effects_have_no_seed_or_family_variance():
+    labels = ["a", "a", "b", "b", "c"]
+    c = variance_components([[0.2] * 5, [0.2] * 5], labels)
+    assert [c.seed, c.family, c.residual] == pytest.approx([0.0, 0.0, 0.0], abs=1e-12)
+    # family effects alone: their variance, nothing else
+    c = variance_components([[0.0, 0.0, 1.0, 1.0, 0.5]] * 3, labels)
+    assert [c.seed, c.family, c.residual] == pytest.approx([0.0, 0.25, 0.0], abs=1e-12)
+    with pytest.raises(ValueError, match="family labels"):
+        variance_components([[0.0, 1.0]], ["a"])
+
+
+def test_the_test_seeds_a_design_needs_are_the_fewest_that_reach_the_half_width():
+    c = VarianceComponents(0.0001, 0.02, 0.09, 3, 25, 3.0)
+    n = c.families_for(0.03, 3, 3)
+    assert c.half_width(3, n, 3) <= 0.03 < c.half_width(3, n - 1, 3)
+    # a seed variance whose share alone is wider than the target: no number of test seeds
+    wide = VarianceComponents(0.001, 0.02, 0.09, 3, 25, 3.0)
+    assert wide.half_width(3, 10**9, 3) > 0.03 and wide.families_for(0.03, 3, 3) is None
+    assert wide.families_for(0.03, 12, 3) is not None  # more run seeds first
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.lists(st.floats(-1, 1), min_size=4, max_size=4), min_size=1, max_size=4),
+    st.lists(st.sampled_from("abc"), min_size=4, max_size=4),
+)
+def test_components_are_never_negative_and_more_of_anything_never_widens(rows, labels):
+    c = variance_components(rows, labels)
+    assert min(c.seed, c.family, c.residual) >= 0.0
+    base = c.half_width(3, 25, 3)
+    for more in (c.half_width(6, 25, 3), c.half_width(3, 50, 3), c.half_width(3, 25, 6)):
+        assert more <= base + 1e-12
 
 
 # -- configuration ------------------------------------------------------------------------------
@@ -481,6 +555,15 @@ def test_the_final_summary_resamples_a_test_seed_with_its_variants(tmp_path):
     assert x["progress"] == pytest.approx({"warm": 0.0, "static": 0.5 / 3, "rods": 2.5 / 3})
     assert y["progress"] == {"warm": 1.0, "static": 1.0, "rods": 1.0}
     assert "| x | 3 | 0 | 0.00 | 0.17 | 0.83 |" in md
+    # what would resolve it: rods - static per task is a 1, a1 .5, a2 .5, b 0 at both seeds;
+    # by hand: residual 1/3 over 5 degrees of freedom, family means 2/3 and 0 (variance 2/9)
+    # less the residual's share (1/15 x mean(1/6, 1/2)), no seed spread
+    power = final["power"]["rods_vs_static"]
+    c = power["components"]
+    assert [c["seed"], c["family"], c["residual"]] == pytest.approx([0.0, 0.2, 1 / 15])
+    assert power["half_width"] == pytest.approx(1.96 * (0.2 / 2 + (1 / 15) / 8) ** 0.5)
+    assert "| rods - static | 0.0000 / 0.2000 / 0.0667 |" in md
+    assert set(final["power"]) == {"rods_vs_static", "static_vs_warm", "rods_vs_warm"}
 
 
 # -- the GRPO pool -------------------------------------------------------------------------------
