@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rods_env.domain import Domain, Skill, SkillUnavailable
@@ -201,6 +201,63 @@ def _seed_of(
             guesses.setdefault(label, set()).add(value)
         return task
     return None
+
+
+FRESH = "fresh"
+"""The mark in a fresh test task's id (``<domain>-fresh<generation>-<n>``)."""
+
+
+def fresh_test_tasks(
+    domain: Domain,
+    skills: Sequence[str],
+    per_skill: int,
+    *,
+    generation: int = 1,
+    avoid: Sequence[Task] = (),
+    max_tries: int = 50,
+) -> list[Task]:
+    """``per_skill`` new test-split tasks of each of ``skills``, drawn as
+    :func:`build_seed_tasks` draws its test tasks (test customers only; half of them at a
+    random shape within the skill's limits; base variant) with another generation seed
+    (the committed seed sets are generation 0).
+
+    None has the gold effect and outputs of a task of ``avoid`` or of another; each is its
+    own draw (no provenance), unlike a synthesized variant, which keeps its seed's call
+    structure. A held-out set needs such draws to resolve small differences between models
+    (docs/learning.md, *What would resolve it*). Deterministic: the first ``k`` of a larger
+    ``per_skill`` are the tasks of ``per_skill = k``.
+
+    A skill with no new task in ``max_tries`` tries is spent (its test customers hold no
+    other): it stops there and the others go on, so a skill may have fewer.
+
+    Raises:
+        RodsError: an unknown skill.
+    """
+    by_name = {sk.name: sk for sk in domain.skills}
+    unknown = [name for name in skills if name not in by_name]
+    if unknown:
+        raise RodsError(f"domain {domain.name} has no skill {unknown[0]!r}")
+    seen = {
+        (replay_gold(domain, t).fingerprint, tuple(o for turn in t.turns for o in turn.outputs))
+        for t in avoid
+    }
+    counts: dict[str, int] = {}
+    out: list[Task] = []
+    live = list(skills)  # a skill that gives no new task in max_tries is spent: it stops
+    i = 0
+    for _ in range(per_skill):
+        for name in list(live):
+            task = _seed_of(
+                domain, by_name[name], "base", len(out), generation, i, counts, 1, max_tries,
+                seen, {},
+            )  # fmt: skip
+            i += 1
+            if task is None:
+                live.remove(name)
+                continue
+            new_id = f"{domain.name}-{FRESH}{generation}-{len(out):04d}"
+            out.append(task.model_copy(update={"id": new_id}))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -87,6 +87,17 @@ class EvalPlan(Section):
             "resume may add or change it."
         ),
     )
+    final_fresh: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Fresh test tasks per skill of the test split added to the last evaluation "
+            "(0: none): drawn as the seed set draws its test tasks (test customers only), "
+            "each its own draw, unlike a variant, which keeps its seed's call structure; a "
+            "skill whose test customers give no more stops short. A resume may raise it: "
+            "only the new tasks are evaluated."
+        ),
+    )
 
 
 class RunsPlan(Section):

@@ -13,9 +13,10 @@ starts, and a rerun skips what is done (a run killed mid-way resumes from its ch
 3. **runs** -- ``rods train`` in every mode and seed from the kept model (no warm start of
    its own), the same steps, tasks per step and group size, evaluated on the test split
    every ``eval.every`` steps.
-4. **final** (``eval.final_variants`` > 0) -- the test split widened by variants synthesized
-   from its seeds (test customers only); the warm start and each run's last checkpoint
-   (``rods export``) evaluated on it at every run seed.
+4. **final** (``eval.final_variants`` or ``eval.final_fresh`` > 0) -- the test split widened
+   by variants synthesized from its seeds and by fresh test tasks (test customers only);
+   the warm start and each run's last checkpoint (``rods export``) evaluated on it at every
+   run seed.
 5. **summary** -- held-out progress and pass^1 per mode and step with two-way bootstrap
    95% intervals over tasks and seeds, the paired difference of each mode to ``static``,
    effective group ratio, pool by generation and terminations per mode; ``rods report``'s
@@ -364,12 +365,21 @@ class Experiment:
         return TrainConfig.model_validate(data)
 
     def _evaluate(
-        self, model: str, tasks: Path, out: Path, seed: int, what: str, threads: int | None = None
+        self,
+        model: str,
+        tasks: Path,
+        out: Path,
+        seed: int,
+        what: str,
+        threads: int | None = None,
+        expect: int | None = None,
     ) -> dict[str, Any]:
         """Evaluate ``model`` on the tasks of ``tasks`` into ``out`` (``rods eval``; resumable),
-        on ``threads`` cores (default: those of a stage running alone)."""
+        on ``threads`` cores (default: those of a stage running alone). Given ``expect``
+        (tasks), an evaluation done on another number of tasks is resumed: ``rods eval``
+        runs only the tasks it has no result for."""
         done = _done(out)
-        if done is not None:
+        if done is not None and (expect is None or done.get("tasks") == expect):
             return done
         rc = self.config.train.rollout
         mc = self.config.train.model
@@ -537,14 +547,15 @@ class Experiment:
         (``runs.parallel`` evaluations at once); None when there is no such stage."""
         cfg = self.config
         n = cfg.eval.final_variants
-        if not n:
+        if not n and not cfg.eval.final_fresh:
             return None
         folder = self.paths.final(n)
         steps = folder / f"step-{cfg.runs.steps}"  # a resume that adds steps evaluates again
-        done = _done(steps)
-        if done is not None:
-            return done
         tasks = self._widened_tasks(folder, n)
+        count = len(read_jsonl(tasks))
+        done = _done(steps)
+        if done is not None and done.get("tasks") == count:
+            return done
         threads = cfg.train.model.threads if cfg.runs.parallel > 1 else None
         names = [f"warm-s{seed}" for seed in cfg.runs.seeds] + [
             f"{mode}-s{seed}" for seed in cfg.runs.seeds for mode in cfg.runs.modes
@@ -558,40 +569,59 @@ class Experiment:
                 trained, out = self._exported(who, int(seed), steps), steps / name
             self._evaluate(
                 trained, tasks, out, int(seed),
-                f"{name} on the test split widened by {_variants(n)} per seed", threads,
+                f"{name} on the test split widened to {count} tasks", threads, count,
             )  # fmt: skip
 
         _in_parallel([partial(one, name) for name in names], cfg.runs.parallel)
-        data = {"tasks": len(read_jsonl(tasks)), "evaluations": names}
+        data = {"tasks": count, "evaluations": names}
         _mark_done(steps, data)
         return data
 
     def _widened_tasks(self, folder: Path, n: int) -> Path:
-        """The test seeds and ``n`` resampled variants of each (synthesized once)."""
-        path = folder / "held-out.jsonl"
-        if path.exists():
-            return path
-        self.clock.say(f"final: synthesizing {_variants(n)} per test seed", "")
+        """The test seeds, ``n`` resampled variants of each (synthesized once) and
+        ``eval.final_fresh`` fresh test tasks per skill (drawn again when it changes)."""
         from rods_env.registry import load_domain
-        from rods_env.synthesis import SynthesisConfig, TaskPool
+        from rods_env.seeds import FRESH, fresh_test_tasks
         from rods_env.task import dump_tasks, load_tasks
 
+        path, meta = folder / "held-out.jsonl", folder / "held-out.json"
+        fresh = self.config.eval.final_fresh
+        if path.exists() and _fresh_of(meta) == fresh:
+            return path
         domain = load_domain(self.config.env)
+        if path.exists():  # the variants as they were; the fresh tasks drawn again
+            tasks = [t for t in load_tasks(path) if f"-{FRESH}" not in t.id]
+        else:
+            tasks = self._variant_tasks(domain, n)
+        if fresh:
+            self.clock.say(f"final: drawing {fresh} fresh test tasks per skill", "")
+            skills = sorted({t.skill for t in tasks if t.skill})
+            tasks += fresh_test_tasks(domain, skills, fresh, avoid=tasks)
+        leaked = [t.id for t in tasks if t.split != "test"]
+        if leaked:  # synthesis keeps a variant on its seed's customers; this must not happen
+            raise RodsError(f"final: task {leaked[0]} of the widened test split is not a test task")
+        folder.mkdir(parents=True, exist_ok=True)
+        dump_tasks(tasks, path)
+        write_json(meta, {"final_fresh": fresh, "tasks": len(tasks)})
+        return path
+
+    def _variant_tasks(self, domain: Any, n: int) -> list[Any]:
+        """The test seeds and ``n`` resampled variants of each."""
+        from rods_env.synthesis import SynthesisConfig, TaskPool
+        from rods_env.task import load_tasks
+
         test = load_tasks(self.paths.pools / "test.jsonl")
         if self.config.eval.test_tasks:  # the seeds the other evaluations score (rods eval --limit)
             test = test[: self.config.eval.test_tasks]
+        if not n:
+            return list(test)
+        self.clock.say(f"final: synthesizing {_variants(n)} per test seed", "")
         pool = TaskPool(domains=domain)
         for task in test:
             pool.add(task)
         synthesis = SynthesisConfig(per_seed=n, mode="resample", seed=self.config.pool.seed)
         _synthesize(synthesis, domain, test, pool)
-        tasks = list(pool)
-        leaked = [t.id for t in tasks if t.split != "test"]
-        if leaked:  # synthesis keeps a variant on its seed's customers; this must not happen
-            raise RodsError(f"final: variant {leaked[0]} of a test seed is not a test task")
-        folder.mkdir(parents=True, exist_ok=True)
-        dump_tasks(tasks, path)
-        return path
+        return list(pool)
 
     def _exported(self, mode: str, seed: int, folder: Path) -> str:
         """The model folder of a run's checkpoint after ``runs.steps`` steps (``rods export``)."""
@@ -654,6 +684,11 @@ def _synthesize(synthesis: Any, domain: Any, seeds: Sequence[Any], pool: Any) ->
         for outcome in engine.variants(seed_task):
             if outcome.accepted:
                 pool.add(outcome.task, key=outcome.key)
+
+
+def _fresh_of(meta: Path) -> int:
+    """The ``eval.final_fresh`` a widened test split was drawn with (0 before it existed)."""
+    return int(json.loads(meta.read_text()).get("final_fresh", 0)) if meta.exists() else 0
 
 
 def _variants(n: int) -> str:
@@ -745,7 +780,9 @@ def _model_path(path: str | None) -> str:
     return str(resolve_model_path(path))
 
 
-HOW_KEYS = frozenset({"runs.parallel", "runs.solo_threads", "eval.final_variants"})
+HOW_KEYS = frozenset(
+    {"runs.parallel", "runs.solo_threads", "eval.final_variants", "eval.final_fresh"}
+)
 """Settings of how the protocol runs, not of what it measures, and of the final evaluation
 alone (kept in a folder named by them): a resume may change them."""
 

@@ -22,6 +22,7 @@ from rods_agent.experiment.stats import (
     variance_components,
 )
 from rods_env.fileio import atomic_write, read_jsonl, write_json
+from rods_env.seeds import FRESH
 
 Scores = dict[str, tuple[float, float]]
 """task id -> (mean progress, pass^1) over its trials."""
@@ -157,7 +158,7 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
     ``static``. None when the stage has not run (or not for every model yet)."""
     n = config.eval.final_variants
     folder = root / "final" / f"variants-{n}"
-    if not n or not (folder / "held-out.jsonl").exists():
+    if not (n or config.eval.final_fresh) or not (folder / "held-out.jsonl").exists():
         return None
     held_out = read_jsonl(folder / "held-out.jsonl")
     family = {
@@ -175,7 +176,10 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
     }
     if not all(all(per) for per in scores.values()):
         return None
-    common = sorted(set.intersection(*(set(s) for per in scores.values() for s in per)))
+    # a task dropped from the held-out set (fewer fresh tasks) keeps its old result lines
+    common = sorted(
+        set.intersection(*(set(s) for per in scores.values() for s in per)) & set(family)
+    )
     families = sorted({family.get(t, t) for t in common})
 
     def clustered(per_seed: Sequence[Scores], which: int) -> list[list[float]]:
@@ -234,8 +238,23 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
                 for name in names
             },
         }
+    kind = {t: _kind(t, family) for t in common}
+    by_kind: dict[str, Any] = {}
+    for k in ("seed", "variant", "fresh"):
+        tasks = [t for t in common if kind[t] == k]
+        if tasks:
+            by_kind[k] = {
+                "tasks": len(tasks),
+                "progress": {
+                    name: sum(s[t][0] for s in scores[name] for t in tasks)
+                    / (len(tasks) * len(scores[name]))
+                    for name in names
+                },
+            }
     return {
         "by_skill": by_skill,
+        "by_kind": by_kind,
+        "fresh": sum(1 for t in common if kind[t] == "fresh"),
         "power": power,
         "variants_per_seed": n,
         "tasks": len(common),
@@ -244,6 +263,14 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
         "steps": config.runs.steps,
         "models": models,
     }
+
+
+def _kind(task_id: str, family: Mapping[str, str]) -> str:
+    """``seed`` (a test seed), ``variant`` (synthesized from one) or ``fresh`` (a fresh
+    test task, :func:`rods_env.seeds.fresh_test_tasks`)."""
+    if f"-{FRESH}" in task_id:
+        return "fresh"
+    return "seed" if family.get(task_id, task_id) == task_id else "variant"
 
 
 POWER_TARGETS = (0.05, 0.03)
@@ -403,10 +430,12 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
             "",
             f"## Final evaluation: {final['tasks']} held-out tasks",
             "",
-            f"The {final['test_seeds']} test seeds and up to {final['variants_per_seed']} "
-            "synthesized variants of each (test customers only); the warm start and each mode "
-            f"after {final['steps']} steps, at seeds {final['seeds']}. Intervals resample test "
-            "seeds (each with its variants) and run seeds.",
+            f"The {final['test_seeds'] - final.get('fresh', 0)} test seeds, up to "
+            f"{final['variants_per_seed']} synthesized variants of each (test customers only)"
+            + (f" and {final['fresh']} fresh test tasks" if final.get("fresh") else "")
+            + f"; the warm start and each mode after {final['steps']} steps, at seeds "
+            f"{final['seeds']}. Intervals resample test seeds (each with its variants; a "
+            "fresh task is a test seed of its own) and run seeds.",
             "",
             "| model | progress | pass^1 | progress vs warm start | progress vs static |",
             "|---|---|---|---|---|",
@@ -432,6 +461,19 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
             for sk, row in by_skill.items():
                 shown = " | ".join(f"{row['progress'][model]:.2f}" for model in names)
                 lines.append(f"| {sk} | {row['tasks']} | {row['rl_pool']} | {shown} |")
+        by_kind = final.get("by_kind") or {}
+        if len(by_kind) > 1:
+            names = list(final["models"])
+            lines += [
+                "",
+                "By kind of task (mean progress over the seeds' episodes):",
+                "",
+                "| tasks | count | " + " | ".join(names) + " |",
+                "|---|---|" + "---|" * len(names),
+            ]
+            for k, row in by_kind.items():
+                shown = " | ".join(f"{row['progress'][model]:.3f}" for model in names)
+                lines.append(f"| {k} | {row['tasks']} | {shown} |")
         lines += _power_lines(final)
     warm = data.get("warm_start") or {}
     if warm:

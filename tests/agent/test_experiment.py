@@ -461,8 +461,9 @@ def test_the_final_evaluation_widens_the_test_split_and_scores_every_model(tmp_p
         if args[0] == "export":
             (out / "rods_export.json").write_text("{}")
         else:
+            tasks = len(read_jsonl(args[args.index("--pool") + 1]))
             (out / "summary.json").write_text(
-                json.dumps({"mean_progress": 0.2, "pass_k": {"1": 0}})
+                json.dumps({"mean_progress": 0.2, "pass_k": {"1": 0}, "tasks": tasks})
             )
 
     monkeypatch.setattr(runner, "_child", child)
@@ -504,7 +505,26 @@ def test_the_final_evaluation_widens_the_test_split_and_scores_every_model(tmp_p
     wider = load_experiment(CONFIG, [*base, "eval.final_variants=3"])
     runner.Experiment(wider)._check_resume()  # a resume may widen it
     runner.Experiment(wider).final("warm")
+    tasks_before = load_tasks(tmp_path / "final" / "variants-3" / "held-out.jsonl")
     assert (tmp_path / "final" / "variants-3" / "step-5" / "done.json").exists()
+    # fresh test tasks: the same folder, the variants kept, every model evaluated again
+    # (rods eval resumes: only the tasks it has no result for run)
+    seen.clear()
+    fresh = load_experiment(CONFIG, [*base, "eval.final_variants=3", "eval.final_fresh=2"])
+    runner.Experiment(fresh)._check_resume()  # a resume may add them
+    runner.Experiment(fresh).final("warm")
+    held = load_tasks(tmp_path / "final" / "variants-3" / "held-out.jsonl")
+    added = [t for t in held if "-fresh" in t.id]
+    assert held[: len(held) - len(added)] == tasks_before  # the variants as they were
+    assert len(added) == 2
+    assert all(t.split == "test" and t.provenance.parent_id is None for t in added)
+    assert {t.skill for t in added} == {"order_info"}  # the test seeds' skills only
+    assert len([a for a in seen if a[0] == "eval"]) == 6
+    done = json.loads((tmp_path / "final" / "variants-3" / "step-5" / "done.json").read_text())
+    assert done["tasks"] == len(held)
+    seen.clear()
+    runner.Experiment(fresh).final("warm")
+    assert seen == []  # done at that size: nothing again
 
 
 def test_the_final_summary_resamples_a_test_seed_with_its_variants(tmp_path):

@@ -105,3 +105,44 @@ def test_variants_of_test_seeds_stay_on_test_customers(name):
     out = [o.task for o in synthesize(test, per_seed=1) if o.accepted]
     assert out and {t.split for t in out} == {"test"}
     assert all(customer_split(name, c) == "test" for c in _customers(domain, out))
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_fresh_test_tasks_are_new_test_customer_tasks_of_the_asked_skills(name):
+    """More independent held-out draws for an experiment's last evaluation: test customers
+    only, the asked skills, none a repeat of the committed test seeds or of each other, and
+    the first k of a larger draw are the draw of k."""
+    from rods_env.seeds import fresh_test_tasks
+
+    domain = rods_env.load_domain(name)
+    test = domain.seed_tasks("test")
+    skills = sorted({t.skill for t in test})[:2]
+    fresh = fresh_test_tasks(domain, skills, 6, avoid=test)
+    assert len(fresh) == 12 and {t.skill for t in fresh} == set(skills)
+    assert all(t.split == "test" and "-fresh1-" in t.id for t in fresh)
+    users = _customers(domain, fresh)
+    assert users and all(customer_split(name, c) == "test" for c in users)
+
+    def key(t):
+        gold = replay_gold(domain, t)
+        return gold.fingerprint, tuple(o for turn in t.turns for o in turn.outputs)
+
+    keys = [key(t) for t in fresh]
+    assert len(set(keys)) == len(keys) and not set(keys) & {key(t) for t in test}
+    fewer = fresh_test_tasks(domain, skills, 2, avoid=test)
+    assert [t.to_json() for t in fewer] == [t.to_json() for t in fresh[:4]]
+    assert fresh_test_tasks(domain, skills, 2, generation=2, avoid=test) != fewer
+    with pytest.raises(rods_env.RodsError, match="no skill 'nope'"):
+        fresh_test_tasks(domain, ["nope"], 1)
+
+
+def test_a_skill_whose_test_customers_are_spent_stops_and_the_others_go_on():
+    """Retail's modify_payment runs out of new test tasks before 30 (measured: 16)."""
+    from rods_env.seeds import fresh_test_tasks
+
+    domain = rods_env.load_domain("retail")
+    fresh = fresh_test_tasks(domain, ["modify_payment", "order_info"], 30, max_tries=20)
+    counts = defaultdict(int)
+    for t in fresh:
+        counts[t.skill] += 1
+    assert counts["order_info"] == 30 and 0 < counts["modify_payment"] < 30
