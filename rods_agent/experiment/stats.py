@@ -11,7 +11,7 @@ on the same tasks and seed indices.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -138,14 +138,7 @@ class VarianceComponents:
 
     def to_dict(self) -> dict[str, float | int]:
         """As a JSON-able dict."""
-        return {
-            "seed": self.seed,
-            "family": self.family,
-            "residual": self.residual,
-            "seeds": self.seeds,
-            "families": self.families,
-            "tasks_per_family": self.tasks_per_family,
-        }
+        return asdict(self)
 
 
 def variance_components(

@@ -232,11 +232,7 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
         by_skill[sk] = {
             "tasks": len(tasks),
             "rl_pool": trained.get(sk, 0),
-            "progress": {
-                name: sum(s[t][0] for s in scores[name] for t in tasks)
-                / (len(tasks) * len(scores[name]))
-                for name in names
-            },
+            "progress": _mean_progress(scores, tasks),
         }
     kind = {t: _kind(t, family) for t in common}
     by_kind: dict[str, Any] = {}
@@ -245,11 +241,7 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
         if tasks:
             by_kind[k] = {
                 "tasks": len(tasks),
-                "progress": {
-                    name: sum(s[t][0] for s in scores[name] for t in tasks)
-                    / (len(tasks) * len(scores[name]))
-                    for name in names
-                },
+                "progress": _mean_progress(scores, tasks),
             }
     return {
         "by_skill": by_skill,
@@ -262,6 +254,16 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
         "seeds": list(config.runs.seeds),
         "steps": config.runs.steps,
         "models": models,
+    }
+
+
+def _mean_progress(
+    scores: Mapping[str, Sequence[Scores]], tasks: Sequence[str]
+) -> dict[str, float]:
+    """Each model's mean progress over ``tasks`` and its seeds' episodes (no intervals)."""
+    return {
+        name: sum(s[t][0] for s in per_seed for t in tasks) / (len(tasks) * len(per_seed))
+        for name, per_seed in scores.items()
     }
 
 
