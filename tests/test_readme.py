@@ -9,6 +9,12 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+def _two_commands() -> list[str]:
+    """The README's first bash block without its comments: command 1 and command 2."""
+    commands = re.search(r"```bash\n(.*?)```", README, re.DOTALL).group(1)
+    return [ln for ln in commands.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
 def test_python_example_runs():
     block = re.search(r"```python\n(.*?)```", README, re.DOTALL)
     assert block, "README has no python example"
@@ -19,8 +25,7 @@ def test_python_example_runs():
 
 
 def test_ci_runs_the_readme_test_command():
-    commands = re.search(r"```bash\n(.*?)```", README, re.DOTALL).group(1)
-    lines = [ln for ln in commands.splitlines() if ln.strip() and not ln.startswith("#")]
+    lines = _two_commands()
     assert len(lines) == 2, "the README starts with two commands: install+run, install+test"
     assert lines[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
@@ -44,8 +49,7 @@ def test_command_1_installs_what_its_experiment_needs_and_views_its_run():
     and the engine's extras, and its page must be of a run that config writes."""
     from rods_agent.experiment.config import load_experiment
 
-    commands = re.search(r"```bash\n(.*?)```", README, re.DOTALL).group(1)
-    first = next(ln for ln in commands.splitlines() if ln.strip() and not ln.startswith("#"))
+    first = _two_commands()[0]
     found = re.search(r"rods experiment (\S+)", first)
     assert found, "command 1 runs `rods experiment CONFIG`"
     config = load_experiment(ROOT / found.group(1))
