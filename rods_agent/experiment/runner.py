@@ -247,15 +247,33 @@ class Experiment:
             raised = "runs.steps" in changed and self._steps_raised(_runs_steps(before))
             if raised:
                 changed.remove("runs.steps")  # the runs continue (see runs)
+            added = "runs.seeds" in changed and self._seeds_added(_runs_seeds(before))
+            if added:
+                changed.remove("runs.seeds")  # the new seeds' runs run; the others are kept
             if changed:
                 diff = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
                 raise ConfigError(
                     f"{self.paths.root} holds an experiment with other settings ({diff}); "
                     "use another out= or delete it"
                 )
-            if not raised:
+            if not raised and not added:
                 return
         atomic_write(path, text)
+
+    def _seeds_added(self, ran: list[int] | None) -> bool:
+        """Whether ``runs.seeds`` adds seeds to ``ran``, the run seeds on disk (more seeds
+        to narrow an interval: the pools and the warm start do not depend on them); dropping
+        a seed is refused (its runs would be left out of the summary unseen)."""
+        now = self.config.runs.seeds
+        if ran is None:
+            return False
+        gone = [s for s in ran if s not in now]
+        if gone:
+            raise ConfigError(
+                f"runs.seeds: {self.paths.root} holds runs of seeds {ran}; a resume may add "
+                f"seeds, not drop {gone}"
+            )
+        return True
 
     def _steps_raised(self, ran: int | None) -> bool:
         """Whether ``runs.steps`` rose from ``ran``, the steps of the runs on disk, in a way
@@ -553,13 +571,19 @@ class Experiment:
         steps = folder / f"step-{cfg.runs.steps}"  # a resume that adds steps evaluates again
         tasks = self._widened_tasks(folder, n)
         count = len(read_jsonl(tasks))
-        done = _done(steps)
-        if done is not None and done.get("tasks") == count:
-            return done
-        threads = cfg.train.model.threads if cfg.runs.parallel > 1 else None
         names = [f"warm-s{seed}" for seed in cfg.runs.seeds] + [
             f"{mode}-s{seed}" for seed in cfg.runs.seeds for mode in cfg.runs.modes
         ]
+        done = _done(steps)
+        # done when it scored these tasks with every model due (seeds added to a resumed
+        # experiment's experiment.yaml are evaluated; each evaluation already done is kept)
+        if (
+            done is not None
+            and done.get("tasks") == count
+            and set(names) <= set(done.get("evaluations", ()))
+        ):
+            return done
+        threads = cfg.train.model.threads if cfg.runs.parallel > 1 else None
 
         def one(name: str) -> None:
             who, seed = name.rsplit("-s", 1)
@@ -743,13 +767,25 @@ def _run_finished(run: Path, steps: int) -> bool:
     return done is not None and int(done.get("steps", 0)) >= steps
 
 
-def _runs_steps(text: str) -> int | None:
-    """``runs.steps`` of an experiment file's text."""
+def _runs_setting(text: str, key: str) -> Any:
+    """``runs.<key>`` of an experiment file's text (None when it has none)."""
     import yaml
 
     data = yaml.safe_load(text) or {}
-    steps = (data.get("runs") or {}).get("steps")
+    return (data.get("runs") or {}).get(key)
+
+
+def _runs_steps(text: str) -> int | None:
+    """``runs.steps`` of an experiment file's text."""
+    steps = _runs_setting(text, "steps")
     return steps if isinstance(steps, int) else None
+
+
+def _runs_seeds(text: str) -> list[int] | None:
+    """``runs.seeds`` of an experiment file's text."""
+    seeds = _runs_setting(text, "seeds")
+    ok = isinstance(seeds, list) and all(isinstance(s, int) for s in seeds)
+    return seeds if ok else None
 
 
 def _steps_done(run: Path) -> int:

@@ -170,9 +170,12 @@ def test_a_rerun_with_other_settings_is_refused(tmp_path):
     first = load_experiment(CONFIG, [f"out={tmp_path}"])
     Experiment(first)._check_resume()
     Experiment(first)._check_resume()  # the same settings: fine
-    other = load_experiment(CONFIG, [f"out={tmp_path}", "runs.seeds=[7]"])
-    with pytest.raises(ConfigError, match=r"other settings \(runs.seeds\)"):
+    other = load_experiment(CONFIG, [f"out={tmp_path}", "train.rollout.group_size=3"])
+    with pytest.raises(ConfigError, match=r"other settings \(train.rollout.group_size\)"):
         Experiment(other)._check_resume()
+    dropped = load_experiment(CONFIG, [f"out={tmp_path}", "runs.seeds=[7]"])
+    with pytest.raises(ConfigError, match=r"runs.seeds: .* may add seeds, not drop"):
+        Experiment(dropped)._check_resume()
 
 
 def test_the_evaluations_use_the_configured_generator(tmp_path, monkeypatch):
@@ -442,15 +445,10 @@ def _test_pool(root: Path, n: int) -> list[str]:
     return [t.id for t in seeds]
 
 
-def test_the_final_evaluation_widens_the_test_split_and_scores_every_model(tmp_path, monkeypatch):
-    """Variants of the test seeds (test customers only) join them; the warm start is scored at
-    every run seed and each run's last checkpoint is exported, then scored; a rerun redoes
-    nothing, and another number of variants is a resume that adds a stage of its own."""
+def _fake_final_children(monkeypatch) -> list[list[str]]:
+    """The final stage's ``rods export`` and ``rods eval`` children replaced by ones that write
+    an export marker or a summary of the pool's size; returns the list their arguments go to."""
     from rods_agent.experiment import runner
-    from rods_env.gold import GOLD_CACHE
-    from rods_env.registry import load_domain
-    from rods_env.splits import customer_split, task_customers
-    from rods_env.task import load_tasks
 
     seen: list[list[str]] = []
 
@@ -467,6 +465,20 @@ def test_the_final_evaluation_widens_the_test_split_and_scores_every_model(tmp_p
             )
 
     monkeypatch.setattr(runner, "_child", child)
+    return seen
+
+
+def test_the_final_evaluation_widens_the_test_split_and_scores_every_model(tmp_path, monkeypatch):
+    """Variants of the test seeds (test customers only) join them; the warm start is scored at
+    every run seed and each run's last checkpoint is exported, then scored; a rerun redoes
+    nothing, and another number of variants is a resume that adds a stage of its own."""
+    from rods_agent.experiment import runner
+    from rods_env.gold import GOLD_CACHE
+    from rods_env.registry import load_domain
+    from rods_env.splits import customer_split, task_customers
+    from rods_env.task import load_tasks
+
+    seen = _fake_final_children(monkeypatch)
     base = [f"out={tmp_path}", "runs.modes=[static,rods]", "runs.seeds=[0,1]", "runs.steps=5",
             "eval.test_tasks=3", "runs.parallel=2"]  # fmt: skip
     seeds = _test_pool(tmp_path, 4)
@@ -525,6 +537,38 @@ def test_the_final_evaluation_widens_the_test_split_and_scores_every_model(tmp_p
     seen.clear()
     runner.Experiment(fresh).final("warm")
     assert seen == []  # done at that size: nothing again
+
+
+def test_a_resume_may_add_run_seeds_and_the_final_stage_scores_them(tmp_path, monkeypatch):
+    """More run seeds (to narrow an interval) are a resume: their runs run and the final
+    stage evaluates their models beside the evaluations it already has, which it keeps."""
+    from rods_agent.experiment import runner
+    from rods_agent.experiment.runner import EXPERIMENT_FILE
+
+    children = _fake_final_children(monkeypatch)
+
+    def evaluated() -> list[str]:
+        names = sorted(Path(a[a.index("--out") + 1]).name for a in children if a[0] == "eval")
+        children.clear()
+        return names
+
+    base = [f"out={tmp_path}", "runs.modes=[static]", "runs.steps=5", "eval.test_tasks=3",
+            "eval.final_fresh=1", "runs.parallel=1"]  # fmt: skip
+    _test_pool(tmp_path, 3)
+    first = load_experiment(CONFIG, [*base, "runs.seeds=[0]"])
+    runner.Experiment(first)._check_resume()
+    runner.Experiment(first).final("warm")
+    assert evaluated() == ["static-s0", "warm-s0"]
+    more = load_experiment(CONFIG, [*base, "runs.seeds=[0,1]"])
+    runner.Experiment(more)._check_resume()
+    assert yaml.safe_load((tmp_path / EXPERIMENT_FILE).read_text())["runs"]["seeds"] == [0, 1]
+    runner.Experiment(more).final("warm")
+    assert evaluated() == ["static-s1", "warm-s1"]  # the seed-0 evaluations are kept
+    step = next((tmp_path / "final").glob("variants-*/step-5"))
+    done = json.loads((step / "done.json").read_text())
+    assert sorted(done["evaluations"]) == ["static-s0", "static-s1", "warm-s0", "warm-s1"]
+    runner.Experiment(more).final("warm")
+    assert children == []  # done: nothing again
 
 
 def test_the_final_summary_resamples_a_test_seed_with_its_variants(tmp_path):
