@@ -25,21 +25,30 @@ def folder(model: str, step: int, seed: int) -> Path:
     return HERE / f"warm-s{seed}" if model == "warm" else HERE / f"step-{step}" / f"{model}-s{seed}"
 
 
-def difference(a: tuple[str, int], b: tuple[str, int], draws: int = 4000) -> tuple[float, ...]:
+def paired_difference(
+    d: dict[tuple[int, str], float], seeds: list[int], tasks: list[str], draws: int = 4000
+) -> tuple[float, float, float]:
+    """Estimate and 95% interval of the mean of ``d`` (per (run seed, task) differences),
+    resampling run seeds and tasks (two-way bootstrap, seed 0)."""
+    rng = random.Random(0)
+    means = []
+    for _ in range(draws):
+        picked_seeds = [rng.choice(seeds) for _ in seeds]
+        picked = [rng.choice(tasks) for _ in tasks]
+        total = sum(d[(s, t)] for s in picked_seeds for t in picked)
+        means.append(total / (len(picked_seeds) * len(picked)))
+    means.sort()
+    est = sum(d.values()) / len(d)
+    return round(est, 3), round(means[int(0.025 * draws)], 3), round(means[int(0.975 * draws)], 3)
+
+
+def difference(a: tuple[str, int], b: tuple[str, int]) -> tuple[float, float, float]:
     """Estimate and 95% interval of progress(a) - progress(b), paired by seed and task."""
     ra = {s: results(folder(*a, s)) for s in SEEDS}
     rb = {s: results(folder(*b, s)) for s in SEEDS}
     tasks = sorted(ra[0])
     d = {(s, t): ra[s][t][0] - rb[s][t][0] for s in SEEDS for t in tasks}
-    rng = random.Random(0)
-    means = []
-    for _ in range(draws):
-        seeds = [rng.choice(list(SEEDS)) for _ in SEEDS]
-        picked = [rng.choice(tasks) for _ in tasks]
-        means.append(sum(d[(s, t)] for s in seeds for t in picked) / (len(seeds) * len(picked)))
-    means.sort()
-    est = sum(d.values()) / len(d)
-    return round(est, 3), round(means[int(0.025 * draws)], 3), round(means[int(0.975 * draws)], 3)
+    return paired_difference(d, list(SEEDS), tasks)
 
 
 if __name__ == "__main__":

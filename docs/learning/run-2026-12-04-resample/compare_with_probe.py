@@ -11,12 +11,15 @@ which the warm rows measure. Run: ``python compare_with_probe.py`` in this folde
 from __future__ import annotations
 
 import json
-import random
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent / "final" / "variants-0"
 PROBE = Path(__file__).parent.parent / "run-2026-12-04-probe" / "final" / "variants-0"
 SEEDS = range(3)
+
+sys.path.insert(0, str(PROBE.parent.parent))  # the probe's bootstrap, as it ran there
+from step_differences import paired_difference  # noqa: E402
 
 
 def results(folder: Path) -> dict[str, tuple[float, str]]:
@@ -36,22 +39,14 @@ def folder(name: str, seed: int) -> Path:
     return PROBE / "step-12" / f"{name}-s{seed}"
 
 
-def difference(a: str, b: str, draws: int = 4000) -> tuple[float, float, float]:
+def difference(a: str, b: str) -> tuple[float, float, float]:
     """Estimate and 95% interval of progress(a) - progress(b), paired by seed and task."""
     ra = {s: results(folder(a, s)) for s in SEEDS}
     rb = {s: results(folder(b, s)) for s in SEEDS}
     tasks = sorted(ra[0])
     assert all(sorted(ra[s]) == tasks == sorted(rb[s]) for s in SEEDS), "other tasks"
     d = {(s, t): ra[s][t][0] - rb[s][t][0] for s in SEEDS for t in tasks}
-    rng = random.Random(0)
-    means = []
-    for _ in range(draws):
-        seeds = [rng.choice(list(SEEDS)) for _ in SEEDS]
-        picked = [rng.choice(tasks) for _ in tasks]
-        means.append(sum(d[(s, t)] for s in seeds for t in picked) / (len(seeds) * len(picked)))
-    means.sort()
-    est = sum(d.values()) / len(d)
-    return round(est, 3), round(means[int(0.025 * draws)], 3), round(means[int(0.975 * draws)], 3)
+    return paired_difference(d, list(SEEDS), tasks)
 
 
 if __name__ == "__main__":
