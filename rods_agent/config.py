@@ -25,6 +25,17 @@ GrowStep = Literal["shape", "join", "append", "deepen", "chain"]
 GROW_STEPS: tuple[GrowStep, ...] = ("shape", "join", "append", "deepen", "chain")
 SynthMode = Literal["resample", "expand"]
 SYNTH_MODES: tuple[SynthMode, ...] = ("resample", "expand")
+TrainMode = Literal["static", "filter", "rods", "rods-expand", "envtuning"]
+TRAIN_MODES: tuple[TrainMode, ...] = ("static", "filter", "rods", "rods-expand", "envtuning")
+MODE_SYNTH_MODES: dict[str, tuple[SynthMode, ...]] = {
+    "rods": ("resample",),
+    "rods-expand": ("resample", "expand"),
+}
+"""The synthesis modes of each mode that synthesizes, when ``data.synth_modes`` is null:
+``rods`` is the paper's RODS (same-structure variants of boundary tasks only);
+``rods-expand`` is rods' opt-in extension that also grows harder neighbours."""
+LEGACY_EXPANSION_DATE = "2026-12-06"
+"""Before this day mode ``rods`` used ``synth_modes: [resample, expand]`` by default."""
 
 
 class Section(BaseModel):
@@ -234,8 +245,8 @@ class DataConfig(Section):
     capacity: int = Field(
         default=800,
         ge=1,
-        description="Active pool capacity C (mode rods; static and filter use the "
-        "whole starting pool).",
+        description="Active pool capacity C (modes rods and rods-expand; static, filter and "
+        "envtuning use the whole starting pool).",
     )
     mastered: float = Field(
         default=0.85,
@@ -268,6 +279,13 @@ class DataConfig(Section):
         description="Steps after its admission at which a synthesized task is "
         "retired (0: no limit).",
     )
+    retire_seeds: bool = Field(
+        default=True,
+        description="Tasks of the starting pool may leave the active pool for good (mastered "
+        "mastered_k visits in a row, or evicted from a full pool), as synthesized tasks do; "
+        "false protects them (still parked when hard). The paper does not say; true is "
+        "rods' behaviour before the setting existed.",
+    )
     admit_per_step: int = Field(
         default=8, ge=0, description="Synthesized candidates admitted to the active pool per step."
     )
@@ -278,6 +296,12 @@ class DataConfig(Section):
         description="Cap on synthesized tasks in the active pool, as a share of its capacity C, "
         "while the starting pool can fill the rest (room no starting task can take, once they "
         "are retired, goes to synthesized tasks).",
+    )
+    synth_cap: int | None = Field(
+        default=None,
+        ge=0,
+        description="Hard cap on synthesized tasks in the active pool, as a count (the "
+        "paper's ablation of the pool's make-up); null: the p_max share rule above.",
     )
     confirm_visits: int = Field(
         default=1, ge=1, description="Visits a new task gets to confirm it sits at the boundary."
@@ -293,9 +317,23 @@ class DataConfig(Section):
         ge=0,
         description="Variants synthesized around each boundary task per step and mode.",
     )
-    synth_modes: list[SynthMode] = Field(
-        default_factory=lambda: list(SYNTH_MODES),
-        description="Synthesis modes used around boundary tasks.",
+    synthesize: bool = Field(
+        default=True,
+        description="Synthesize new tasks around the boundary (modes rods, rods-expand); "
+        "false: the ablation 'no synthesis': rods' buffer, retirement and sampling over the "
+        "starting pool only.",
+    )
+    parents: Literal["boundary", "uniform"] = Field(
+        default="boundary",
+        description="Which tasks synthesis starts from: the step's boundary tasks (RODS), or "
+        "as many tasks drawn uniformly from the active pool (the paper's ablation; seeded by "
+        "run seed and step).",
+    )
+    synth_modes: list[SynthMode] | None = Field(
+        default=None,
+        description="Synthesis modes around the parents; null: the mode's own (rods: "
+        "[resample], the paper's same-structure variants; rods-expand: [resample, expand]). "
+        "Mode rods refuses 'expand' (that is mode rods-expand); rods-expand needs it.",
     )
     synth_augment: list[
         Literal["missing_parameter", "missing_function", "long_context", "distractor"]
@@ -310,8 +348,9 @@ class DataConfig(Section):
     )
     expand_mastered: bool = Field(
         default=True,
-        description="When a task is retired as mastered, synthesize its harder neighbours "
-        "(expand), so the curriculum climbs past what the policy has learned.",
+        description="Mode rods-expand: when a task is retired as mastered, synthesize its "
+        "harder neighbours (expand), so the curriculum climbs past what the policy has "
+        "learned. Mode rods never expands, whatever this says.",
     )
     synth_attempts: int = Field(
         default=3,
@@ -322,7 +361,7 @@ class DataConfig(Section):
         default=4.0,
         ge=0.0,
         description="Sampling weight of a task is 1 + this x its recent reward "
-        "variance (scaled to [0, 1]); mode rods only.",
+        "variance (scaled to [0, 1]); modes rods and rods-expand only.",
     )
     history: int = Field(default=16, ge=1, description="Visits kept in each task's zone history.")
 
@@ -343,6 +382,33 @@ class DataConfig(Section):
                 "of the exploit panel passes, not only those an agent doing nothing passes"
             )
         return data
+
+    def synthesis_modes(self, mode: str) -> tuple[SynthMode, ...]:
+        """The synthesis modes training mode ``mode`` uses: none for a mode that does not
+        synthesize (or with ``synthesize`` off), else ``synth_modes`` or the mode's own
+        (:data:`MODE_SYNTH_MODES`)."""
+        if mode not in MODE_SYNTH_MODES or not self.synthesize:
+            return ()
+        if self.synth_modes is None:
+            return MODE_SYNTH_MODES[mode]
+        return tuple(dict.fromkeys(self.synth_modes))
+
+    def mode_error(self, mode: str) -> str | None:
+        """Why this data section cannot run under training mode ``mode`` (None: it can)."""
+        chosen = self.synth_modes
+        if chosen is None:
+            return None
+        if mode == "rods" and "expand" in chosen:
+            return (
+                "data.synth_modes: mode rods is the paper's RODS, same-structure variants only; "
+                "for 'expand' (harder neighbours) use mode rods-expand"
+            )
+        if mode == "rods-expand" and "expand" not in chosen:
+            return (
+                f"data.synth_modes: mode rods-expand expands, but {list(chosen)} has no "
+                "'expand'; without it use mode rods"
+            )
+        return None
 
 
 class LogConfig(Section):
@@ -437,10 +503,13 @@ class TrainConfig(Section):
         default_factory=lambda: ["rods/Retail-v0"],
         description="Environment ids or domain names trained on.",
     )
-    mode: Literal["static", "filter", "rods"] = Field(
+    mode: TrainMode = Field(
         "rods",
         description="static: fixed pool; filter: drop zero-variance groups (DAPO-style); "
-        "rods: the full data engine with synthesis in the loop.",
+        "rods: the paper's RODS, the data engine with same-structure synthesis around the "
+        "boundary; rods-expand: rods plus harder neighbours (expand); envtuning: static's data "
+        "with Environment Tuning's actionable hints in the training rollouts' environments "
+        "(evaluation never has them).",
     )
     policy: Literal["model", "simulated"] = Field(
         "model",
@@ -457,6 +526,41 @@ class TrainConfig(Section):
     log: LogConfig = Field(default_factory=LogConfig)
     warm_start: WarmStartConfig = Field(default_factory=WarmStartConfig)
     simulated: SimulatedConfig = Field(default_factory=SimulatedConfig)
+
+    @model_validator(mode="after")
+    def _mode_fits(self) -> TrainConfig:
+        error = self.data.mode_error(self.mode)
+        if error is not None:
+            raise ValueError(error)
+        if self.mode == "envtuning" and self.policy == "simulated":
+            raise ValueError(
+                "mode envtuning changes the environment's error observations, which the "
+                "simulated learner never sees; use mode static (the same data handling)"
+            )
+        return self
+
+
+def mode_label(
+    mode: str, synth_modes: Sequence[str] | None = None, *, synthesize: bool = True
+) -> str:
+    """A run's mode as reports print it, with the synthesis modes it used.
+
+    ``synth_modes`` and ``synthesize`` are the run's ``data`` settings as its config
+    recorded them (``synth_modes`` null: the mode's own). A run of mode ``rods`` whose
+    config has ``expand`` ran before rods meant the paper's RODS: it is labelled as it ran.
+
+    >>> mode_label("rods"), mode_label("rods", ["resample", "expand"])
+    ('rods (resample)', 'rods (with expansion, the default before 2026-12-06)')
+    """
+    own = MODE_SYNTH_MODES.get(mode)
+    if own is None:
+        return mode
+    used = list(own if synth_modes is None else dict.fromkeys(synth_modes))
+    if not synthesize:
+        return f"{mode} (no synthesis)"
+    if mode == "rods" and "expand" in used:
+        return f"rods (with expansion, the default before {LEGACY_EXPANSION_DATE})"
+    return f"{mode} ({'+'.join(used) or 'no synthesis'})"
 
 
 def _known_keys(model: type[BaseModel], prefix: str = "") -> list[str]:

@@ -457,7 +457,15 @@ def grpo_step(
     device: Any = "cpu",
     share_heads: bool = True,
 ) -> dict[str, float]:
-    """One optimizer step of GRPO over ``sequences``, accumulated over micro-batches.
+    """One optimizer step of GRPO over ``sequences``, accumulated over micro-batches, or
+    none when no token carries a policy gradient.
+
+    **The update rule, the same in every mode:** the optimizer steps only when some
+    sequence with loss tokens has a non-zero advantage. A batch whose groups all tied
+    (every advantage 0, whatever the KL term) takes no step: the weights, the optimizer's
+    moments and its step count stay exactly as they were (AdamW stepping on a zero
+    gradient would still move the weights by its moments), so a mode that keeps tied
+    groups (``static``) takes no more optimizer steps than one that drops them.
 
     Each sequence needs ``old_logp`` (and ``ref_logp`` when ``config.kl_coef > 0``), except
     that a sequence whose ``old_logp`` is None takes it from this step's own forward pass
@@ -474,7 +482,8 @@ def grpo_step(
         Metrics: ``loss``, ``pg_loss``, ``kl``, ``clip_fraction``, ``ratio_mean``,
         ``entropy``, ``tis_weight_mean`` (over the tokens run), ``grad_norm``, ``tokens``,
         ``sequences``, ``skipped`` (sequences not run), ``forward_tokens`` (tokens of the
-        sequences run), ``seconds``.
+        sequences run), ``optimizer_step`` (1 when the optimizer stepped, else 0),
+        ``seconds``.
     """
     import torch
 
@@ -482,7 +491,10 @@ def grpo_step(
     seqs = [s for s in sequences if s.n_loss_tokens > 0]
     n_tokens = float(sum(s.n_loss_tokens for s in seqs))
     n_seqs = float(len(seqs))
-    run = [s for s in seqs if s.advantage != 0.0] if config.kl_coef == 0 else seqs
+    signal = any(s.advantage != 0.0 for s in seqs)
+    run: list[TrainSequence] = []  # no policy gradient anywhere: no pass, no step
+    if signal:
+        run = [s for s in seqs if s.advantage != 0.0] if config.kl_coef == 0 else list(seqs)
     skipped = len(seqs) - len(run)
     run_tokens = max(float(sum(s.n_loss_tokens for s in run)), 1.0)
     # Clip what the optimizer updates: with float32 master weights the gradients are there.
@@ -535,15 +547,12 @@ def grpo_step(
             sums["tis"] += float((tis * mask).sum().item())
             if ent is not None:
                 sums["entropy"] += float((ent * mask).sum().item())
-    if seqs and not run:  # the gradient the skipped rows' backward would have given: zeros
-        for p in params:
-            p.grad = torch.zeros_like(p)
     grad_norm = (
         float(torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm).item())
-        if params and seqs
+        if params and run
         else 0.0
     )
-    if seqs:  # AdamW steps on a zero gradient too (its moments move the weights)
+    if run:
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return {
@@ -559,6 +568,7 @@ def grpo_step(
         "sequences": n_seqs,
         "skipped": float(skipped),
         "forward_tokens": float(sum(len(s.token_ids) for s in run)),
+        "optimizer_step": 1.0 if run else 0.0,
         "seconds": time.perf_counter() - t0,
     }
 

@@ -73,12 +73,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def outcome(config: TrainConfig, out: Path, start: int) -> str:
-    """What the run did, in words: the steps trained, or why it stopped early."""
+    """What the run did, in words: the steps trained, or why it stopped early, and the
+    mode with the synthesis modes it used."""
+    from rods_agent.config import mode_label
     from rods_env.fileio import read_jsonl
 
     rows = [r for r in read_jsonl(out / "metrics.jsonl") if isinstance(r.get("step"), int)]
     done = max((r["step"] for r in rows), default=-1) + 1
     simulated = " (simulated learner: no model was trained)" if config.policy == "simulated" else ""
+    shown = mode_label(config.mode, config.data.synth_modes, synthesize=config.data.synthesize)
     trained = done - start
     if start and trained > 0:
         what = f"trained steps {start}-{done - 1} ({trained} steps, resumed at {start})"
@@ -92,7 +95,7 @@ def outcome(config: TrainConfig, out: Path, start: int) -> str:
             "(every task retired, or parked as hard and seen hard again)"
         )
     return (
-        f"rods train: {what}, mode {config.mode}{simulated}\n"
+        f"rods train: {what}, mode {shown}{simulated}\n"
         f"metrics in {out / 'metrics.jsonl'}; plots: rods report {out}; "
         f"transcripts: rods view {out}"
     )

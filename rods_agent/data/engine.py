@@ -8,9 +8,15 @@ trainer (TRL's ``GRPOTrainer`` through a callback).
 
 From each group it computes the zone (:mod:`rods_agent.data.boundary`); in mode ``rods`` it
 then retires mastered tasks, parks hard ones, synthesizes new variants around the boundary
-tasks with :class:`rods_env.synthesis.Synthesizer` (same structure with new entities, or one
-step harder), and admits them to the active pool in stages (:mod:`rods_agent.data.replay`).
-Modes ``static`` and ``filter`` are the same engine with these parts switched off.
+tasks with :class:`rods_env.synthesis.Synthesizer` (the paper's RODS: the same structure
+with new entities), and admits them to the active pool in stages
+(:mod:`rods_agent.data.replay`). Mode ``rods-expand`` also grows harder neighbours (one
+step more of structure), of boundary tasks and of tasks retired as mastered. Modes
+``static``, ``filter`` and ``envtuning`` are the same engine with these parts switched off
+(``envtuning`` handles data as ``static`` does; its environments differ, not its data).
+The paper's ablations are settings of :class:`~rods_agent.config.DataConfig`:
+``synthesize`` (off: the buffer without new tasks), ``parents`` (boundary or uniform),
+``synth_cap`` (a count of synthesized tasks) and ``retire_seeds``.
 
 Every random choice comes from a generator seeded by ``(run seed, step)``, and the whole
 state is JSON (:meth:`DataEngine.state_dict`), so a resumed run samples and synthesizes
@@ -25,16 +31,20 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from rods_agent.config import DataConfig
+from rods_agent.config import TRAIN_MODES, DataConfig, SynthMode, TrainMode
 from rods_agent.data.boundary import ZONES, GroupStats, Thresholds, Zone
 from rods_agent.data.replay import ReplayBuffer, seeds_by_id
 from rods_env.errors import ConfigError, RodsError
 from rods_env.task import Task
 
-Mode = Literal["static", "filter", "rods"]
-MODES: tuple[str, ...] = ("static", "filter", "rods")
+Mode = TrainMode
+MODES: tuple[str, ...] = TRAIN_MODES
+DYNAMIC_MODES: tuple[str, ...] = ("rods", "rods-expand")
+"""Modes whose pool grows and is pruned (capacity, retirement, parking, weighted sampling)."""
+KEEP_EVERY_GROUP: tuple[str, ...] = ("static", "envtuning")
+"""Modes whose update takes every group, tied ones included (the paper's fixed-data RL)."""
 STATE_VERSION = 1
 
 
@@ -71,8 +81,10 @@ class DataEngine:
 
     Args:
         config: The ``data`` section of the training config.
-        mode: ``static`` (a fixed pool, every group trained on), ``filter`` (a fixed pool,
-            zero-variance groups dropped) or ``rods`` (the full engine).
+        mode: ``static`` (a fixed pool, every group trained on), ``envtuning`` (the same
+            data as ``static``), ``filter`` (a fixed pool, zero-variance groups dropped),
+            ``rods`` (the full engine, same-structure synthesis) or ``rods-expand`` (rods
+            with harder neighbours too).
         tasks: The starting pool (seed tasks or a task pool).
         reserved: Tasks that synthesized tasks must never duplicate (the test split).
         seed: The run's seed.
@@ -97,16 +109,21 @@ class DataEngine:
         if mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.config = config or DataConfig()
+        error = self.config.mode_error(mode)
+        if error is not None:
+            raise ConfigError(error)
         self.mode: Mode = mode  # type: ignore[assignment]
+        self.synth_modes: tuple[SynthMode, ...] = self.config.synthesis_modes(mode)
+        """The synthesis modes this engine uses (empty: it synthesizes nothing)."""
         self.seed = int(seed)
         self.thresholds = Thresholds(self.config.mastered, self.config.hard, self.config.min_std)
         self._seeds = seeds_by_id(tasks)
         self._reserved = list(reserved)
         if self.synthesizes:
             self._check_synthesis({t.domain for t in self._seeds.values()})
-        self.buffer = ReplayBuffer(self.config, dynamic=self.synthesizes)
+        self.buffer = ReplayBuffer(self.config, dynamic=self.dynamic)
         order = list(self._seeds.values())
-        if self.synthesizes:
+        if self.dynamic:
             # seeds beyond the capacity wait; which ones start must not follow the file's
             # order (it groups tasks by domain and skill)
             random.Random(f"rods-data:pool:{self.seed}").shuffle(order)
@@ -120,9 +137,16 @@ class DataEngine:
         self.last_signal_step = -1  # the last step with a group that changes the policy
 
     @property
+    def dynamic(self) -> bool:
+        """Whether this mode prunes the pool and samples by variance (``rods``,
+        ``rods-expand``)."""
+        return self.mode in DYNAMIC_MODES
+
+    @property
     def synthesizes(self) -> bool:
-        """Whether this mode grows and prunes the pool (mode ``rods``)."""
-        return self.mode == "rods"
+        """Whether this engine grows the pool by synthesis (a dynamic mode with
+        ``data.synthesize`` on and a synthesis mode to use)."""
+        return self.dynamic and bool(self.synth_modes)
 
     # -- the API a trainer uses ------------------------------------------------------------
     def sample(self, n: int, *, step: int) -> list[Task]:
@@ -135,15 +159,16 @@ class DataEngine:
         """
         if n < 1:
             raise ConfigError(f"a batch needs at least one task, got n={n}")
-        if self.synthesizes and self.buffer.exhausted(self.last_signal_step):
+        if self.dynamic and self.buffer.exhausted(self.last_signal_step):
             return []  # every task retired, or parked as hard since the policy last changed
         rng = random.Random(f"rods-data:sample:{self.seed}:{step}")
         return self.buffer.sample(n, rng)
 
     def keep(self, rewards: Sequence[float]) -> bool:
-        """Whether a group belongs in the loss: always in ``static``; in ``filter`` and
-        ``rods`` only when its rewards differ (a zero-variance group has zero advantage)."""
-        if self.mode == "static":
+        """Whether a group belongs in the loss: always in ``static`` and ``envtuning``; in
+        ``filter``, ``rods`` and ``rods-expand`` only when its rewards differ (a
+        zero-variance group has zero advantage)."""
+        if self.mode in KEEP_EVERY_GROUP:
             return True
         return self.thresholds.has_signal(GroupStats.of(rewards))
 
@@ -156,7 +181,7 @@ class DataEngine:
 
         Returns:
             The step's data metrics: ``effective_group_ratio`` (share of groups with a
-            reward variance), ``zones`` (groups per zone), ``variance`` (mean reward
+            reward variance), ``synth_modes`` (the synthesis modes in use), ``zones`` (groups per zone), ``variance`` (mean reward
             variance of the groups of each zone), ``pool`` (see
             :meth:`ReplayBuffer.composition`), ``synthesized`` (``accepted``, ``rejected``
             by reason, ``admitted``, ``confirmed``), ``retired`` (by reason) and
@@ -188,7 +213,9 @@ class DataEngine:
             if zone == "boundary" and event != "dropped":
                 boundary.append((task, stats))
             elif event == "retired" and self.config.expand_mastered:
-                graduated.append((task, stats))
+                graduated.append((task, stats))  # grown only where "expand" is in use
+        if self.config.parents == "uniform":
+            boundary = self._uniform_parents(len({t.id for t, _ in boundary}), step)
         self.buffer.expire(step)
         synthesis = _Round()
         if self.synthesizes and (boundary or graduated):
@@ -203,6 +230,7 @@ class DataEngine:
         elapsed = time.perf_counter() - started
         return {
             "effective_group_ratio": with_signal / len(groups) if groups else 0.0,
+            "synth_modes": list(self.synth_modes),
             "zones": dict(zones),
             "variance": {z: sum(v) / len(v) if v else None for z, v in variance.items()},
             "pool": self.buffer.composition(),
@@ -291,11 +319,12 @@ class DataEngine:
 
         Boundary parents go first, in order of their group's reward variance, highest first
         (the tasks the policy is least sure about), until ``max_candidates`` wait. Each
-        parent gets ``synth_per_boundary`` variants per mode in ``synth_modes``; a parent
-        the policy mostly solves (group mean >= 0.5) gets its harder neighbours (*expand*)
-        first, one it mostly fails its same-structure siblings (*resample*) first. A task
-        retired as mastered gets only harder neighbours (with ``expand_mastered``), so the
-        curriculum climbs past what the policy has learned.
+        parent gets ``synth_per_boundary`` variants per synthesis mode in use
+        (:attr:`synth_modes`: mode ``rods`` resamples only); with ``expand`` in use, a
+        parent the policy mostly solves (group mean >= 0.5) gets its harder neighbours
+        (*expand*) first, one it mostly fails its same-structure siblings (*resample*)
+        first, and a task retired as mastered gets only harder neighbours (with
+        ``expand_mastered``), so the curriculum climbs past what the policy has learned.
         """
         from rods_env.synthesis import SynthesisConfig, Synthesizer
 
@@ -303,7 +332,8 @@ class DataEngine:
         cfg = self.config
         room = cfg.max_candidates - self.buffer.candidates()
         result = _Round()
-        if room <= 0 or cfg.synth_per_boundary <= 0 or not cfg.synth_modes:
+        modes_in_use = self.synth_modes
+        if room <= 0 or cfg.synth_per_boundary <= 0 or not modes_in_use:
             result.seconds = time.perf_counter() - started
             return result
         keys = self.dedupe_keys()
@@ -312,17 +342,15 @@ class DataEngine:
         ranked = sorted(boundary, key=lambda ts: -ts[1].variance)  # stable on ties
         for task, stats in ranked:  # a task twice in one batch counts once
             expand_first = stats.mean >= 0.5
-            modes: list[str] = sorted(
-                cfg.synth_modes, key=lambda m: (m == "expand") != expand_first
-            )
+            modes: list[str] = sorted(modes_in_use, key=lambda m: (m == "expand") != expand_first)
             parents.setdefault(task.id, (task, modes))
         for task, _ in graduated:
-            if "expand" in cfg.synth_modes:
+            if "expand" in modes_in_use:
                 parents.setdefault(task.id, (task, ["expand"]))
         for task, _ in parents.values():
             self._domain(task.domain)
         synthesizers: dict[str, Synthesizer] = {}
-        for mode in cfg.synth_modes:
+        for mode in modes_in_use:
             synth = Synthesizer(
                 SynthesisConfig(
                     per_seed=cfg.synth_per_boundary,
@@ -360,6 +388,22 @@ class DataEngine:
         result.seconds = time.perf_counter() - started
         return result
 
+    def _uniform_parents(self, n: int, step: int) -> list[tuple[Task, GroupStats]]:
+        """``n`` parents drawn uniformly from the active pool (the ablation ``parents:
+        uniform``), seeded by ``(run seed, step)``; each with the stats of its last visit
+        (none yet: an empty group, which orders it last and resamples it first)."""
+        if n <= 0:
+            return []
+        active = [e for e in self.buffer.entries.values() if e.status == "active"]
+        rng = random.Random(f"rods-data:parents:{self.seed}:{step}")
+        drawn = rng.sample(active, min(n, len(active)))
+        out = []
+        for entry in drawn:
+            last = entry.history[-1] if entry.history else None
+            stats = GroupStats(float(last[2]), float(last[3]), 0) if last else GroupStats.of(())
+            out.append((entry.task, stats))
+        return out
+
     def _count(self, accepted: int, rejected: Mapping[str, int], admitted: int) -> None:
         self.totals["accepted"] += accepted
         self.totals["admitted"] += admitted
@@ -374,6 +418,7 @@ class DataEngine:
         return {
             "version": STATE_VERSION,
             "mode": self.mode,
+            "synth_modes": list(self.synth_modes),
             "seed": self.seed,
             "buffer": self.buffer.state_dict(),
             "keys": sorted(self._keys) if self._keys is not None else None,
@@ -389,7 +434,8 @@ class DataEngine:
         """Restore what :meth:`state_dict` returned (for the same starting pool).
 
         Raises:
-            RodsError: when the state is of another version or mode, or names a seed task
+            RodsError: when the state is of another version, mode or set of synthesis
+                modes, or names a seed task
                 that the engine was not given.
         """
         if state.get("version") != STATE_VERSION:
@@ -399,6 +445,12 @@ class DataEngine:
         if state.get("mode") != self.mode:
             raise RodsError(
                 f"data engine state is of mode {state.get('mode')!r}, this engine runs {self.mode!r}"
+            )
+        saved_modes = state.get("synth_modes")  # older states lack it
+        if saved_modes is not None and tuple(saved_modes) != self.synth_modes:
+            raise RodsError(
+                f"data engine state synthesized with {saved_modes}, this engine uses "
+                f"{list(self.synth_modes)}"
             )
         self.seed = int(state["seed"])
         self.buffer.load_state_dict(state["buffer"], self._seeds)

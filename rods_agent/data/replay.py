@@ -11,7 +11,9 @@ A task that leaves for good (mastered ``mastered_k`` visits in a row, older than
 ``max_age``, or a synthesized task whose first visits did not confirm the boundary) is
 dropped from the entries; a short record of it stays in :attr:`ReplayBuffer.removed`.
 
-With ``dynamic=False`` (the ``static`` and ``filter`` modes) the buffer is a fixed pool:
+With ``retire_seeds`` off, a task of the starting pool never leaves for good (it is
+still parked when hard, and comes back). With ``dynamic=False`` (the ``static``,
+``filter`` and ``envtuning`` modes) the buffer is a fixed pool:
 every task is active, nothing is retired or parked, and sampling is uniform. Zone
 histories are kept either way, so every mode reports the same statistics.
 """
@@ -239,7 +241,7 @@ class ReplayBuffer:
                 entry.confirmed = True
                 return "confirmed"
             return None
-        if entry.mastered_streak >= cfg.mastered_k:
+        if entry.mastered_streak >= cfg.mastered_k and self._retirable(entry):
             self._remove(entry, "mastered", step)
             return "retired"
         if entry.hard_streak >= cfg.hard_m:
@@ -260,6 +262,7 @@ class ReplayBuffer:
             for e in self.entries.values()
             if e.status == "active"
             and e.synthesized
+            and self._retirable(e)
             and e.admitted is not None
             and step - e.admitted >= self.config.max_age
         ]
@@ -328,11 +331,14 @@ class ReplayBuffer:
         return done
 
     def synthesized_cap(self) -> int:
-        """The most synthesized tasks the active pool may hold: ``p_max * capacity`` while
-        the starting pool can fill the rest, and the room no task of the starting pool can
-        take once they are used (retired: every one left is active, waiting or parked), so
-        the pool stays full rather than shrink as the seeds are mastered."""
+        """The most synthesized tasks the active pool may hold: ``synth_cap`` when set (a
+        hard count); else ``p_max * capacity`` while the starting pool can fill the rest,
+        and the room no task of the starting pool can take once they are used (retired:
+        every one left is active, waiting or parked), so the pool stays full rather than
+        shrink as the seeds are mastered."""
         cfg = self.config
+        if cfg.synth_cap is not None:
+            return min(cfg.synth_cap, cfg.capacity)
         seeds = sum(1 for e in self.entries.values() if not e.synthesized)
         return max(math.floor(cfg.p_max * cfg.capacity), cfg.capacity - seeds)
 
@@ -345,12 +351,20 @@ class ReplayBuffer:
         candidates = [
             e
             for e in self.entries.values()
-            if e.status == "active" and e.confirmed and e.mastered_streak >= 1
+            if e.status == "active"
+            and e.confirmed
+            and e.mastered_streak >= 1
+            and self._retirable(e)
         ]
         candidates.sort(key=lambda e: e.score if e.score is not None else 1.0)
         for entry in candidates[:wanted]:
             self._remove(entry, "evicted", step)
         return len(candidates[:wanted])
+
+    def _retirable(self, entry: Entry) -> bool:
+        """Whether ``entry`` may leave for good (as mastered, by age or by eviction): a
+        synthesized task always, a task of the starting pool unless ``retire_seeds`` is off."""
+        return entry.synthesized or self.config.retire_seeds
 
     def _activate(self, entry: Entry, step: int) -> None:
         if entry.status == "waiting":

@@ -11,9 +11,12 @@ One step::
     log, guard, checkpoint                      metrics.jsonl, TensorBoard, stop a run
                                                 that cannot learn, checkpoints/
 
-The three modes are this loop with parts switched off (see :class:`DataEngine`): ``static``
-trains on every group of a fixed pool, ``filter`` drops zero-variance groups, ``rods``
-also grows and prunes the pool. The loop knows the policy only through
+The modes are this loop with parts switched off (see :class:`DataEngine`): ``static``
+trains on every group of a fixed pool, ``envtuning`` too but with Environment Tuning's
+actionable hints in the training rollouts' environments, ``filter`` drops zero-variance
+groups, ``rods`` also grows (same-structure variants of boundary tasks) and prunes the
+pool, ``rods-expand`` grows harder neighbours too. Every mode takes an optimizer step by
+one rule: only when a token of the kept groups has a non-zero advantage. The loop knows the policy only through
 :class:`rods_agent.training.policy.Policy`, so it runs a transformers model (``policy:
 model``) and the simulated learner (``policy: simulated``) alike.
 
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from rods_agent.config import TrainConfig
@@ -40,7 +44,7 @@ from rods_agent.data import DataEngine, GroupResult
 from rods_agent.progress import Progress
 from rods_agent.training.guards import StepGuard
 from rods_agent.training.metrics import Scalars, progress_bar, step_metrics
-from rods_agent.training.policy import Policy
+from rods_agent.training.policy import Group, Policy
 from rods_agent.training.pools import load_pools
 from rods_agent.training.run_dir import (
     keep_metrics_before,
@@ -94,8 +98,11 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
         guard = StepGuard(
             config.grpo.max_untrained_steps, trains_tokens=not getattr(policy, "simulated", False)
         )
+        stepped_total = 0  # optimizer steps of the run so far
         if start and (out / "metrics.jsonl").exists():
-            guard.replay(read_jsonl(out / "metrics.jsonl"))
+            done_rows = read_jsonl(out / "metrics.jsonl")
+            guard.replay(done_rows)
+            stepped_total = sum(int(r.get("optimizer_steps") or 0) for r in done_rows)
         if checkpoint is None and config.warm_start.enabled:
             warm_start = getattr(policy, "warm_start", None)
             if warm_start is None:
@@ -121,9 +128,8 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             # 2. rollouts: one group of G episodes per task
             batch = policy.rollouts(tasks, step=step)
             # 3. the update, on the groups the data engine keeps
-            kept = [g for g in batch.groups if engine.keep(g.rewards)]
             update_started = time.perf_counter()
-            update = policy.update(kept, step=step) if kept else {}
+            kept, update = update_on_kept(engine, policy, batch.groups, step=step)
             update_seconds = time.perf_counter() - update_started
             # 4. the data engine: zones, synthesis around the boundary, injection, retirement
             groups = [GroupResult(g.task.id, tuple(g.rewards)) for g in batch.groups]
@@ -146,7 +152,11 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
                 "eval": eval_seconds,
                 "step": time.perf_counter() - step_started,
             }
-            row = step_metrics(config, step, batch, kept, update, data, evaluation, seconds)
+            row = step_metrics(
+                config, step, batch, kept, update, data, evaluation, seconds,
+                optimizer_steps_before=stepped_total,
+            )  # fmt: skip
+            stepped_total = row["optimizer_steps_total"]
             append_jsonl(out / "metrics.jsonl", [row])
             if scalars is not None:
                 scalars.write(row, step)
@@ -172,6 +182,17 @@ def train(config: TrainConfig, *, resume: bool = False) -> Path:
             scalars.close()
         policy.close()
     return out
+
+
+def update_on_kept(
+    engine: DataEngine, policy: Policy, groups: Sequence[Group], *, step: int
+) -> tuple[list[Group], dict[str, float]]:
+    """The groups the data engine keeps for the loss (every one in ``static`` and
+    ``envtuning``, those with a reward variance in the other modes) and the policy's update
+    on them: none when it keeps none. Whether the update steps the optimizer is the
+    policy's one rule for every mode (a token with a non-zero advantage)."""
+    kept = [g for g in groups if engine.keep(g.rewards)]
+    return kept, (policy.update(kept, step=step) if kept else {})
 
 
 def eval_due(config: TrainConfig, step: int) -> bool:

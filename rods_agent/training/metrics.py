@@ -26,16 +26,23 @@ def step_metrics(
     data: Mapping[str, Any],
     evaluation: Mapping[str, Any] | None,
     seconds: Mapping[str, float],
+    *,
+    optimizer_steps_before: int = 0,
 ) -> dict[str, Any]:
-    """One ``metrics.jsonl`` line: the step's rewards, how its episodes ended
-    (``terminations``), the tokens its update trained on (``loss_tokens``; 0 for the
-    simulated learner, which trains none), the data engine's report, timings."""
+    """One ``metrics.jsonl`` line: the step's mode and the synthesis modes it used
+    (``synth_modes``), its rewards, how its episodes ended (``terminations``), the tokens
+    its update trained on (``loss_tokens``; 0 for the simulated learner, which trains
+    none), the optimizer steps it took (``optimizer_steps``: 0 when no token had a non-zero
+    advantage, in every mode) and the run's total so far (``optimizer_steps_total``, given
+    the total before this step), the data engine's report, timings."""
     episodes = [e for g in batch.groups for e in g.episodes]
     rewards = [r for g in batch.groups for r in g.rewards]
     generate = seconds.get("generate", 0.0)
+    stepped = optimizer_steps(update)
     row: dict[str, Any] = {
         "step": step,
         "mode": config.mode,
+        "synth_modes": list(data.get("synth_modes", ())),
         "policy": config.policy,
         "reward": _mean(rewards),
         "progress": _mean([e.progress for e in episodes]),
@@ -52,6 +59,8 @@ def step_metrics(
         "retried": data["retried"],
         "terminations": termination_counts(episodes),
         "loss_tokens": int(update.get("loss_tokens", 0)),
+        "optimizer_steps": stepped,
+        "optimizer_steps_total": optimizer_steps_before + stepped,
         "update": dict(update),
         "time": dict(seconds),
         "tokens": batch.tokens,
@@ -60,6 +69,14 @@ def step_metrics(
     if evaluation is not None:
         row["eval"] = dict(evaluation)
     return row
+
+
+def optimizer_steps(update: Mapping[str, Any]) -> int:
+    """The optimizer steps an update's metrics say it took (the model's ``optimizer_steps``
+    over its epochs, the simulated learner's ``optimizer_step``; none without an update)."""
+    if "optimizer_steps" in update:
+        return int(update["optimizer_steps"])
+    return int(update.get("optimizer_step", 0))
 
 
 def termination_counts(episodes: Sequence[Any]) -> dict[str, int]:
@@ -134,7 +151,8 @@ def progress_bar(config: TrainConfig, start: int) -> Progress | None:
     when ``log.progress`` is off)."""
     if not config.log.progress:
         return None
-    label = f"train {config.mode}" + (
-        " [simulated learner]" if config.policy == "simulated" else ""
-    )
+    from rods_agent.config import mode_label
+
+    shown = mode_label(config.mode, config.data.synth_modes, synthesize=config.data.synthesize)
+    label = f"train {shown}" + (" [simulated learner]" if config.policy == "simulated" else "")
     return Progress(config.steps, label, "step", initial=start)

@@ -14,8 +14,12 @@ model``. It composes the parts of this package:
 * **Update**: the learner re-scores every sampled token before the update (the PPO
   denominator); the gap to the engine's log-probabilities is logged and corrected by the
   truncated importance weight; then :func:`rods_agent.grpo.grpo_step` (``grpo.epochs``
-  times, each an optimizer step when a token carries loss); the weights version goes up
-  when one happened.
+  times, each an optimizer step when a token has a non-zero advantage, in every mode: a
+  batch whose groups all tied leaves the weights, the optimizer and the schedule as they
+  were); the weights version goes up when a step happened.
+* **Environments**: mode ``envtuning`` rolls out its training episodes in environments
+  made with ``actionable_hints=True`` (Environment Tuning's corrective hints on failed
+  calls); every evaluation, in every mode, runs in the plain environment.
 * **Warm start** (:mod:`~rods_agent.training.warm_start`): supervised fine-tuning on the
   oracle's transcripts before GRPO.
 * **Checkpoints** (:mod:`~rods_agent.training.model_checkpoint`): :meth:`save` /
@@ -29,6 +33,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -220,7 +225,15 @@ class ModelPolicy:
             prompt=rc.prompt,
         )
 
-    def _make_env(self) -> DomainRouter:
+    def env_kwargs(self, *, training: bool) -> dict[str, Any]:
+        """Extra environment arguments of this run's rollouts: Environment Tuning's
+        ``actionable_hints`` for mode ``envtuning``'s training rollouts only (an
+        evaluation never gets hints)."""
+        if training and self.config.mode == "envtuning":
+            return {"actionable_hints": True}
+        return {}
+
+    def _make_env(self, *, training: bool = False) -> DomainRouter:
         from rods_agent.user import LLMUser
 
         users = self.users
@@ -231,6 +244,7 @@ class ModelPolicy:
             make_user=make_user,
             solo=self.config.rollout.user == "solo",
             prompt=self.config.rollout.prompt,
+            **self.env_kwargs(training=training),
         )
 
     def _bar(self, total: int, desc: str, unit: str) -> Any:
@@ -242,14 +256,19 @@ class ModelPolicy:
         return tqdm(total=total, desc=desc, unit=unit, leave=False, disable=None, file=sys.stderr)
 
     def _run(
-        self, specs: list[EpisodeSpec], stats: RolloutStats, desc: str = "rollouts"
+        self,
+        specs: list[EpisodeSpec],
+        stats: RolloutStats,
+        desc: str = "rollouts",
+        *,
+        training: bool = False,
     ) -> list[EpisodeRecord]:
         batch = self.config.rollout.batch_size or len(specs)
         bar = self._bar(len(specs), desc, "episode")
         try:
             return run_rollouts(
                 self.engine,
-                self._make_env,
+                partial(self._make_env, training=training),
                 specs,
                 self.rollout_config(batch),
                 stats=stats,
@@ -279,7 +298,7 @@ class ModelPolicy:
             for trial in range(g)
         ]
         stats = RolloutStats()
-        records = self._run(specs, stats)
+        records = self._run(specs, stats, training=True)
         groups = []
         for i, task in enumerate(tasks):
             episodes = records[i * g : (i + 1) * g]
@@ -366,7 +385,7 @@ class ModelPolicy:
                 device=self.device, share_heads=self.config.model.share_heads,
             )  # fmt: skip
             forward_tokens += step_metrics["forward_tokens"]
-            if step_metrics["tokens"] > 0:  # grpo_step stepped the optimizer
+            if step_metrics["optimizer_step"]:  # else nothing changed: no schedule step
                 self.scheduler.stepped()
                 stepped += 1
         timings["step"] = time.perf_counter() - t_step

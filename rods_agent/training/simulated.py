@@ -21,7 +21,8 @@ parts (docs/training.md, "The simulated learner", gives the reasons and the para
 - The update is the policy gradient of this factored Bernoulli policy with GRPO's
   group-normalized advantages: ``theta[u] += lr * mean over groups of (1/G) sum_e A_e *
   sum over the attempted actions of u in e of (s - p)``. Zero-variance groups teach nothing
-  but count in the mean (``static`` keeps them: its updates are diluted).
+  but count in the mean (``static`` keeps them: its updates are diluted). A batch with no
+  non-zero advantage takes no step (``optimizer_step`` 0), as the model's GRPO does.
 
 Nothing here knows about the data engine or the modes: ``rods`` keeps the effective group
 ratio high only if the tasks it synthesizes really sit at this learner's boundary.
@@ -239,7 +240,7 @@ class SimulatedPolicy:
         """One policy-gradient step on the unit logits (see the module docstring); returns
         the update's size."""
         if not groups:
-            return {"groups": 0.0, "signal": 0.0}
+            return {"groups": 0.0, "signal": 0.0, "optimizer_step": 0.0}
         grad: dict[str, float] = {}
         signal = 0.0
         for group in groups:
@@ -252,11 +253,13 @@ class SimulatedPolicy:
                 for unit, ok, p in self._attempts_of(group.task, episode.trial, step):
                     grad[unit] = grad.get(unit, 0.0) + advantage * ((1.0 if ok else 0.0) - p) / size
         n = len(groups)
+        stepped = any(a != 0.0 for group in groups for a in group_advantages(group.rewards))
         for unit, g in grad.items():
             self.unit_logit[unit] = self.logit(unit) + self.config.lr * g / n
-        self.updates += 1
+        self.updates += int(stepped)
         trained = list(self.unit_logit.values())
         return {
+            "optimizer_step": float(stepped),
             "groups": float(n),
             "signal": signal / n,
             "trained_unit_p": sum(_sigmoid(x) for x in trained) / len(trained) if trained else 0.0,

@@ -328,27 +328,53 @@ def test_rows_with_zero_advantage_are_skipped_and_change_nothing(agg):
     assert run1 == 3 and run2 == 6  # rows through the model
 
 
-def test_a_batch_of_zero_advantages_still_steps_adamw_like_a_zero_gradient():
-    """All rows skipped: AdamW gets the zero gradient their backward would have given, and
-    its moments move the weights as before."""
+def _snapshot(model, opt):
+    """The weights and the optimizer's whole state, copied."""
+    return (
+        {n: p.detach().clone() for n, p in model.named_parameters()},
+        copy.deepcopy(opt.state_dict()),
+    )
+
+
+def _identical(a, b) -> bool:
+    """Whether two nested states (dicts, lists, tensors, numbers) are bit-identical."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_identical(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+@pytest.mark.parametrize("kl", [0.0, 0.1])
+def test_a_tied_batch_takes_no_step_and_a_batch_with_signal_does(kl):
+    """The update rule of every mode: no token with a non-zero advantage, no optimizer step
+    (weights and AdamW's moments and step count bit-identical, with or without a KL term);
+    one such token, a step."""
     sampling = Sampling()
-    base = _model(4)
+    model, ref = _model(4), _model(9)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1)
+    cfg = LossConfig(kl_coef=kl)
     seqs = _sequences(4, seed=5)
-    finals = []
-    for zero in (True, False):
-        model = copy.deepcopy(base)
-        opt = torch.optim.AdamW(model.parameters(), lr=0.1)
-        first = _prepare(model, copy.deepcopy(seqs), sampling)
-        grpo_step(model, first, opt, LossConfig(), sampling)  # moments from a real step
-        second = _prepare(model, copy.deepcopy(seqs), sampling)
-        for s in second:
-            s.advantage = 0.0 if zero else 1e-30
-        m = grpo_step(model, second, opt, LossConfig(), sampling)
-        finals.append((model, m))
-    (mz, rz), (mt, rt) = finals
-    assert rz["skipped"] == 4 and rt["skipped"] == 0
-    for p1, p2 in zip(mz.parameters(), mt.parameters(), strict=True):
-        assert torch.allclose(p1, p2, atol=1e-6)
+
+    def rows(advantage):
+        out = _prepare(model, copy.deepcopy(seqs), sampling, ref=ref if kl else None)
+        for i, s in enumerate(out):
+            s.advantage = advantage(i)
+        return out
+
+    first = grpo_step(model, rows(lambda i: float(i % 2) - 0.5), opt, cfg, sampling)
+    assert first["optimizer_step"] == 1.0  # AdamW now has moments that would move weights
+    before = _snapshot(model, opt)
+    tied = grpo_step(model, rows(lambda i: 0.0), opt, cfg, sampling)
+    assert tied["optimizer_step"] == 0.0 and tied["skipped"] == 4
+    assert tied["tokens"] > 0 and tied["forward_tokens"] == 0.0
+    assert _identical(_snapshot(model, opt), before)
+    moved = grpo_step(model, rows(lambda i: 1.0 if i == 0 else 0.0), opt, cfg, sampling)
+    assert moved["optimizer_step"] == 1.0
+    after = _snapshot(model, opt)
+    assert not _identical(after[0], before[0]) and not _identical(after[1], before[1])
 
 
 @pytest.mark.parametrize("kl", [0.0, 0.1])
