@@ -116,6 +116,10 @@ class RolloutConfig:
         prompt: What an own-domain environment shows (``ToolEnv(prompt=...)``): ``full``
             (the domain's policy and every tool) or ``brief`` (a short policy and the task's
             own tools).
+        stop_at_call_end: End a completion where its first tool call ends (the chat
+            family's closing marker, ``</tool_call>``; see :func:`call_end`), so that text
+            a weak model writes after its call is neither decoded nor trained on: one call
+            per assistant message, the environment runs it and the model calls again.
     """
 
     sampling: SamplingParams = field(default_factory=SamplingParams)
@@ -125,6 +129,7 @@ class RolloutConfig:
     tool_format: str = "auto"
     check_tokens: bool = True
     prompt: str = "full"
+    stop_at_call_end: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_turns", "max_tokens", "batch_size"):
@@ -342,6 +347,18 @@ def env_prompt_kwargs(domain: str, prompt: str) -> dict[str, Any]:
             f"{domain} shows the benchmark's own prompt; prompt={prompt!r} is for rods domains"
         )
     return {"prompt": prompt}
+
+
+def call_end(engine: Engine) -> str | None:
+    """The text that ends one tool call in ``engine``'s output: its chat template's
+    :attr:`~rods_agent.engines.chat.ChatTemplate.call_end`, else the engine's own
+    ``call_end`` (a remote engine in chat mode), else None (no such marker)."""
+    chat = getattr(engine, "chat", None)
+    if chat is not None:
+        return getattr(chat, "call_end", None)
+    end = getattr(engine, "call_end", None)
+    inner = getattr(engine, "engine", None)  # a wrapper (the evaluation's metered engine)
+    return end if end is not None or inner is None else call_end(inner)
 
 
 _Outcome = tuple[Any, BaseException | None, float]
@@ -680,6 +697,10 @@ def run_rollouts(
     """
     config = config or RolloutConfig()
     stats = stats if stats is not None else RolloutStats()
+    sampling = config.sampling
+    end = call_end(engine) if config.stop_at_call_end else None
+    if end is not None:
+        sampling = sampling.with_stop(end)
     t_start = time.perf_counter()
     user_seconds_before = users.gen_seconds if users is not None else 0.0
     pending = iter(enumerate(specs))
@@ -728,7 +749,7 @@ def run_rollouts(
         requests = [ep.request() for ep in live]
         t0 = time.perf_counter()
         try:
-            completions = engine.generate(requests, config.sampling)
+            completions = engine.generate(requests, sampling)
         except Exception as exc:  # engines should not raise; if one does, it is still data
             completions = [Completion.failed(f"engine raised {type(exc).__name__}: {exc}")] * len(
                 live

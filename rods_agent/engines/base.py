@@ -25,12 +25,18 @@ class SamplingParams:
             of their own: each request draws from a stream derived from this seed, the
             engine's call count and the request's place in the batch. Remote engines do not
             send it (a fixed per-request seed would make repeated trials identical).
+        stop: Stop strings: a completion ends with the token that completes the first
+            occurrence of any of them, the string kept in its text and that token in its
+            ids (finish reason ``stop``). The rollout sets the chat family's end of a tool
+            call here (:attr:`rods_agent.engines.chat.ChatTemplate.call_end`), so a turn
+            ends where the call ends. Scripted engines ignore it (they write whole messages).
     """
 
     max_tokens: int = 256
     temperature: float = 1.0
     top_p: float = 1.0
     seed: int | None = None
+    stop: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
@@ -39,10 +45,17 @@ class SamplingParams:
             raise ConfigError(f"temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
+        if isinstance(self.stop, str) or not all(isinstance(s, str) and s for s in self.stop):
+            raise ConfigError(f"stop must be a tuple of non-empty strings, got {self.stop!r}")
+        object.__setattr__(self, "stop", tuple(self.stop))
 
     def with_max_tokens(self, max_tokens: int) -> SamplingParams:
         """A copy with another ``max_tokens``."""
         return replace(self, max_tokens=max_tokens)
+
+    def with_stop(self, *stop: str) -> SamplingParams:
+        """A copy that also stops at ``stop`` (strings already there are not repeated)."""
+        return replace(self, stop=tuple(dict.fromkeys((*self.stop, *stop))))
 
 
 @dataclass
@@ -150,6 +163,13 @@ def request_max_tokens(request: GenerationRequest, params: SamplingParams) -> in
     if request.max_tokens is None:
         return params.max_tokens
     return max(1, min(params.max_tokens, int(request.max_tokens)))
+
+
+def stop_end(text: str, stop: Sequence[str]) -> int | None:
+    """Where ``text`` should end for ``stop``: the end of the earliest-ending occurrence of
+    any stop string, None when there is none."""
+    ends = [at + len(s) for s in stop if (at := text.find(s)) >= 0]
+    return min(ends) if ends else None
 
 
 def derive_seed(*parts: object) -> int:

@@ -76,6 +76,8 @@ _PROBE_TOOL: dict[str, Any] = {
         },
     },
 }
+CALL_END = "</tool_call>"
+"""The closing tag of a Hermes-style ``<tool_call>`` block."""
 _HARMONY_STOPS = ("<|return|>", "<|call|>")
 _STOPS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>")
 """End-of-turn tokens recognised by name when the vocabulary has them (besides the EOS and
@@ -282,6 +284,27 @@ class ChatTemplate:
         bare = self._raw_render(list(_DUMMY), None, False)
         self.generation_prompt = prompt[len(bare) :] if prompt.startswith(bare) else ""
         """The text of the generation prompt (``<|im_start|>assistant\\n`` in ChatML)."""
+        self.call_end = self._call_end(asked)
+        """The text that ends a tool call in this family's format, where it is not already
+        an end-of-turn token: ``</tool_call>`` for families that write ``<tool_call>``
+        blocks (Qwen 2.5, Qwen3 with thinking off, ChatML with tools, and every template
+        that gets rods' Hermes tool instructions: SmolLM2, Gemma 3); None for gpt-oss's
+        harmony (its ``<|call|>`` is a stop token already), for a model that reasons
+        before it answers (a stop string cannot tell a ``</tool_call>`` drafted inside
+        ``<think>`` from the reply's), and for families whose calls have no closing marker
+        of their own (Llama 3.1's bare JSON, Mistral's ``[TOOL_CALLS]`` list); those end
+        at the end-of-turn token as before. The rollout stops generation there (one call
+        per assistant message; see docs/training.md)."""
+
+    def _call_end(self, asked: Mapping[str, Any]) -> str | None:
+        """:attr:`call_end`, read from how the template writes a tool call."""
+        if self.thinks:  # harmony included
+            return None
+        try:
+            written = self.write(asked)
+        except Exception:
+            return None
+        return CALL_END if CALL_END in written else None
 
     def _close_after(self, text: str, start: int) -> tuple[int, str]:
         """The first special token at or after ``start``: (its position, its text); the end of

@@ -17,6 +17,7 @@ from rods_agent.engines.base import (
     SamplingParams,
     derive_seed,
     request_max_tokens,
+    stop_end,
 )
 from rods_agent.engines.chat import ChatTemplate
 from rods_agent.engines.sampling import sample_next
@@ -441,6 +442,10 @@ class TransformersEngine:
         generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
         caps = [cap for _, _, cap in chunk]
         stop = set(self._stop_ids)
+        stops = params.stop
+        # a stop string of n characters ends within the last 4n + 1 tokens (a character
+        # may take up to four byte-level tokens)
+        window = 4 * max((len(s) for s in stops), default=0) + 1
         tokens: list[list[int]] = [[] for _ in range(rows)]
         logprobs: list[list[float]] = [[] for _ in range(rows)]
         finish = ["length"] * rows
@@ -466,7 +471,8 @@ class TransformersEngine:
                             continue
                         tokens[row].append(nxt_list[row])
                         logprobs[row].append(float(lp_list[row]))
-                        if nxt_list[row] in stop:
+                        tail = self.chat.decode(tokens[row][-window:]) if stops else ""
+                        if nxt_list[row] in stop or stop_end(tail, stops) is not None:
                             live[row], finish[row] = False, "stop"
                         elif t + 1 >= caps[row]:
                             live[row] = False

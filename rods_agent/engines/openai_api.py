@@ -69,6 +69,11 @@ class OpenAIEngine:
             default).
         transport: An ``httpx2`` transport for the SDK's HTTP client (tests use
             ``httpx2.MockTransport``).
+        call_end: Chat mode: the text that ends a tool call in the served model's output,
+            where the rollout stops generation (e.g. ``"</tool_call>"`` for a Hermes-style
+            model served without a tool parser). None (the default) sends no stop string:
+            a hosted API's native calls have no text marker, and some reasoning models
+            refuse ``stop``. Token mode reads it from the chat template.
     """
 
     def __init__(
@@ -86,6 +91,7 @@ class OpenAIEngine:
         tokenizer: str | Path | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
         thinking: bool | None = None,
+        call_end: str | None = None,
     ) -> None:
         try:
             import httpx2
@@ -112,6 +118,7 @@ class OpenAIEngine:
         self.chat: ChatTemplate | None = None
         if tokenizer is not None:
             self.chat = _load_chat_template(tokenizer, thinking)
+        self._call_end = call_end
         key = os.environ.get(api_key_env) or ""
         self._secret = key or None
         # Without a key the Authorization header is left out of each request (the SDK
@@ -149,6 +156,12 @@ class OpenAIEngine:
         )
 
     # -- public ----------------------------------------------------------------------------
+    @property
+    def call_end(self) -> str | None:
+        """The text that ends a tool call (token mode: the chat template's; chat mode: the
+        constructor's ``call_end``)."""
+        return self.chat.call_end if self.chat is not None else self._call_end
+
     def generate(
         self, requests: Sequence[GenerationRequest], params: SamplingParams
     ) -> list[Completion]:
@@ -228,6 +241,8 @@ class OpenAIEngine:
             kwargs["tools"] = [dict(t) for t in req.tools]
         if self.logprobs:
             kwargs["logprobs"] = True
+        if params.stop:
+            kwargs["stop"] = list(params.stop)
         resp = await self._client.chat.completions.create(
             model=self.model,
             messages=[dict(m) for m in req.messages],  # type: ignore[misc]
@@ -248,8 +263,12 @@ class OpenAIEngine:
         extra = choice.model_extra or {}
         tool_calls = [tc.model_dump(exclude_none=True) for tc in message.tool_calls or ()]
         usage = resp.usage
+        text = message.content or ""
+        if params.stop and choice.finish_reason == "stop" and not tool_calls:
+            stopped = extra.get("stop_reason", extra.get("matched_stop"))
+            text = restore_stop(text, params.stop, stopped if isinstance(stopped, str) else None)
         return Completion(
-            text=message.content or "",
+            text=text,
             token_ids=[int(t) for t in extra.get("token_ids") or ()],
             logprobs=logprobs,
             finish_reason="length" if choice.finish_reason == "length" else "stop",
@@ -268,6 +287,11 @@ class OpenAIEngine:
         )
         body: dict[str, object] = {
             "return_token_ids": True,
+            **(
+                {"stop": list(params.stop), "include_stop_str_in_output": True}
+                if params.stop
+                else {}
+            ),
             "stop_token_ids": sorted(chat.end_of_turn_ids),
             "skip_special_tokens": False,
             "spaces_between_special_tokens": False,
@@ -302,6 +326,29 @@ class OpenAIEngine:
             prompt_tokens=len(ids),
             completion_tokens=len(toks),
         )
+
+
+def restore_stop(text: str, stop: Sequence[str], stopped: str | None = None) -> str:
+    """``text`` with the stop string that ended it put back (the OpenAI API's ``stop``
+    drops it; the sampled tokens held it, and the environment reads ``</tool_call>``).
+
+    Args:
+        text: The returned text.
+        stop: The stop strings sent.
+        stopped: The stop string the server says it matched (vLLM's ``stop_reason``,
+            SGLang's ``matched_stop``), None when it does not say.
+
+    Without ``stopped``, a closing tag ``</x>`` is put back when the text opens more
+    ``<x>`` than it closes (an answer that ended by itself has none open).
+    """
+    if stopped is not None:
+        return text if stopped not in stop or text.endswith(stopped) else text + stopped
+    for s in stop:
+        if s.startswith("</") and s.endswith(">"):
+            opening = "<" + s[2:]
+            if text.count(opening) > text.count(s):
+                return text + s
+    return text
 
 
 def _load_chat_template(path: str | Path, thinking: bool | None = None) -> ChatTemplate:

@@ -180,6 +180,9 @@ class VLLMEngine:
             seed=None if seed is None or params.temperature == 0 else int(seed) % (2**63),
             logprobs=0,
             stop_token_ids=sorted(self.chat.end_of_turn_ids),
+            # the stop string stays in the output: its tokens were sampled and are trained
+            stop=list(params.stop) or None,
+            include_stop_str_in_output=True,
             skip_special_tokens=False,
             spaces_between_special_tokens=False,
         )

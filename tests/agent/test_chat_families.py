@@ -241,3 +241,24 @@ def test_reasoning_stays_in_the_training_sequence_and_out_of_the_environment(
         assert record.token_check == "history"
         if family == "qwen3":  # equal to the prefix-preserving template, reasoning included
             assert record.token_ids == chat.encode(reference_text(family, thinking, chat, record))
+
+
+@pytest.mark.parametrize("case", FAMILY_CASES, ids=case_id)
+def test_each_family_ends_a_call_with_its_own_closing_marker(
+    family_models: FamilyModels, case: tuple[str, bool | None]
+) -> None:
+    """Where the rollout stops a turn (issue 41): ``</tool_call>`` for the families that
+    write Hermes blocks (Gemma 3 through rods' tool instructions); none where the call has no
+    closing text of its own (Llama 3.1's JSON), where a stop token ends it already
+    (gpt-oss's ``<|call|>``), or where the model reasons first (a Qwen3 that thinks may draft
+    a call inside ``<think>``)."""
+    family, thinking = case
+    chat = chat_of(family_models, family, thinking)
+    expected = {"qwen2_5": "</tool_call>", "gemma3": "</tool_call>", "llama3_1": None,
+                "gptoss": None, "qwen3": None if thinking else "</tool_call>"}  # fmt: skip
+    assert chat.call_end == expected[family]
+    call = {"type": "function", "function": {"name": "f", "arguments": {"k": "v"}}}
+    written = chat.write({"role": "assistant", "content": "", "tool_calls": [call]})
+    if chat.call_end is not None:  # only the message's closing follows the marker
+        rest = written.split(chat.call_end)
+        assert len(rest) == 2 and rest[1].strip() in {*chat.close_texts, ""}

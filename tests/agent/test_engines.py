@@ -471,3 +471,96 @@ def test_decode_attention_equals_sdpa(queries, preallocated, padded):
     got, _ = attention(module, q, k, v, mask, scaling=0.3)
     assert got.shape == want.shape == (batch, queries, heads, dim)
     assert torch.allclose(got, want, atol=1e-5)
+
+
+# -- a turn ends where the call ends (issue 41) ---------------------------------------------------
+QUESTIONS = [
+    "Hi, where is my order #W0000001?",
+    "Cancel order #W0000002 please.",
+    "What did I pay for #W0000003?",
+    "Can I return the shoes of #W0000004?",
+]
+
+
+def _first_stop(ids: list[int], chat: ChatTemplate, stop: tuple[str, ...]) -> list[int] | None:
+    """``ids`` up to the token that completes the first occurrence of a stop string (None
+    when the text never holds one): the longhand rule the engines must follow."""
+    from rods_agent.engines.base import stop_end
+
+    for k in range(1, len(ids) + 1):
+        if stop_end(chat.decode(ids[:k]), stop) is not None:
+            return ids[:k]
+    return None
+
+
+def _check_cut(plain: list[Completion], stopped: list[Completion], chat, stop) -> int:
+    """Each stopped completion is its plain twin cut at the first stop; the number cut."""
+    cut = 0
+    for p, s in zip(plain, stopped, strict=True):
+        want = _first_stop(p.token_ids, chat, stop)
+        if want is None:
+            assert (s.token_ids, s.logprobs, s.finish_reason) == (
+                p.token_ids,
+                p.logprobs,
+                p.finish_reason,
+            )
+            continue
+        cut += len(want) < len(p.token_ids)
+        assert s.token_ids == want and s.logprobs == p.logprobs[: len(want)]
+        assert s.finish_reason == "stop" and s.text == chat.completion_text(want)
+    return cut
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_a_stop_string_ends_the_completion_where_it_first_appears(tiny_engine, temperature):
+    chat = tiny_engine.chat
+    requests = [
+        GenerationRequest([OPENING[0], {"role": "user", "content": q}], TOOLS, seed=40 + i)
+        for i, q in enumerate(QUESTIONS)
+    ]
+    params = SamplingParams(max_tokens=24, temperature=temperature)
+    plain = tiny_engine.generate(requests, params)
+    a, b = plain[0].token_ids, plain[1].token_ids
+    # stop strings from the completions themselves: whole tokens, a piece that ends inside a
+    # token, two strings at once (the earlier end wins)
+    stops = [
+        (chat.decode(a[6:9]),),
+        (chat.decode(b[3:5])[:-1] or chat.decode(b[3:5]),),
+        (chat.decode(a[15:17]), chat.decode(b[8:10])),
+    ]
+    cut = 0
+    for stop in stops:
+        assert all(stop)
+        cut += _check_cut(
+            plain, tiny_engine.generate(requests, params.with_stop(*stop)), chat, stop
+        )
+    assert cut >= 3  # the test bites: completions were cut, not only left alone
+
+
+def test_generation_stops_after_the_first_closing_tag_of_a_call(tiny_model_dir):
+    from tests.agent.leaning import leaning_engine
+
+    engine = leaning_engine(tiny_model_dir)
+    chat = engine.chat
+    assert chat.call_end == "</tool_call>"
+    requests = [
+        GenerationRequest([OPENING[0], {"role": "user", "content": q}], TOOLS, seed=7 + i)
+        for i, q in enumerate(QUESTIONS * 2)
+    ]
+    params = SamplingParams(max_tokens=24, temperature=1.0)
+    plain = engine.generate(requests, params)
+    stopped = engine.generate(requests, params.with_stop(chat.call_end))
+    # the model closes calls and goes on writing; with the stop nothing follows the first
+    assert sum(p.text.count("</tool_call>") > 1 for p in plain) >= 3
+    assert _check_cut(plain, stopped, chat, ("</tool_call>",)) >= 3
+    for s in stopped:
+        assert s.text.count("</tool_call>") <= 1
+        assert "</tool_call>" not in s.text or s.text.endswith("</tool_call>")
+
+
+def test_sampling_params_stop_strings():
+    assert SamplingParams(stop=["</x>"]).stop == ("</x>",)  # type: ignore[arg-type]
+    assert SamplingParams(stop=("a",)).with_stop("b", "a").stop == ("a", "b")
+    for bad in ("</x>", ("",), (3,)):
+        with pytest.raises(ConfigError, match="stop"):
+            SamplingParams(stop=bad)  # type: ignore[arg-type]
