@@ -11,7 +11,7 @@ on a copy-on-write :class:`~rods_env.database.Database`, the simulated user
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -93,6 +93,8 @@ class ToolEnv(EpisodeEnv):
             poses it); ``"brief"``: the domain's brief policy and only the task's own tools
             (:meth:`Domain.brief_tools_for`), for a small model's context. The task, the
             user and the reward are the same.
+        actionable_hints: Append actionable hints to a failed call's observation
+            (:mod:`rods_env.hints`); off by default, never used in evaluation.
     """
 
     reading_rule: ClassVar[ReadingRule] = LENIENT_READING
@@ -111,11 +113,15 @@ class ToolEnv(EpisodeEnv):
         max_action_chars: int = MAX_TEXT_CHARS,
         gold_cache: GoldCache | None = None,
         prompt: str = "full",
+        actionable_hints: bool = False,
     ) -> None:
         if isinstance(domain, str):
             domain = load_domain(domain)
         super().__init__(
-            render_mode=render_mode, max_steps=max_steps, max_action_chars=max_action_chars
+            render_mode=render_mode,
+            max_steps=max_steps,
+            max_action_chars=max_action_chars,
+            actionable_hints=actionable_hints,
         )
         if prompt not in PROMPTS:
             raise ConfigError(f"prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
@@ -240,6 +246,9 @@ class ToolEnv(EpisodeEnv):
             self._results_seen[out] += 1
         end = "terminal_tool" if result.terminal and result.ok else None
         return CallReply(out, result.ok, result.error, end)
+
+    def _withheld(self) -> Collection[str]:
+        return self.task.turns[self._turn].withheld_tools
 
     # -- the user --------------------------------------------------------------------------
     def _hear(self, content: str) -> str:

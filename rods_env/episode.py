@@ -36,6 +36,10 @@ scoring        :meth:`_close_turn` (a turn's result), :meth:`_score` (the episod
 limits         ``max_steps`` (per episode), :attr:`max_turn_steps` (tool-calling steps per
                turn), :meth:`_refusal` (actions the benchmark refuses), and any end the
                parts above declare through :meth:`_finish`
+hints          only with ``actionable_hints=True`` (:mod:`rods_env.hints`), optionally:
+               :meth:`_withheld` (tools withheld this turn), :meth:`_hint_name` (a
+               call's name as the benchmark reads it), :meth:`_failed` and
+               :meth:`_state_hints` (hints from the benchmark's own state)
 ============== ========================================================================
 
 No mutable state outlives an episode but the environment's own immutable caches: every
@@ -45,12 +49,20 @@ per-episode attribute is set again by ``reset``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import gymnasium as gym
 
 from rods_env.errors import ConfigError, RodsError
+from rods_env.hints import (
+    Hint,
+    failure_hints,
+    looks_failed,
+    schema_hints,
+    unique,
+    with_hints,
+)
 from rods_env.parsing import (
     LENIENT_READING,
     ParsedAction,
@@ -124,6 +136,10 @@ class EpisodeEnv(gym.Env[str, str]):
         max_steps: Agent steps before the episode is truncated (None: the subclass's
             :meth:`_step_limit`).
         max_action_chars: Longer actions are rejected with an error observation.
+        actionable_hints: Append actionable hints to the observation of a failed call
+            (:mod:`rods_env.hints`; Environment Tuning's environment augmentation, for
+            training only). Off by default; hints change what the agent reads, never the
+            state or the reward.
     """
 
     # gymnasium types metadata as an instance attribute; it is class-level data here.
@@ -140,6 +156,7 @@ class EpisodeEnv(gym.Env[str, str]):
         render_mode: str | None = None,
         max_steps: int | None = None,
         max_action_chars: int = MAX_TEXT_CHARS,
+        actionable_hints: bool = False,
     ) -> None:
         if render_mode not in (None, "ansi"):
             raise ConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
@@ -148,6 +165,9 @@ class EpisodeEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.max_steps = max_steps
         self.max_action_chars = int(max_action_chars)
+        if not isinstance(actionable_hints, bool):
+            raise ConfigError(f"actionable_hints must be True or False, got {actionable_hints!r}")
+        self.actionable_hints = actionable_hints
         self.observation_space = UnicodeText(MAX_TEXT_CHARS)
         self.action_space = UnicodeText(self.max_action_chars)
         self._pool: list[Any] = []
@@ -330,7 +350,14 @@ class EpisodeEnv(gym.Env[str, str]):
             else:
                 reply = self._call(call, cid)
                 ran += 1
-            log.append({"name": call.name, "ok": reply.ok, "error": reply.error})
+            entry: dict[str, Any] = {"name": call.name, "ok": reply.ok, "error": reply.error}
+            log.append(entry)
+            if self.actionable_hints:
+                ran_call = call.error is None and call.arguments is not None
+                found = self._hints(call, reply) if ran_call else []
+                entry["hints"] = [h.kind for h in found]
+                if found:
+                    reply = reply._replace(output=with_hints(reply.output, found, MAX_TEXT_CHARS))
             out = clip_text(reply.output, MAX_TEXT_CHARS)
             self._messages.append(
                 FrozenDict(role="tool", tool_call_id=cid, name=call.name or "?", content=out)
@@ -433,6 +460,42 @@ class EpisodeEnv(gym.Env[str, str]):
 
     def _calls_end(self, ran: int) -> None:
         """After a message's calls (``ran`` of them reached :meth:`_call`)."""
+
+    def _hints(self, call: ParsedCall, reply: CallReply) -> list[Hint]:
+        """The actionable hints for one call's reply (only with ``actionable_hints``; the
+        reply is already recorded wherever the benchmark scores it). A call to a withheld
+        tool is told so; a failed call (:meth:`_failed`) gets what its schema says
+        (:func:`rods_env.hints.schema_hints`), then the environment's own hints
+        (:meth:`_state_hints`), else what its error text says
+        (:func:`rods_env.hints.failure_hints`); a call that did what it should gets none."""
+        name = self._hint_name(call)
+        withheld = self._withheld()
+        if name in withheld:
+            return schema_hints(name, call.arguments, (), withheld=withheld)
+        if not self._failed(reply):
+            return []
+        found = schema_hints(name, call.arguments, self._schemas, withheld=withheld)
+        state = self._state_hints(name, call, reply)
+        found += state or failure_hints(name, reply.output, self._schemas)
+        return unique(found)
+
+    def _failed(self, reply: CallReply) -> bool:
+        """Whether a call failed or gave nothing useful (hints are given only then)."""
+        return not reply.ok or looks_failed(reply.output)
+
+    def _hint_name(self, call: ParsedCall) -> str:
+        """The function a call names, as the environment reads names (for the hints)."""
+        return call.name
+
+    def _withheld(self) -> Collection[str]:
+        """Tools withheld in the open turn (a call to one is told it is not available)."""
+        return ()
+
+    def _state_hints(self, name: str, call: ParsedCall, reply: CallReply) -> list[Hint]:
+        """The environment's own hints for a failed call ``name`` (read as
+        :meth:`_hint_name` reads it), from its state and its tools' error texts; none by
+        default (the generic ones of :func:`rods_env.hints.failure_hints` then apply)."""
+        return []
 
     def _call_id(self, k: int) -> str:
         """The id of the ``k``-th call of this step's message."""

@@ -396,3 +396,48 @@ def test_render_shows_the_conversation(make) -> None:
     text = env.render()
     assert isinstance(text, str) and "[user] " in text and "[assistant" in text
     assert make().render() is None
+
+
+def _without_hints(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as it is with ``actionable_hints`` off: a tool reply without its hints."""
+    content = message.get("content")
+    if message.get("role") == "tool" and isinstance(content, str) and "\nHint: " in content:
+        return {**message, "content": content[: content.index("\nHint: ")]}
+    return dict(message)
+
+
+def test_actionable_hints_change_only_observations(make) -> None:
+    """The same actions, with a failing call or two among them, give the same rewards, ends,
+    verdicts and info with ``actionable_hints`` on as off; only the failed calls' tool
+    messages differ, by hints appended after the reply (rods_env/hints.py)."""
+    off, on = make(), make(actionable_hints=True)
+    assert (off.actionable_hints, on.actionable_hints) == (False, True)
+    task = _tasks(off, 1)[0]
+    _, info = off.reset(options={"task": task})
+    name = _usable_names(info)[0]
+    agent = _oracle(off, task)
+    bad = CALL % (name + "_x", "{}") + CALL % (name, json.dumps({"no_such_argument": 1}))
+    actions: list[Any] = [bad]
+    result: tuple[Any, ...] = off.step(bad)
+    trace_off = [result[1:4]]
+    while not (result[2] or result[3]):
+        action = agent.act(result[0], result[4])
+        actions.append(action)
+        result = off.step(action)
+        trace_off.append(result[1:4])
+    info_off = result[4]
+    on.reset(options={"task": task})
+    trace_on = []
+    hinted = 0
+    for action in actions:
+        result = on.step(action)
+        trace_on.append(result[1:4])
+        hinted += sum(bool(c.get("hints")) for c in result[4]["tool_calls"])
+    info_on = result[4]
+    assert trace_on == trace_off
+    assert hinted >= 1  # the misspelled name at least
+    assert [_without_hints(m) for m in info_on["messages"]] == [
+        dict(m) for m in info_off["messages"]
+    ]
+    keep = set(info_off) - {"messages", "tool_calls"}
+    assert _plain({k: info_on[k] for k in keep}) == _plain({k: info_off[k] for k in keep})

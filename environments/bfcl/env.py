@@ -68,17 +68,26 @@ function until revealed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import cache
 from typing import Any, ClassVar, Literal
 
-from environments.bfcl.apis import GOLD_CACHE, GoldCache, GoldRun, World, functions_of, schemas
+from environments.bfcl.apis import (
+    GOLD_CACHE,
+    GoldCache,
+    GoldRun,
+    World,
+    functions,
+    functions_of,
+    schemas,
+)
+from environments.bfcl.hints import bfcl_hints
 from environments.bfcl.reading import Reading, reader
 from environments.bfcl.tasks import (
     CATEGORIES,
     MAX_STEPS_PER_TURN,
     BFCLTask,
-    get_task,
+    bfcl_task,
     load_tasks,
     reveal_message,
     task_index,
@@ -86,6 +95,7 @@ from environments.bfcl.tasks import (
 from environments.bfcl.verdicts import VERDICTS, Judge, explain, failure
 from rods_env.episode import CallReply, EpisodeEnv, started
 from rods_env.errors import ConfigError, RodsError
+from rods_env.hints import Hint
 from rods_env.parsing import ParsedAction, ParsedCall
 from rods_env.spaces import MAX_TEXT_CHARS
 from rods_env.task import Task
@@ -110,9 +120,10 @@ class BFCLEnv(EpisodeEnv):
         category: Sample tasks of this category (``base``, ``miss_param``, ``miss_func``,
             ``long_context``); None samples from all 800.
         tasks: The tasks to sample from instead: BFCL tasks (taken as they are), or rods
-            views of BFCL's tasks (views of other tasks are left out).
-        split: ``"test"``, ``"all"`` or None (every BFCL task is a test task; ``"train"``
-            is refused).
+            views of BFCL's tasks or of resampled variants (run from their payload; views
+            of other tasks are left out).
+        split: ``"train"`` or ``"test"``: that half of the paper's split
+            (:mod:`environments.bfcl.split`); ``"all"`` or None: every task.
         max_steps: Agent steps before the episode is truncated; None allows every turn
             BFCL's full budget of steps.
         holdout: ``"bfcl"``: a held-out function runs when called before its reveal, as in
@@ -125,6 +136,9 @@ class BFCLEnv(EpisodeEnv):
         max_action_chars: Longer actions are rejected with an error observation.
         gold_cache: Where gold replays are kept (default: process-wide).
         user: Must be None: BFCL's user turns are scripted by the benchmark.
+        actionable_hints: Append actionable hints to a failed call's observation
+            (:mod:`rods_env.hints`, :mod:`environments.bfcl.hints`); the results the
+            checker compares stay BFCL's. Off by default, never used in evaluation.
     """
 
     max_turn_steps: ClassVar[int | None] = MAX_STEPS_PER_TURN
@@ -144,6 +158,7 @@ class BFCLEnv(EpisodeEnv):
         max_action_chars: int = MAX_TEXT_CHARS,
         gold_cache: GoldCache | None = None,
         user: Any = None,
+        actionable_hints: bool = False,
     ) -> None:
         if user is not None:
             raise ConfigError(
@@ -158,7 +173,10 @@ class BFCLEnv(EpisodeEnv):
         if verdicts not in VERDICTS:
             raise ConfigError(f"verdicts must be 'official' or 'strict', got {verdicts!r}")
         super().__init__(
-            render_mode=render_mode, max_steps=max_steps, max_action_chars=max_action_chars
+            render_mode=render_mode,
+            max_steps=max_steps,
+            max_action_chars=max_action_chars,
+            actionable_hints=actionable_hints,
         )
         self.category = category
         self.holdout: Holdout = holdout
@@ -168,9 +186,9 @@ class BFCLEnv(EpisodeEnv):
         if tasks is not None:
             index = task_index()
             pool = [
-                t if isinstance(t, BFCLTask) else index[t.id]
+                bfcl_task(t)
                 for t in tasks
-                if isinstance(t, BFCLTask) or t.id in index
+                if isinstance(t, BFCLTask) or t.payload is not None or t.id in index
             ]
         self._pool = self._all_tasks = pool
         if not self._pool and tasks is None:
@@ -212,12 +230,12 @@ class BFCLEnv(EpisodeEnv):
         return "BFCL"
 
     def _resolve_task(self, choice: Any) -> BFCLTask:
-        if isinstance(choice, BFCLTask):
-            return choice
+        if isinstance(choice, BFCLTask) or (isinstance(choice, Task) and choice.payload):
+            return bfcl_task(choice)
         if isinstance(choice, Task):
             choice = choice.id
         if isinstance(choice, str):
-            return self._by_id.get(choice) or get_task(choice)
+            return self._by_id.get(choice) or bfcl_task(choice)
         raise ConfigError(
             f"options['task'] must be a BFCL task or a task id, got {type(choice).__name__}"
         )
@@ -280,6 +298,18 @@ class BFCLEnv(EpisodeEnv):
             {"name": reading.function or call.name, "arguments": dict(reading.arguments)}
         )
         return CallReply(result.text, result.error is None, result.error)
+
+    def _hint_name(self, call: ParsedCall) -> str:
+        return self._readings[-1][-1].function or call.name  # as _call just read it
+
+    def _withheld(self) -> Collection[str]:
+        return [n for at, names in self._task.revealed.items() if at > self._turn for n in names]
+
+    def _state_hints(self, name: str, call: ParsedCall, reply: CallReply) -> list[Hint]:
+        function = functions().get(name)
+        owner = function.owner if function is not None else None
+        shown = _turn_tools(self._task.classes, frozenset(self._withheld()))[0]
+        return bfcl_hints(name, call.arguments or {}, reply.output, shown, owner)
 
     def _calls_end(self, ran: int) -> None:
         if self._decoded:

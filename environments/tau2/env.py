@@ -118,6 +118,9 @@ class Tau2Env(EpisodeEnv):
             ACTION by a successful call with every compared argument
             (:data:`environments.tau2.scoring.QUIRKS`). Both are in ``info["verdicts"]``
             either way; the results file for τ²-bench's tools always holds its own.
+        actionable_hints: Append actionable hints to a failed call's observation
+            (:mod:`rods_env.hints`; the τ²-bench trajectory keeps the tool's own reply).
+            Off by default, never used in evaluation.
     """
 
     reading_rule: ClassVar[ReadingRule] = TOOL_CALL_READING
@@ -140,11 +143,15 @@ class Tau2Env(EpisodeEnv):
         tau2_max_steps: int = TAU2_MAX_STEPS,
         max_errors: int = TAU2_MAX_ERRORS,
         verdicts: str = "official",
+        actionable_hints: bool = False,
     ) -> None:
         if isinstance(domain, str):
             domain = _tau2_domain(domain)
         super().__init__(
-            render_mode=render_mode, max_steps=max_steps, max_action_chars=max_action_chars
+            render_mode=render_mode,
+            max_steps=max_steps,
+            max_action_chars=max_action_chars,
+            actionable_hints=actionable_hints,
         )
         for name, value in (("tau2_max_steps", tau2_max_steps), ("max_errors", max_errors)):
             if value < 1:
