@@ -11,8 +11,8 @@ over ``--window`` steps (thick), both in the legend; every y axis says what it c
 - ``zones.png``: the zones of each step's groups over time, one panel per run;
 - ``pool.png``: the active pool by synthesis generation over time, one panel per run;
 - ``variance.png``: the mean reward variance of each zone's groups over time;
-- ``modes.png``: one panel per run (static, filter, rods), each with its effective group
-  ratio, reward and test progress on the same axes;
+- ``modes.png``: one panel per run (static, envtuning, filter, rods, rods-expand), each
+  with its effective group ratio, reward and test progress on the same axes;
 - ``difficulty.png``: the active pool's mean difficulty knobs (dependency depth, requests
   in one turn, turns, skills composed) over time, one colour per run;
 - ``terminations.png``: how each step's episodes ended and the tokens its update trained on
@@ -20,7 +20,10 @@ over ``--window`` steps (thick), both in the legend; every y axis says what it c
 
 ``report.md`` holds the numbers (and, given a ``static`` and a ``rods`` run, whether rods
 held an effective group ratio of at least 0.8 after static fell below 0.3). Runs of the
-simulated learner are labelled as such in every title and table.
+simulated learner are labelled as such in every title and table. Every run is labelled
+with its mode and the synthesis modes it used (:func:`rods_agent.config.mode_label`: a
+run of mode ``rods`` from before rods meant resample-only says that it expanded too), and
+the table counts its optimizer steps (equal optimizer steps can be checked across modes).
 """
 
 from __future__ import annotations
@@ -56,8 +59,38 @@ class Run:
 
     @property
     def mode(self) -> str:
-        """The run's mode (static, filter or rods)."""
+        """The run's mode (static, filter, rods, rods-expand or envtuning)."""
         return str(self.config.get("mode") or (self.rows[0].get("mode") if self.rows else "?"))
+
+    @property
+    def mode_label(self) -> str:
+        """The mode with the synthesis modes the run used, as it ran
+        (:func:`rods_agent.config.mode_label`), from its config or else its metrics."""
+        from rods_agent.config import mode_label
+
+        data = self.config.get("data")
+        if isinstance(data, Mapping):
+            return mode_label(
+                self.mode, data.get("synth_modes"), synthesize=data.get("synthesize", True)
+            )
+        logged = self.rows[0].get("synth_modes") if self.rows else None
+        if isinstance(logged, list) and self.mode in ("rods", "rods-expand"):
+            return mode_label(self.mode, logged, synthesize=bool(logged))
+        return mode_label(self.mode)
+
+    @property
+    def optimizer_steps(self) -> int | None:
+        """Optimizer steps the run took (None when its metrics do not say)."""
+        total = 0
+        for row in self.rows:
+            update = row.get("update") if isinstance(row.get("update"), Mapping) else {}
+            if "optimizer_steps" in row:
+                total += int(row["optimizer_steps"] or 0)
+            elif "optimizer_steps" in update:  # logged before the top-level count existed
+                total += int(update["optimizer_steps"] or 0)
+            else:
+                return None
+        return total
 
     @property
     def simulated(self) -> bool:
@@ -67,8 +100,8 @@ class Run:
 
     @property
     def label(self) -> str:
-        """``mode (folder)``."""
-        return f"{self.mode} ({self.path.name})"
+        """``mode label (folder)``."""
+        return f"{self.mode_label} ({self.path.name})"
 
     def series(self, *keys: str) -> list[float | None]:
         """One value per step, following nested ``keys`` (None where missing)."""
@@ -173,6 +206,8 @@ def summarize(run: Run, window: int = 25) -> dict[str, Any]:
     return {
         "run": str(run.path),
         "mode": run.mode,
+        "mode_label": run.mode_label,
+        "optimizer_steps": run.optimizer_steps,
         "simulated": run.simulated,
         "steps": len(run.rows),
         "stopped_early_at": run.stopped_early,
@@ -343,7 +378,7 @@ def plot_variance(runs: Sequence[Run], window: int, suffix: str) -> Any:
     return fig
 
 
-MODE_ORDER = ("static", "filter", "rods")
+MODE_ORDER = ("static", "envtuning", "filter", "rods", "rods-expand")
 KNOB_TITLES = {
     "depth": "dependency depth (calls on the longest chain)",
     "width": "requests in one turn (the most)",
@@ -354,7 +389,7 @@ KNOB_TITLES = {
 
 
 def plot_modes(runs: Sequence[Run], window: int, suffix: str) -> Any:
-    """``modes.png``: one panel per run, in the order static, filter, rods: its effective
+    """``modes.png``: one panel per run, in :data:`MODE_ORDER`: its effective
     group ratio and reward (raw and smoothed) and its test progress, on the same axes, with
     the 0.3 and 0.8 marks of the RODS target, so the modes compare side by side."""
     import matplotlib.pyplot as plt
@@ -529,11 +564,13 @@ def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
         f"'ratio first', 'ratio last' and 'reward last' are means over a run's first / last "
         f"N steps: N = {window}, or half the run when it is shorter (column 'N'). 'fell below "
         f"0.3' is the first step whose trailing {window}-step mean ratio is under 0.3 (a run "
-        f"of fewer than {window} steps has none). 'pool' is the active pool at the last step.",
+        f"of fewer than {window} steps has none). 'pool' is the active pool at the last step. "
+        "'optimizer steps': steps whose update had a token with a non-zero advantage (the one "
+        "rule of every mode since 2026-12-06; before, static also stepped on tied batches).",
         "",
-        "| run | mode | steps | N | ratio first | ratio last | fell below 0.3 | reward last | "
-        "test progress | synthesized | pool | data engine time |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| run | mode | steps | optimizer steps | N | ratio first | ratio last | fell below 0.3 | "
+        "reward last | test progress | synthesized | pool | data engine time |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
 
     def fmt(v: Any, pct: bool = False) -> str:
@@ -546,7 +583,8 @@ def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
     for run in runs:
         s = summarize(run, window)
         lines.append(
-            f"| {run.path.name} | {s['mode']} | {s['steps']} | {s['means_over']} | "
+            f"| {run.path.name} | {s['mode_label']} | {s['steps']} | "
+            f"{fmt(s['optimizer_steps'])} | {s['means_over']} | "
             f"{fmt(s['ratio_first'])} | "
             f"{fmt(s['ratio_last'])} | {fmt(s['fell_below_0.3_at'])} | {fmt(s['reward_last'])} | "
             f"{fmt(s['eval_progress_last'])} | {s['synthesized_accepted']} | {fmt(s['pool_last'])} | "
@@ -561,7 +599,7 @@ def report_markdown(runs: Sequence[Run], window: int = 25) -> str:
             )
     lines += terminations_markdown(runs)
     statics = [r for r in runs if r.mode == "static"]
-    rods = [r for r in runs if r.mode == "rods"]
+    rods = [r for r in runs if r.mode == "rods"] or [r for r in runs if r.mode == "rods-expand"]
     if statics and rods:
         c = compare(statics[0], rods[0], window)
         lines += ["", "## Target: rods holds a ratio >= 0.8 after static falls below 0.3", ""]

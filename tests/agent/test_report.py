@@ -112,7 +112,10 @@ def test_every_curve_is_drawn_raw_and_smoothed_and_says_which_is_which():
         plt.close(fig)
     fig = PANELS["reward.png"]([run], 3, "")
     reward = fig.axes[0]
-    assert _legend(reward) == ["rods (rods): each step", "rods (rods): 3-step trailing mean"]
+    assert _legend(reward) == [
+        "rods (resample) (rods): each step",
+        "rods (resample) (rods): 3-step trailing mean",
+    ]
     raw, smooth = reward.get_lines()[:2]
     assert list(raw.get_ydata())[4] == 0.0 and list(smooth.get_ydata())[4] == pytest.approx(1 / 3)
     plt.close(fig)
@@ -132,11 +135,12 @@ def test_first_and_last_means_of_a_short_run_do_not_average_the_same_steps():
     assert summarize(run_of("rods", [0.5] * 100), window=25)["means_over"] == 25
     assert summarize(run_of("rods", [0.5]), window=25)["means_over"] == 1
     text = report_markdown([run])
-    assert "| rods | rods | 6 | 3 | 1.000 | 0.000 |" in text
+    assert "| rods | rods (resample) | 6 | - | 3 | 1.000 | 0.000 |" in text
 
 
 def test_the_modes_side_by_side_and_the_pools_difficulty():
-    """modes.png puts static, filter and rods in that order, whatever order they come in;
+    """modes.png puts the modes in the order static, envtuning, filter, rods, rods-expand,
+    whatever order they come in;
     difficulty.png draws the pool's knobs, raw and smoothed, for the runs that report them."""
     import matplotlib
 
@@ -144,7 +148,7 @@ def test_the_modes_side_by_side_and_the_pools_difficulty():
     import matplotlib.pyplot as plt
 
     runs = []
-    for mode in ("rods", "static", "filter"):
+    for mode in ("rods", "rods-expand", "static", "filter", "envtuning"):
         run = run_of(mode, [0.9, 0.5, 0.2, 0.4])
         for i, row in enumerate(run.rows):
             row["pool"] = {**row.get("pool", {}),
@@ -153,8 +157,10 @@ def test_the_modes_side_by_side_and_the_pools_difficulty():
     fig = PANELS["modes.png"](runs, 2, "")
     assert [ax.get_title() for ax in fig.axes] == [
         "static (static)",
+        "envtuning (envtuning)",
         "filter (filter)",
-        "rods (rods)",
+        "rods (resample) (rods)",
+        "rods-expand (resample+expand) (rods-expand)",
     ]
     plt.close(fig)
     fig = PANELS["difficulty.png"](runs, 2, "")
@@ -163,9 +169,31 @@ def test_the_modes_side_by_side_and_the_pools_difficulty():
     depth = fig.axes[0]
     raw = depth.get_lines()[0]
     assert list(raw.get_ydata()) == [2, 3, 4, 5]
-    assert "rods (rods): 2-step trailing mean" in _legend(depth)
+    assert "rods (resample) (rods): 2-step trailing mean" in _legend(depth)
     plt.close(fig)
     bare = run_of("static", [0.5, 0.5])
     fig = PANELS["difficulty.png"]([bare], 2, "")  # no difficulty in its metrics: no curve
     assert all(not ax.get_lines() for ax in fig.axes)
     plt.close(fig)
+
+
+def test_runs_are_labelled_as_they_ran_and_count_their_optimizer_steps():
+    """A run of mode rods from before rods meant resample-only says that it expanded; the
+    table counts each run's optimizer steps (equal steps are checkable across modes)."""
+    old = run_of("rods", [0.9] * 4)
+    old.config["data"] = {"synth_modes": ["resample", "expand"]}
+    for row in old.rows:
+        row["update"] = {"optimizer_steps": 1.0}  # logged before the top-level count
+    new = run_of("rods", [0.9] * 4)
+    new.config["data"] = {"synth_modes": None}
+    static = run_of("static", [0.5] * 4)
+    for i, row in enumerate(new.rows + static.rows):
+        row["optimizer_steps"] = i % 2
+    assert old.mode_label == "rods (with expansion, the default before 2026-12-06)"
+    assert new.mode_label == "rods (resample)" and static.mode_label == "static"
+    assert [old.optimizer_steps, new.optimizer_steps, static.optimizer_steps] == [4, 2, 2]
+    assert run_of("filter", [0.5]).optimizer_steps is None  # metrics that do not say
+    text = report_markdown([old, new, static])
+    assert "| rods | rods (with expansion, the default before 2026-12-06) | 4 | 4 |" in text
+    assert "| rods | rods (resample) | 4 | 2 |" in text
+    assert summarize(new)["mode_label"] == "rods (resample)"
