@@ -83,7 +83,8 @@ class Run:
         """Optimizer steps the run took (None when its metrics do not say)."""
         total = 0
         for row in self.rows:
-            update = row.get("update") if isinstance(row.get("update"), Mapping) else {}
+            logged = row.get("update")
+            update: Mapping[str, Any] = logged if isinstance(logged, Mapping) else {}
             if "optimizer_steps" in row:
                 total += int(row["optimizer_steps"] or 0)
             elif "optimizer_steps" in update:  # logged before the top-level count existed
