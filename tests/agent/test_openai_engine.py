@@ -230,3 +230,121 @@ def test_token_mode_refuses_a_server_without_token_ids(tiny_model_dir):
     [c] = engine.generate([REQ], SamplingParams())
     assert c.finish_reason == "error" and "token ids" in c.error
     engine.close()
+
+
+# -- stop strings (issue 41: a turn ends where the call ends) -----------------------------------
+def _chat_answer(content, finish="stop", **extra) -> dict:
+    body = _ok(content)
+    body["choices"][0].update({"finish_reason": finish, **extra})
+    return body
+
+
+def test_chat_mode_sends_stop_and_puts_the_dropped_stop_string_back():
+    """The OpenAI API's ``stop`` drops the string: the engine puts it back, by the server's
+    ``stop_reason`` (vLLM) when it says, else when the text leaves a ``<tool_call>`` open."""
+    call = '<tool_call>\n{"name": "f", "arguments": {}}\n'
+    answers = [
+        _chat_answer(call, stop_reason="</tool_call>"),  # vLLM says which string matched
+        _chat_answer(call),  # a server that does not say: the open block tells
+        _chat_answer("All done.", stop_reason=None),  # ended by itself: nothing to restore
+        _chat_answer(call, finish="length"),  # cut by the cap: not a stop
+        _chat_answer(call + "</tool_call>", stop_reason="</tool_call>"),  # kept by the server
+    ]
+    bodies = []
+
+    def handler(request):
+        bodies.append(json.loads(request.content))
+        return httpx2.Response(200, json=answers[len(bodies) - 1])
+
+    engine = _engine(handler, concurrency=1)
+    params = SamplingParams(stop=("</tool_call>",))
+    texts = [engine.generate([REQ], params)[0].text for _ in answers]
+    assert all(b["stop"] == ["</tool_call>"] for b in bodies)
+    closed = call + "</tool_call>"
+    assert texts == [closed, closed, "All done.", call, closed]
+    engine.close()
+
+
+def test_chat_mode_sends_no_stop_unless_asked():
+    bodies = []
+
+    def handler(request):
+        bodies.append(json.loads(request.content))
+        return httpx2.Response(200, json=_ok())
+
+    engine = _engine(handler)
+    engine.generate([REQ], SamplingParams())
+    assert "stop" not in bodies[0] and engine.call_end is None
+    engine.close()
+    told = _engine(handler, call_end="</tool_call>")
+    assert told.call_end == "</tool_call>"
+    told.close()
+
+
+def test_token_mode_stops_at_the_call_end_with_the_string_kept(tiny_model_dir):
+    seen = {}
+
+    def handler(request):
+        seen["body"] = json.loads(request.content)
+        ids = engine.chat.encode('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>')
+        choice = {"index": 0, "text": "", "finish_reason": "stop", "token_ids": ids,
+                  "logprobs": {"tokens": [""] * len(ids), "token_logprobs": [-0.1] * len(ids),
+                               "top_logprobs": None, "text_offset": [0] * len(ids)}}  # fmt: skip
+        return httpx2.Response(
+            200,
+            json={"id": "c", "object": "text_completion", "created": 0, "model": "m",
+                  "choices": [choice], "usage": None},
+        )  # fmt: skip
+
+    engine = _engine(handler, tokenizer=tiny_model_dir)
+    assert engine.call_end == engine.chat.call_end == "</tool_call>"
+    [c] = engine.generate([REQ], SamplingParams(stop=(engine.call_end,)))
+    body = seen["body"]
+    assert body["stop"] == ["</tool_call>"] and body["include_stop_str_in_output"] is True
+    assert c.text.endswith("</tool_call>") and c.text == engine.chat.completion_text(c.token_ids)
+    engine.close()
+
+
+def test_rollouts_send_the_call_end_to_a_served_model(tmp_path, retail_tasks):
+    """Against the scripted chat server (a real HTTP server in its own process): the rollout
+    asks a chat-mode engine told its model's call end to stop there, and no other."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import gymnasium as gym
+
+    import rods_env
+    from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
+
+    assert rods_env.ENV_IDS
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "scripts.json").write_text("{}")  # every conversation: a text answer
+    port_file = tmp_path / "port"
+    proc = subprocess.Popen(
+        [sys.executable, str(root / "tests/agent/scripted_chat_server.py"),
+         str(tmp_path / "scripts.json"), str(port_file)]
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not port_file.exists() or not port_file.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port_file.read_text()}/v1"
+        config = RolloutConfig(max_turns=1)
+        for call_end in ("</tool_call>", None):
+            engine = OpenAIEngine(url, "scripted", call_end=call_end)
+            [record] = run_rollouts(
+                engine,
+                lambda: gym.make("rods/Retail-v0", disable_env_checker=True),
+                [EpisodeSpec(retail_tasks[0])],
+                config,
+            )
+            engine.close()
+            assert record.termination != "error", record.errors
+        log = Path(str(port_file) + ".requests.jsonl").read_text().splitlines()
+        stops = [json.loads(line).get("stop") for line in log]
+        assert stops == [["</tool_call>"], None]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import gymnasium as gym
 import pytest
 
@@ -73,8 +75,15 @@ def check_accounting(record: EpisodeRecord, chat: ChatTemplate) -> None:
     for (a, b), reason in zip(runs, record.finish_reasons, strict=True):
         run = record.token_ids[a:b]
         assert not any(t in chat.end_of_turn_ids for t in run[:-1])
-        # A completion ends with its end-of-turn token exactly when it stopped by itself.
-        assert (run[-1] in chat.end_of_turn_ids) == (reason == "stop"), (run[-3:], reason)
+        # A completion ends with its end-of-turn token or the end of its tool call exactly
+        # when it stopped by itself; the closing follows the call's end, unsampled.
+        ended = run[-1] in chat.end_of_turn_ids
+        called = (
+            not ended and chat.call_end is not None and (chat.call_end in chat.completion_text(run))
+        )
+        assert (ended or called) == (reason == "stop"), (run[-3:], reason)
+        if called and b < n:
+            assert chat.decode(record.token_ids[b : b + 1]) in chat.close_texts
 
 
 def test_batched_rollouts_give_the_same_records_as_one_by_one(retail, retail_tasks, chat):
@@ -127,6 +136,81 @@ def test_tiny_model_rollout_logprobs_match_a_forward_pass_over_the_whole_convers
         assert torch.allclose(recomputed[mask], kept[mask], atol=1e-4)
         # The model's garbage goes to the environment, which answers; nothing crashed.
         assert [m["role"] for m in r.messages[:2]] == ["system", "user"]
+
+
+class Recording:
+    """An engine that keeps every completion it returned, by episode, and the sampling
+    parameters it was given."""
+
+    def __init__(self, engine):
+        self.engine, self.chat, self.params = engine, engine.chat, []
+        self.returned: dict[str, list[Completion]] = {}
+
+    def generate(self, requests, params):
+        self.params.append(params)
+        out = self.engine.generate(requests, params)
+        for req, completion in zip(requests, out, strict=True):
+            self.returned.setdefault(req.key, []).append(completion)
+        return out
+
+    def close(self):
+        pass
+
+
+def test_a_turn_ends_where_its_call_ends_and_trains_exactly_the_sampled_tokens(
+    retail_tasks, tiny_model_dir
+):
+    """Issue 41. A model that closes its call and writes on (the tiny model leaning towards
+    ``</tool_call>``): each completion stops at its first ``</tool_call>``, the closing
+    ``<|im_end|>`` follows unsampled, and the tokens and log-probabilities kept for training
+    are exactly those the engine returned, which a forward pass over the whole conversation
+    (the learner's scoring) reproduces. With the stop switched off the same seeds give the
+    same first completions, uncut."""
+    import torch
+
+    from rods_agent.engines.sampling import sampling_logprobs
+    from tests.agent.leaning import leaning_engine
+
+    engine = Recording(leaning_engine(tiny_model_dir))
+    chat = engine.chat
+    sampling = SamplingParams(max_tokens=24, temperature=1.0)
+    config = RolloutConfig(sampling=sampling, max_turns=4, batch_size=4, max_tokens=16_000)
+    specs = [EpisodeSpec(t, sampling_seed=30 + i) for i, t in enumerate(retail_tasks[:4])]
+    records = run_rollouts(engine, make_env(), specs, config)
+    assert {p.stop for p in engine.params} == {("</tool_call>",)}
+    called = 0
+    for spec, r in zip(specs, records, strict=True):
+        check_accounting(r, chat)
+        assert r.token_check != "mismatch" or any(
+            r.token_ids[b - 1] in chat.end_of_turn_ids
+            and chat.decode(r.token_ids[b - 1 : b]) not in chat.close_texts
+            for _, b in r.step_spans
+        )  # only a stop token the template does not write (<|endoftext|>) is off-template
+        returned = engine.returned[spec.key]
+        assert [r.token_ids[a:b] for a, b in r.step_spans] == [c.token_ids for c in returned]
+        assert [r.logprobs[a:b] for a, b in r.step_spans] == [c.logprobs for c in returned]
+        trained = [t for t, m in zip(r.token_ids, r.assistant_mask, strict=True) if m]
+        assert trained == [t for c in returned for t in c.token_ids]
+        for c in returned:
+            assert c.text.count("</tool_call>") <= 1
+            called += c.text.endswith("</tool_call>")
+        ids = torch.tensor([r.token_ids])
+        with torch.inference_mode():
+            logits = engine.engine.model(ids).logits[0, :-1]
+        recomputed = sampling_logprobs(logits, ids[0, 1:], temperature=1.0, top_p=1.0)
+        mask = torch.tensor(r.assistant_mask[1:], dtype=torch.bool)
+        assert torch.allclose(recomputed[mask], torch.tensor(r.logprobs[1:])[mask], atol=1e-4)
+    assert called >= 4  # the rule was exercised
+
+    plain_engine = Recording(engine.engine)
+    plain = replace(config, stop_at_call_end=False)
+    run_rollouts(plain_engine, make_env(), specs, plain)
+    assert {p.stop for p in plain_engine.params} == {()}
+    for spec in specs:
+        first, whole = engine.returned[spec.key][0], plain_engine.returned[spec.key][0]
+        assert whole.token_ids[: len(first.token_ids)] == first.token_ids
+        if first.text.endswith("</tool_call>"):
+            assert len(whole.token_ids) > len(first.token_ids)
 
 
 def test_seeded_episodes_reproduce_alone_and_in_any_batch(retail_tasks, tiny_engine):
