@@ -9,10 +9,12 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from rods_agent.config import Section, SynthMode, TrainConfig
+from rods_agent.config import Section, SynthMode, TrainConfig, TrainMode
 from rods_env.errors import ConfigError
 
-Mode = Literal["static", "filter", "rods"]
+Mode = TrainMode
+"""A run's training mode: static, filter, rods, rods-expand or envtuning (see
+:class:`rods_agent.config.TrainConfig`)."""
 
 
 class PoolPlan(Section):
@@ -105,7 +107,9 @@ class RunsPlan(Section):
 
     modes: list[Mode] = Field(
         default_factory=lambda: list[Mode](["static", "filter", "rods"]),
-        description="Modes compared.",
+        description="Modes compared: static, filter, rods (the paper's RODS, resample "
+        "only), rods-expand (rods with harder neighbours), envtuning (static's data with "
+        "Environment Tuning's hints in the training rollouts; evaluated without).",
     )
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], description="Seeds of each mode.")
     steps: int = Field(12, ge=1, description="GRPO steps of each run (equal rollouts per mode).")
@@ -152,6 +156,10 @@ class ExperimentConfig(Section):
     def _model_policy(self) -> ExperimentConfig:
         if self.train.policy != "model":
             raise ValueError("train.policy: an experiment trains a model (policy: model)")
+        for mode in self.runs.modes:
+            error = self.train.data.mode_error(mode)
+            if error is not None:
+                raise ValueError(f"runs.modes has {mode}: train.{error}")
         if not self.train.warm_start.enabled:
             raise ValueError(
                 "train.warm_start.enabled: the experiment's runs start from its warm start; "

@@ -114,10 +114,12 @@ def collect(config: ExperimentConfig, root: Path) -> dict[str, Any]:
             if rows and isinstance(rows[-1].get("pool"), Mapping):
                 gens = rows[-1]["pool"].get("generations") or {}
                 generations.update({str(k): int(v) for k, v in gens.items()})
+        label, stepped = _label_and_optimizer_steps(mode, present)
         half = config.runs.steps // 2
         first = [r for rows in metrics.values() for r in rows if r["step"] < half]
         second = [r for rows in metrics.values() for r in rows if r["step"] >= half]
         modes[mode] = {
+            "label": label,
             "seeds": sorted(present),
             "steps_done": {s: len(rows) for s, rows in metrics.items()},
             "curve": curve,
@@ -133,6 +135,7 @@ def collect(config: ExperimentConfig, root: Path) -> dict[str, Any]:
             },
             "terminations": dict(terminations),
             "steps_with_gradient": signal_steps,
+            "optimizer_steps": stepped,
             "steps": sum(len(rows) for rows in metrics.values()),
             "episodes": episodes,
             "train_seconds": seconds,
@@ -309,9 +312,24 @@ def _versus(config: ExperimentConfig, root: Path) -> dict[str, Any]:
     return out
 
 
+def _label_and_optimizer_steps(mode: str, runs: Mapping[int, Path]) -> tuple[str, int | None]:
+    """The mode as its runs ran (with the synthesis modes their configs record: an old
+    mode-rods run that also expanded says so) and their optimizer steps, summed over seeds
+    (None when a run's metrics do not say)."""
+    from rods_agent.config import mode_label
+    from rods_agent.report import load_run
+
+    loaded = [load_run(path) for path in runs.values()]
+    labels = sorted({run.mode_label if run.mode == mode else mode_label(mode) for run in loaded})
+    steps = [run.optimizer_steps for run in loaded]
+    total = None if any(s is None for s in steps) else sum(s or 0 for s in steps)
+    return (" / ".join(labels) if labels else mode_label(mode)), total
+
+
 def _had_gradient(row: Mapping[str, Any]) -> bool:
     """Whether a step's update had a token with a non-zero advantage (a step whose groups
-    all tied leaves the weights as they were, bar the optimizer's momentum)."""
+    all tied leaves the weights as they were: no optimizer step, in every mode, since
+    2026-12-06; before, static's AdamW stepped on its momentum)."""
     update = row.get("update") or {}
     return float(update.get("signal_tokens", update.get("loss_tokens", 0.0)) or 0.0) > 0
 
@@ -377,8 +395,8 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
         "",
         "| mode | steps | held-out progress | held-out pass^1 | vs static: progress | "
         "effective group ratio (1st half / 2nd half) | training progress (1st half / 2nd half) | "
-        "steps with a gradient | episodes | train time |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "steps with a gradient | optimizer steps | episodes | train time |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     versus = data.get("versus_static", {})
     for mode, m in data["modes"].items():
@@ -386,9 +404,10 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
         halves, trained = _halves(m["effective_group_ratio"]), _halves(m.get("train_progress"))
         vs = _fmt(versus.get(mode, {}).get("progress")) if mode != "static" else "-"
         lines.append(
-            f"| {mode} | {last.get('step', '-')} | {_fmt(last.get('progress'))} | "
+            f"| {m.get('label', mode)} | {last.get('step', '-')} | {_fmt(last.get('progress'))} | "
             f"{_fmt(last.get('pass1'))} | {vs} | {halves} | {trained} | "
-            f"{m.get('steps_with_gradient', '-')} of {m.get('steps', '-')} | {m['episodes']} | "
+            f"{m.get('steps_with_gradient', '-')} of {m.get('steps', '-')} | "
+            f"{'-' if m.get('optimizer_steps') is None else m['optimizer_steps']} | {m['episodes']} | "
             f"{m['train_seconds'] / 60:.0f} min |"
         )
     lines += [

@@ -781,3 +781,47 @@ def test_the_protocol_runs_on_smollm2_end_to_end(tmp_path):
     again = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "warm start: epoch" not in again.stderr and "evaluating" not in again.stderr
+
+
+def test_the_summary_labels_each_mode_as_it_ran_and_counts_optimizer_steps(tmp_path):
+    """An old run of mode rods whose config also expanded is labelled so; rods-expand and
+    envtuning are modes of their own; each mode's optimizer steps are summed over seeds."""
+    from rods_agent.experiment.summary import collect, markdown
+
+    config = load_experiment(CONFIG, [f"out={tmp_path}", "runs.modes=[static,rods,rods-expand,envtuning]",
+                                      "runs.seeds=[0]", "runs.steps=2"])  # fmt: skip
+    _write_eval(tmp_path / "eval" / "warm-test", {"a": 0.0})
+    for mode, synth in (("static", None), ("rods", "[resample, expand]"),
+                        ("rods-expand", None), ("envtuning", None)):  # fmt: skip
+        run = tmp_path / "runs" / f"{mode}-s0"
+        _write_run(run, [1.0, 0.0], {"a": 0.0})
+        rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        for row in rows:
+            row["optimizer_steps"] = 1 if row["step"] == 0 else 0
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        data_section = f"data:\n  synth_modes: {synth or 'null'}\n"
+        (run / "config.yaml").write_text(f"mode: {mode}\n{data_section}")
+    data = collect(config, tmp_path)
+    labels = {m: data["modes"][m]["label"] for m in config.runs.modes}
+    assert labels == {
+        "static": "static",
+        "rods": "rods (with expansion, the default before 2026-12-06)",
+        "rods-expand": "rods-expand (resample+expand)",
+        "envtuning": "envtuning",
+    }
+    assert {m["optimizer_steps"] for m in data["modes"].values()} == {1}
+    md = markdown(config, data)
+    assert "| rods (with expansion, the default before 2026-12-06) | 2 |" in md
+    assert "| 1 of 2 | 1 |" in md
+
+
+def test_the_experiment_refuses_expansion_under_mode_rods():
+    assert load_experiment(CONFIG, ["runs.modes=[rods,rods-expand,envtuning]"]).runs.modes == [
+        "rods",
+        "rods-expand",
+        "envtuning",
+    ]
+    with pytest.raises(ConfigError, match="rods-expand"):
+        load_experiment(CONFIG, ["train.data.synth_modes=[resample,expand]"])
+    with pytest.raises(ConfigError, match=r"runs\.modes has rods-expand"):
+        load_experiment(CONFIG, ["runs.modes=[rods-expand]", "train.data.synth_modes=[resample]"])
