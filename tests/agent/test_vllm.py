@@ -96,6 +96,36 @@ class TestInProcess:
                 _forward(hf_model, prompt, comp.token_ids), abs=1e-3
             )
 
+    def test_a_stop_string_ends_the_completion_where_it_first_appears(self, vllm_engine):
+        """vLLM's stop strings, with the string kept: the completion is the plain one cut
+        after the token that completes the first occurrence (the rollout's call end)."""
+        from rods_agent.engines.base import stop_end
+
+        chat = vllm_engine.chat
+        requests = [
+            GenerationRequest([*OPENING[:1], {"role": "user", "content": f"Order #W00{i}?"}])
+            for i in range(3)
+        ]
+        params = SamplingParams(max_tokens=20, temperature=0.0)
+        plain = vllm_engine.generate(requests, params)
+        a = plain[0].token_ids
+        cut = 0
+        for stop in [
+            (chat.decode(a[5:8]),),
+            (chat.decode(a[10:12])[:-1] or chat.decode(a[10:12]),),
+        ]:
+            stopped = vllm_engine.generate(requests, params.with_stop(*stop))
+            for p, s in zip(plain, stopped, strict=True):
+                k = next((k for k in range(1, len(p.token_ids) + 1)
+                          if stop_end(chat.decode(p.token_ids[:k]), stop) is not None), None)  # fmt: skip
+                if k is None:
+                    assert s.token_ids == p.token_ids
+                    continue
+                cut += k < len(p.token_ids)
+                assert s.token_ids == p.token_ids[:k] and s.finish_reason == "stop"
+                assert len(s.logprobs) == k and s.text == chat.completion_text(s.token_ids)
+        assert cut >= 2
+
     def test_load_weights_from_a_state_dict(self, vllm_engine, hf_model):
         import torch
 
