@@ -263,6 +263,10 @@ class Task(Frozen):
         variant: Base or an augmented variant.
         signature: Structural signature (filled by :func:`rods_env.signature.compute_signature`).
         provenance: Seed or synthesized, parent, generation.
+        payload: A benchmark's own record of a task that is not in the benchmark's package
+            (a synthesized variant of a BFCL task carries its BFCL entry here, so the
+            benchmark's environment can run it from the task alone). Left out of the JSON
+            form when None.
     """
 
     id: str
@@ -277,6 +281,14 @@ class Task(Frozen):
     variant: Variant = "base"
     signature: Signature | None = None
     provenance: Provenance = Field(default_factory=Provenance)
+    payload: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_payload(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("payload", 0) is None:
+            del data["payload"]  # the committed seed sets stay bit-identical
+        return data
 
     @property
     def composed(self) -> bool:

@@ -19,6 +19,14 @@ The data, the API classes and the function docs come from the installed ``bfcl-e
 package (``bash scripts/setup_bfcl.sh``), imported only when an environment or the tasks
 are made.
 
+**Splits** (the paper's setting, :mod:`~environments.bfcl.split`): every id serves all of
+its tasks by default (``seed_tasks()``, ``make_env()``: BFCL's full benchmark, whose
+leaderboard numbers need every task); ``split="train"`` is the 100 train tasks of each
+category (400 for the ids of all four), ``split="test"`` the other 100 (400).
+``training_tasks()`` gives the train half and :meth:`BFCLDomain.synthesizer` resamples it
+(:mod:`~environments.bfcl.resample`, the paper's RODS on BFCL), each variant held against the
+test half (:mod:`~environments.bfcl.guard`).
+
 Modules: :mod:`~environments.bfcl.apis` (the safe execution layer: dispatch, per-episode
 instances, bounded MathAPI, result texts, state, gold replay), :mod:`~environments.bfcl.tasks`
 (the tasks, their rods views, BFCL's leaderboard numbers), :mod:`~environments.bfcl.reading`
@@ -44,11 +52,8 @@ TRAIN_DOMAIN = "bfcl-api"
 """The rods domain over the same API classes that trains for BFCL (``environments.bfcl.
 world``): ``rods train env=[bfcl]`` trains on it and evaluates on BFCL's tasks."""
 
-NO_TRAIN_SPLIT = (
-    "BFCL multi-turn has no train split: its 800 tasks are its test set, never trained on "
-    f"(train on {TRAIN_DOMAIN}, the rods domain over its API classes: rods train env=[bfcl] "
-    "does)"
-)
+SPLITS: tuple[str, ...] = ("train", "test", "all")
+"""The splits a BFCL id takes (``"all"``, like None: every task)."""
 
 
 class BFCLDomain(BenchmarkDomain):
@@ -61,7 +66,10 @@ class BFCLDomain(BenchmarkDomain):
     """
 
     user_modes = ("scripted",)
-    synthesis = NO_TRAIN_SPLIT
+    synthesis: str | None = (
+        "rods' synthesis has no skills for BFCL's own tasks (train on the paper's train half "
+        f"as it is, or on {TRAIN_DOMAIN})"
+    )
     train_domain = TRAIN_DOMAIN
     max_steps = MAX_STEPS
     verdicts = ("official", "strict")
@@ -80,14 +88,24 @@ class BFCLDomain(BenchmarkDomain):
         return bfcl_missing()
 
     def seed_tasks(self, split: str | None = None) -> list[Task]:
-        """BFCL's tasks as rods views (all are test tasks: the train split is empty)."""
-        if split == "train":
-            return []
+        """BFCL's tasks as rods views, each with its split in the paper's split.
+
+        Args:
+            split: ``"train"`` or ``"test"``: that half (100 tasks per category); None or
+                ``"all"``: every task (800 for the ids of all four categories).
+
+        Raises:
+            ConfigError: for another split.
+        """
+        if split not in (None, *SPLITS):
+            raise ConfigError(f"unknown BFCL split '{split}'; splits: {', '.join(SPLITS)}")
         if self._views is None:
             from environments.bfcl.tasks import load_tasks, task_view
 
             self._views = [task_view(t, self.name) for t in load_tasks(self.category)]
-        return list(self._views)
+        if split in (None, "all"):
+            return list(self._views)
+        return [t for t in self._views if t.split == split]
 
     def make_env(self, **kwargs: Any) -> Any:
         """A :class:`~environments.bfcl.env.BFCLEnv` of this category."""
@@ -96,19 +114,30 @@ class BFCLDomain(BenchmarkDomain):
         return BFCLEnv(self.category, **kwargs)
 
     def check_tasks(self, tasks: Sequence[Task]) -> list[str]:
-        """Tasks that are not BFCL multi-turn tasks of this installation (the gold of every
-        BFCL task is checked against BFCL's own checker by the tests)."""
-        from environments.bfcl.tasks import task_index
+        """Tasks that are neither BFCL multi-turn tasks of this installation nor resampled
+        variants with a readable payload (the gold of every BFCL task is checked against
+        BFCL's own checker by the tests; a variant's was, when it was made)."""
+        from environments.bfcl.tasks import from_payload, task_index
 
         index = task_index()
-        return [f"{t.id}: not a BFCL multi-turn task" for t in tasks if t.id not in index]
+        found = []
+        for t in tasks:
+            if t.payload is not None:
+                try:
+                    from_payload(t.payload)
+                except ConfigError as exc:
+                    found.append(f"{t.id}: {exc}")
+            elif t.id not in index:
+                found.append(f"{t.id}: not a BFCL multi-turn task")
+        return found
 
     def oracle_agent(self, task: Task, *, user_mode: str = "scripted") -> Any:
-        """The gold replay (:class:`~environments.bfcl.agents.OracleAgent`)."""
+        """The gold replay (:class:`~environments.bfcl.agents.OracleAgent`); a resampled
+        variant's gold comes from its payload."""
         from environments.bfcl.agents import OracleAgent
-        from environments.bfcl.tasks import get_task
+        from environments.bfcl.tasks import bfcl_task
 
-        return OracleAgent(get_task(task.id))
+        return OracleAgent(bfcl_task(task))
 
     @property
     def policy(self) -> str:
@@ -124,16 +153,9 @@ class BFCLDomain(BenchmarkDomain):
         classes = dict.fromkeys(c for t in load_tasks(self.category) for c in t.classes)
         return list(schemas(functions_of(list(classes))))
 
-    def training_tasks(self, split: str = "train", *, keep_exploitable: bool = False) -> list[Task]:
-        """None: BFCL's tasks are never trained on.
-
-        Raises:
-            ConfigError: always, saying why.
-        """
-        raise ConfigError(NO_TRAIN_SPLIT)
-
     def scores(self, successes: Mapping[str, Sequence[bool]]) -> Mapping[str, float | None]:
-        """BFCL's leaderboard numbers (:func:`environments.bfcl.tasks.leaderboard`)."""
+        """BFCL's leaderboard numbers (:func:`environments.bfcl.tasks.leaderboard`): over
+        all 800 tasks, or over the test half when only test tasks were evaluated."""
         from environments.bfcl.tasks import leaderboard
 
         return leaderboard(successes)
@@ -164,6 +186,7 @@ __all__ = [
     "MAX_STEPS",
     "MISS_FUNC",
     "MISS_PARAM",
+    "SPLITS",
     "TRAIN_DOMAIN",
     "BFCLDomain",
 ]

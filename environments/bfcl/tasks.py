@@ -17,6 +17,18 @@ long_context long_context         the classes load BFCL's long-context data (big
 
 A task's ``excluded_function`` field is recorded but, as in BFCL's own pipeline (which never
 reads it), does not change the tools the agent sees.
+
+**Splits.** BFCL has no train split; rods uses the paper's setting (RODS trains on half of
+each category and tests on the other half): :mod:`environments.bfcl.split` draws it, by
+index and stratified by involved classes, and ``paper_split.json`` holds it. A task's
+:attr:`BFCLTask.split` is ``"train"`` or ``"test"`` by that file; :func:`load_tasks` with
+``split=None`` (or ``"all"``) gives all 800 (BFCL's own full benchmark, whose leaderboard
+numbers need every task), ``"train"``/``"test"`` the 400 of that half.
+
+**Variants.** A task resampled from a train task (:mod:`environments.bfcl.resample`) is not
+in bfcl-eval's data: its rods view carries its BFCL entry in
+:attr:`~rods_env.task.Task.payload` (:func:`payload`), and :func:`bfcl_task` turns a view
+back into a :class:`BFCLTask`, so an environment can run it from the view alone.
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ from typing import Any
 
 from environments.bfcl.apis import Scenario, data_dir, functions, parse_call
 from rods_env.errors import ConfigError
-from rods_env.task import Task, ToolCall, Turn, UserProfile
+from rods_env.task import Provenance, Task, ToolCall, Turn, UserProfile
 from rods_env.tools import FrozenDict
 
 CATEGORIES: tuple[str, ...] = ("base", "miss_param", "miss_func", "long_context")
@@ -84,6 +96,8 @@ class BFCLTask:
         config: JSON text of the initial configuration.
         revealed: Turn index to the functions held out until that turn (miss_func).
         excluded: BFCL's ``excluded_function`` field (not applied, as in BFCL).
+        parent: For a resampled variant, the id of the BFCL train task it was made from
+            (None for BFCL's own tasks).
     """
 
     id: str
@@ -94,6 +108,7 @@ class BFCLTask:
     config: str
     revealed: Mapping[int, tuple[str, ...]]
     excluded: tuple[str, ...] = ()
+    parent: str | None = None
 
     @property
     def variant(self) -> str:
@@ -102,8 +117,19 @@ class BFCLTask:
 
     @property
     def split(self) -> str:
-        """Every BFCL task is a test task (BFCL has no train split)."""
-        return "test"
+        """``"train"`` or ``"test"`` in the paper's split (``paper_split.json``); a variant of
+        a train task is a train task; an id the split does not know is a test task (never
+        trained on)."""
+        if self.parent is not None:
+            return "train"
+        from environments.bfcl.split import paper_split
+
+        return paper_split().get(self.id, "test")
+
+    @cached_property
+    def config_key(self) -> str:
+        """Canonical text of the initial configuration (equal for equal configurations)."""
+        return json.dumps(json.loads(self.config), sort_keys=True)
 
     @property
     def long_context(self) -> bool:
@@ -145,6 +171,23 @@ class BFCLTask:
             "excluded_function": list(self.excluded),
         }
 
+    def payload(self) -> dict[str, Any]:
+        """Everything needed to rebuild the task (:func:`from_payload`): BFCL's entry with
+        the configuration as JSON text (its key order is state order: ``ls`` lists files in
+        it, and a JSON round trip with sorted keys would change it), the category, the
+        ground truth and the parent."""
+        return {
+            "id": self.id,
+            "category": self.category,
+            "question": [[dict(m) for m in turn] for turn in self.turns],
+            "ground_truth": [list(turn) for turn in self.ground_truth],
+            "involved_classes": list(self.classes),
+            "initial_config": self.config,
+            "missed_function": {str(k): list(v) for k, v in self.revealed.items()},
+            "excluded_function": list(self.excluded),
+            "parent": self.parent,
+        }
+
     def __repr__(self) -> str:
         return f"BFCLTask({self.id!r}, {len(self.turns)} turns, {'+'.join(self.classes)})"
 
@@ -166,15 +209,88 @@ def task_view(task: BFCLTask, domain: str) -> Task:
             request = reveal_message(task.revealed[i])
         hidden = tuple(n for at, names in task.revealed.items() if at > i for n in names)
         turns.append(Turn(request=request, calls=calls, withheld_tools=hidden))
+    extra: dict[str, Any] = {}
+    if task.parent is not None:
+        extra = {
+            "payload": task.payload(),
+            "provenance": Provenance(
+                origin="synthesized", parent_id=task.parent, generation=1, mode="resample"
+            ),
+        }
     return Task(
         id=task.id,
         domain=domain,
         skill=task.category,
-        split="test",
+        split=task.split,
         user=UserProfile(name="BFCL user"),
         turns=tuple(turns),
         variant=task.variant,
+        **extra,
     )
+
+
+def from_payload(data: Mapping[str, Any]) -> BFCLTask:
+    """The task a :meth:`BFCLTask.payload` describes.
+
+    Raises:
+        ConfigError: when the payload lacks a field or its turns and ground truth differ
+            in number.
+    """
+    try:
+        category = str(data["category"])
+        if category not in CATEGORIES:
+            raise ConfigError(f"BFCL payload: unknown category '{category}'")
+        config = data["initial_config"]
+        turns = tuple(tuple(FrozenDict(m) for m in turn) for turn in data["question"])
+        ground_truth = tuple(tuple(str(c) for c in turn) for turn in data["ground_truth"])
+        task = BFCLTask(
+            id=str(data["id"]),
+            category=category,
+            turns=turns,
+            ground_truth=ground_truth,
+            classes=tuple(data["involved_classes"]),
+            config=config if isinstance(config, str) else json.dumps(config),
+            revealed=FrozenDict(
+                {int(k): tuple(v) for k, v in (data.get("missed_function") or {}).items()}
+            ),
+            excluded=tuple(data.get("excluded_function") or ()),
+            parent=data.get("parent"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"not a BFCL task payload ({type(exc).__name__}: {exc})") from None
+    if len(task.turns) != len(task.ground_truth):
+        raise ConfigError(
+            f"BFCL payload {task.id}: {len(task.turns)} turns but "
+            f"{len(task.ground_truth)} gold turns"
+        )
+    return task
+
+
+_FROM_VIEWS: dict[str, tuple[Task, BFCLTask]] = {}
+
+
+def bfcl_task(choice: BFCLTask | Task | str) -> BFCLTask:
+    """The BFCL task a choice names: a :class:`BFCLTask` as it is, a rods view with a
+    payload (a resampled variant) rebuilt from it, any other view or id looked up in
+    BFCL's data.
+
+    Raises:
+        ConfigError: for an unknown id or a bad payload.
+    """
+    if isinstance(choice, BFCLTask):
+        return choice
+    if isinstance(choice, Task):
+        if choice.payload is None:
+            return get_task(choice.id)
+        hit = _FROM_VIEWS.get(choice.id)
+        if hit is not None and hit[0] == choice:
+            return hit[1]
+        task = from_payload(choice.payload)
+        if len(_FROM_VIEWS) >= 4096:
+            _FROM_VIEWS.pop(next(iter(_FROM_VIEWS)))
+        _FROM_VIEWS[choice.id] = (choice, task)
+        return task
+    return get_task(choice)
 
 
 def _read_lines(path: Any) -> list[dict[str, Any]]:
@@ -223,18 +339,19 @@ def load_tasks(category: str | None = None, split: str | None = None) -> list[BF
 
     Args:
         category: A category name, or None for all.
-        split: ``"test"``, ``"all"`` or None (BFCL has no train split).
+        split: ``"train"`` or ``"test"``: that half of the paper's split (100 tasks per
+            category, :mod:`environments.bfcl.split`); ``"all"`` or None: every task.
 
     Raises:
-        ConfigError: for an unknown category, or the train split.
+        ConfigError: for an unknown category or split.
     """
-    if split not in (None, "test", "all"):
-        raise ConfigError(
-            f"BFCL multi-turn has no '{split}' split: all its tasks are test tasks "
-            "(train on the rods domain over its API classes instead)"
-        )
+    if split not in (None, "all", "train", "test"):
+        raise ConfigError(f"unknown BFCL split '{split}'; splits: train, test, all")
     cats = CATEGORIES if category is None else (category,)
-    return [task for cat in cats for task in category_tasks(cat)]
+    tasks = [task for cat in cats for task in category_tasks(cat)]
+    if split in ("train", "test"):
+        tasks = [t for t in tasks if t.split == split]
+    return tasks
 
 
 @cache
@@ -257,31 +374,45 @@ def get_task(task_id: str) -> BFCLTask:
         ) from None
 
 
-def leaderboard(successes: Mapping[str, Sequence[bool]]) -> dict[str, float | None]:
+def leaderboard(
+    successes: Mapping[str, Sequence[bool]], split: str | None = None
+) -> dict[str, float | None]:
     """BFCL's multi-turn leaderboard numbers from per-task trial successes.
 
     Per category, the accuracy is the mean over its tasks of each task's success rate (one
     trial each, as BFCL runs, gives BFCL's accuracy exactly). The overall is BFCL's
     unweighted mean of the four category accuracies; like BFCL it is None ("N/A") unless
-    every category was evaluated on all of its tasks.
+    every category was evaluated on all of its tasks (of the split).
 
     Args:
         successes: Task id to the successes of its trials (tasks of other benchmarks or
-            domains are ignored).
+            domains, and resampled variants, are ignored).
+        split: ``"all"``: BFCL's own numbers, over all 800 tasks; ``"test"`` (or
+            ``"train"``): the same numbers over that half of the paper's split only (100
+            tasks per category; the other half's tasks are ignored); None: ``"all"``
+            unless the ids given are all of one half, then that half (so an evaluation of
+            the 400 test tasks gets its overall).
 
     Returns:
         ``{"overall": ..., "base": ..., "miss_func": ..., "miss_param": ...,
         "long_context": ...}`` (BFCL's column order); a category not evaluated is None.
     """
+    if split not in (None, "all", "train", "test"):
+        raise ConfigError(f"unknown BFCL split '{split}'; splits: train, test, all")
     index = task_index()
+    given = [index[t] for t, trials in successes.items() if t in index and trials]
+    if split is None:
+        halves = {t.split for t in given}
+        split = halves.pop() if len(halves) == 1 else "all"
     per: dict[str, list[float]] = {c: [] for c in CATEGORIES}
-    for task_id, trials in successes.items():
-        task = index.get(task_id)
-        if task is None or not trials:
+    for task in given:
+        if split != "all" and task.split != split:
             continue
+        trials = successes[task.id]
         per[task.category].append(sum(bool(s) for s in trials) / len(trials))
     acc: dict[str, float | None] = {c: (sum(v) / len(v) if v else None) for c, v in per.items()}
-    complete = all(len(per[c]) == len(category_tasks(c)) for c in CATEGORIES)
+    want = {c: len(load_tasks(c, None if split == "all" else split)) for c in CATEGORIES}
+    complete = all(len(per[c]) == want[c] for c in CATEGORIES)
     overall = sum(a for a in acc.values() if a is not None) / len(CATEGORIES) if complete else None
     order = ("base", "miss_func", "miss_param", "long_context")
     return {"overall": overall, **{c: acc[c] for c in order}}

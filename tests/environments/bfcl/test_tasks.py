@@ -34,8 +34,8 @@ def test_800_tasks_200_per_category_read_from_the_installed_package(tasks):
         "miss_func": "missing_function",
         "long_context": "long_context",
     }
-    with pytest.raises(ConfigError, match="no 'train' split"):
-        load_tasks("base", "train")
+    with pytest.raises(ConfigError, match="unknown BFCL split 'dev'"):
+        load_tasks("base", "dev")
     with pytest.raises(ConfigError, match="unknown BFCL category 'basic'"):
         load_tasks("basic")
 
