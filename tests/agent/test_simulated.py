@@ -63,8 +63,8 @@ def test_training_raises_the_success_of_the_units_practised_and_only_with_signal
     other_domain = airline.seed_tasks("train")[0]
     before = {t.id: policy.expected(t)[0] for t in (task, sibling, other_domain)}
     flat = policy.rollouts([task], step=0).groups[0]
-    flat.rewards = [1.0] * len(flat.rewards)  # all equal: no gradient
-    policy.update([flat], step=0)
+    flat.rewards = [1.0] * len(flat.rewards)  # all equal: no gradient, no step
+    assert policy.update([flat], step=0)["optimizer_step"] == 0.0 and policy.updates == 0
     assert policy.expected(task)[0] == before[task.id] and not policy.unit_logit
     for step in range(1, 30):
         groups = [g for g in policy.rollouts([task], step=step).groups if len(set(g.rewards)) > 1]
@@ -158,6 +158,7 @@ def test_the_three_modes_in_order(tmp_path):
             for row in rows:
                 with_signal = round(row["effective_group_ratio"] * row["groups"])
                 assert row["kept_groups"] == (row["groups"] if mode == "static" else with_signal)
+                assert row["optimizer_steps"] == int(with_signal > 0)  # one rule, every mode
             late += [r["effective_group_ratio"] for r in rows[30:]]
             final.append(rows[-1]["eval"]["progress"])
         ratio[mode] = sum(late) / len(late)

@@ -86,7 +86,13 @@ def test_a_run_writes_every_output(tmp_path):
         assert {"accepted", "rejected"} <= set(row["synthesized"])
         assert {"generate", "env", "update", "synthesis"} <= set(row["time"])
         assert row["policy"] == "simulated"
+        assert row["mode"] == "rods" and row["synth_modes"] == ["resample"]
         assert sum(row["zones"].values()) == row["groups"] == 4
+    # one update rule for every mode: a step without a non-zero advantage takes none
+    totals = [r["optimizer_steps_total"] for r in rows]
+    assert totals == [sum(r["optimizer_steps"] for r in rows[: i + 1]) for i in range(10)]
+    for row in rows:
+        assert row["optimizer_steps"] == int(row["kept_groups"] > 0)
     assert [r["step"] for r in rows if "eval" in r] == [3, 7, 9]
     assert all(r["eval"]["simulated"] for r in rows if "eval" in r)
     assert any(r["synthesized"]["accepted"] for r in rows)
@@ -278,7 +284,7 @@ def test_the_last_words_say_what_the_run_did(tmp_path, capsys):
     out = tmp_path / "run"
     args = ["train", "--config", str(SIMULATED), *small(out, "steps=4")]
     assert cli.main(args) == 0
-    assert capsys.readouterr().out.startswith("rods train: trained 4 steps, mode rods")
+    assert capsys.readouterr().out.startswith("rods train: trained 4 steps, mode rods (resample)")
     assert cli.main([*args, "--resume"]) == 0
     said = capsys.readouterr().out
     assert said.startswith(f"rods train: nothing to do: {out} has done its 4 of 4 steps already")
