@@ -475,6 +475,8 @@ class EpisodeEnv(gym.Env[str, str]):
         if not self._failed(reply):
             return []
         found = schema_hints(name, call.arguments, self._schemas, withheld=withheld)
+        if any(h.kind == "unknown_function" for h in found):
+            return found  # the name is the failure: what the error says is about the name
         state = self._state_hints(name, call, reply)
         found += state or failure_hints(name, reply.output, self._schemas)
         return unique(found)

@@ -233,7 +233,11 @@ def _describe(prop: Mapping[str, Any]) -> str:
     description = str(prop.get("description") or "").strip()
     if description:
         parts.append(description)
-    return ": ".join(parts)
+    text = ": ".join(parts)
+    allowed = allowed_values(prop)
+    if allowed and "[Enum]" not in description:
+        text += f"{'; ' if text else ''}one of: {_listed(allowed)}"
+    return text
 
 
 _JSON_TYPES: Mapping[str, tuple[type, ...]] = {
@@ -399,7 +403,8 @@ def _missing_entity(output: str) -> str | None:
         return None
     head = output[: match.start()]
     start = max(head.rfind(c) for c in '.\n:{"') + 1
-    for word in re.findall(r"[A-Za-z]+", head[start:]):
+    unquoted = re.sub(r"'[^']*'|\"[^\"]*\"", " ", head[start:])  # a quoted value is no kind
+    for word in re.findall(r"[A-Za-z]+", unquoted):
         lowered = word.lower()
         if lowered not in _NOT_ENTITY and len(lowered) >= 3:
             return lowered.rstrip("s") if lowered.endswith("s") and len(lowered) > 4 else lowered

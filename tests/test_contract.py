@@ -406,7 +406,7 @@ def _without_hints(message: dict[str, Any]) -> dict[str, Any]:
     return dict(message)
 
 
-def test_actionable_hints_change_only_observations(make) -> None:
+def test_actionable_hints_change_only_observations(make: Any) -> None:
     """The same actions, with a failing call or two among them, give the same rewards, ends,
     verdicts and info with ``actionable_hints`` on as off; only the failed calls' tool
     messages differ, by hints appended after the reply (rods_env/hints.py)."""
