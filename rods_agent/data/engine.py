@@ -120,7 +120,7 @@ class DataEngine:
         self._seeds = seeds_by_id(tasks)
         self._reserved = list(reserved)
         if self.synthesizes:
-            self._check_synthesis({t.domain for t in self._seeds.values()})
+            self._check_synthesis({t.domain for t in self._seeds.values()}, self.mode)
         self.buffer = ReplayBuffer(self.config, dynamic=self.dynamic)
         order = list(self._seeds.values())
         if self.dynamic:
@@ -267,8 +267,9 @@ class DataEngine:
 
     # -- synthesis -------------------------------------------------------------------------
     @staticmethod
-    def _check_synthesis(domains: Iterable[str]) -> None:
-        """Refuse mode ``rods`` on a benchmark domain that rods' synthesis cannot grow."""
+    def _check_synthesis(domains: Iterable[str], mode: str) -> None:
+        """Refuse a synthesizing mode on a benchmark domain that rods' synthesis cannot
+        grow (``data.synthesize: false`` runs there)."""
         from rods_env.benchmark import BenchmarkDomain
         from rods_env.registry import benchmark_names, load_any_domain
 
@@ -277,7 +278,7 @@ class DataEngine:
             domain = load_any_domain(name)
             if isinstance(domain, BenchmarkDomain) and domain.synthesis is not None:
                 raise ConfigError(
-                    f"mode=rods synthesizes tasks, but {name} cannot: {domain.synthesis}"
+                    f"mode={mode} synthesizes tasks, but {name} cannot: {domain.synthesis}"
                 )
 
     def _domain(self, name: str) -> Any:
