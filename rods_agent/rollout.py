@@ -13,6 +13,12 @@ carry loss. See :mod:`rods_agent.engines.chat` for how observations are tokenize
 template and how the sequence is checked against a re-rendering of the full conversation
 (``token_check``; a ``mismatch`` is logged as a warning).
 
+**A turn ends where the call ends.** Generation stops at the end of a completion's first
+tool call, the chat family's closing marker (``</tool_call>``; :func:`call_end`), kept as
+sampled; the template's closing is appended after it like any observation, so the text a
+weak model writes after its call is neither decoded nor trained on
+(``RolloutConfig.stop_at_call_end``).
+
 With the default ``tool_format: auto`` a completion reaches the environment as the chat
 template's family writes it (:meth:`rods_agent.engines.chat.ChatTemplate.action`): raw text,
 whose ``<think>`` reasoning the environment leaves out, or, for gpt-oss's harmony format, the

@@ -78,6 +78,10 @@ class EngineOptions:
         thinking: The chat template's ``enable_thinking`` switch (Qwen3): ``on``, ``off`` or
             None (the template's default). Local engines and the openai engine's token mode
             render it themselves; its chat mode sends ``chat_template_kwargs`` (vLLM, SGLang).
+        call_end: The text that ends a tool call in the served model's output, where a
+            rollout stops generation (openai chat mode; e.g. ``</tool_call>`` for a
+            Hermes-style model served without a tool parser). Token mode and local engines
+            read it from the chat template.
     """
 
     engine: str = field(
@@ -137,6 +141,15 @@ class EngineOptions:
         default=None,
         metadata=option(
             "the chat template's enable_thinking switch (Qwen3; default: the template's own)"
+        ),
+    )
+
+    call_end: str | None = field(
+        default=None,
+        metadata=option(
+            "text that ends a tool call in the served model's output, where a turn stops "
+            "(openai chat mode, e.g. '</tool_call>'; token mode and local engines read it "
+            "from the chat template)"
         ),
     )
 
@@ -299,6 +312,7 @@ def build_engine(
             extra_body=extra_body,
             tokenizer=options.tokenizer,
             thinking=options.thinking_switch,
+            call_end=options.call_end,
         )
     if options.engine == "vllm":
         from rods_agent.engines.vllm_engine import vllm_available

@@ -113,7 +113,9 @@ class TransformersEngine:
     episode's completions do not depend on what else is in the batch; and the log-probability
     of each sampled token is taken from exactly the distribution it was drawn from
     (temperature, then top-p: :mod:`rods_agent.engines.sampling`), with no processor from
-    the model's generation config slipped in.
+    the model's generation config slipped in. A row stops at an end-of-turn token, at the
+    token that completes one of ``SamplingParams.stop`` in its decoded tail (kept, as
+    sampled), or at its token cap.
 
     The model may be shared with a learner (``ModelPolicy``): generation switches it to
     eval mode and back, and ``weights_version`` (set by the owner after each update) is

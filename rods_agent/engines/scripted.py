@@ -14,6 +14,8 @@ transcripts teach a model its own format, and tests drive each template with too
 way its model makes them. The agent's ``<think>`` reasoning is written as the family writes
 reasoning (a Qwen3 ``<think>`` block, gpt-oss's ``analysis`` channel; families that do not
 think drop it). Text that does not parse is written as the message's content.
+``SamplingParams.stop`` is not applied: a script writes whole messages (the oracle's state
+assumes that each of its messages runs as written).
 """
 
 from __future__ import annotations

@@ -279,6 +279,11 @@ def test_chat_mode_sends_no_stop_unless_asked():
     told = _engine(handler, call_end="</tool_call>")
     assert told.call_end == "</tool_call>"
     told.close()
+    from rods_agent.engines import EngineOptions, build_engine
+
+    built = build_engine(EngineOptions(engine="openai", model="m", call_end="</tool_call>"))
+    assert built.call_end == "</tool_call>"  # type: ignore[attr-defined]
+    built.close()
 
 
 def test_token_mode_stops_at_the_call_end_with_the_string_kept(tiny_model_dir):
