@@ -428,13 +428,13 @@ def _lookup_tools(entity: str, called: str, index: ToolIndex) -> list[str]:
 def looks_failed(output: str) -> bool:
     """Whether a call's result text reports a failure: an error text (``Error...``) or a
     JSON object (or a list of one) with an ``"error"`` key, as BFCL's classes return it."""
-    text = output.lstrip()
-    if text[:5].lower() == "error":
+    head = output[:16].lstrip()  # a result can be long: no copy of it on the hot path
+    if head[:5].lower() == "error":
         return True
-    if not text.startswith(("{", "[")) or '"error"' not in text:
+    if not head.startswith(("{", "[")) or '"error"' not in output:
         return False
     try:
-        data = json.loads(text)
+        data = json.loads(output)
     except ValueError:
         return False
     if isinstance(data, list) and data and isinstance(data[0], dict):
