@@ -6,8 +6,10 @@ Example::
     rods serve rods/Airline-v0 --tasks results/pool.jsonl --split train --port 8001
     rods serve rods/Tau2-Airline-v0 --port 8002 --max-sessions 128
 
-Each WebSocket session is its own episode; the routes are OpenEnv's (``/reset``, ``/step``,
-``/state``, ``/schema``, ``/metadata``, ``/health``, ``/ws``, ``/mcp``). Clients: the typed
+Each session is its own episode: a WebSocket (``/ws``), or an HTTP session
+(``openenv/session/create`` on ``/mcp``, then ``/reset``, ``/step``, ``/state`` with its
+``session_id``). Sessions close after ``--idle-timeout`` seconds without a message, and
+every route is bounded (body, frame, nesting; docs/hubs.md, "Limits"). Clients: the typed
 ``rods_agent.integrations.openenv.RodsEnv``, any OpenEnv client, TRL through
 ``openenv_environment_factory`` (docs/hubs.md). Needs ``bash scripts/setup_openenv.sh``.
 """
@@ -15,6 +17,11 @@ Each WebSocket session is its own episode; the routes are OpenEnv's (``/reset``,
 from __future__ import annotations
 
 import argparse
+import dataclasses
+
+from rods_agent.integrations.openenv.limits import ServeLimits
+
+DEFAULTS = ServeLimits()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +49,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-sessions",
         type=int,
-        default=64,
-        help="concurrent WebSocket sessions, each its own episode (default 64)",
+        default=DEFAULTS.max_sessions,
+        help=f"sessions at once, each its own episode (default {DEFAULTS.max_sessions})",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULTS.idle_timeout_s,
+        metavar="SECONDS",
+        help="a session with no message for this long is closed "
+        f"(default {DEFAULTS.idle_timeout_s:g})",
+    )
+    parser.add_argument(
+        "--reclaim-idle",
+        type=float,
+        default=DEFAULTS.reclaim_idle_s,
+        metavar="SECONDS",
+        help="when every session is taken, one idle this long gives its slot to a new "
+        f"client (default {DEFAULTS.reclaim_idle_s:g})",
     )
     parser.add_argument(
         "--log-level", default="warning", help="uvicorn's log level (default warning)"
@@ -60,6 +83,16 @@ def make_kwargs(args: argparse.Namespace) -> dict[str, object]:
     return kwargs
 
 
+def limits(args: argparse.Namespace) -> ServeLimits:
+    """The server's limits: the flags over the defaults (the same as the hub app's)."""
+    return dataclasses.replace(
+        DEFAULTS,
+        max_sessions=args.max_sessions,
+        idle_timeout_s=args.idle_timeout,
+        reclaim_idle_s=args.reclaim_idle,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``rods serve`` until interrupted."""
     import rods_env  # noqa: F401  (registers the ids)
@@ -70,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         make_kwargs=make_kwargs(args),
-        max_sessions=args.max_sessions,
+        limits=limits(args),
         log_level=args.log_level,
     )
     return 0

@@ -33,8 +33,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def rods_server(env_id: str, *extra: str, timeout: float = 120.0) -> Iterator[str]:
-    """``rods serve ENV_ID`` in a subprocess; yields its base URL."""
+def rods_server(
+    env_id: str, *extra: str, timeout: float = 120.0, log: Path | None = None
+) -> Iterator[str]:
+    """``rods serve ENV_ID`` in a subprocess; yields its base URL. Its output goes to
+    ``log`` when given (read it after), else to a pipe read only if it exits early."""
     import requests
 
     port = free_port()
@@ -49,17 +52,15 @@ def rods_server(env_id: str, *extra: str, timeout: float = 120.0) -> Iterator[st
         str(port),
         *extra,
     ]
-    proc = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    sink = open(log, "w") if log is not None else subprocess.PIPE  # noqa: SIM115
+    proc = subprocess.Popen(argv, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                pytest.fail(
-                    f"rods serve {env_id} exited: {proc.stdout.read() if proc.stdout else ''}"
-                )
+                output = proc.stdout.read() if proc.stdout else log.read_text() if log else ""
+                pytest.fail(f"rods serve {env_id} exited: {output}")
             try:
                 if requests.get(f"{url}/health", timeout=1).ok:
                     break
@@ -76,3 +77,5 @@ def rods_server(env_id: str, *extra: str, timeout: float = 120.0) -> Iterator[st
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if log is not None:
+            sink.close()  # type: ignore[union-attr]

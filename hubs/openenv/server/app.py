@@ -1,10 +1,15 @@
 """The OpenEnv app of a rods environment (the Space's entry point).
 
-``RODS_ENV_ID`` picks the environment (default ``rods/Retail-v0``); ``RODS_TASKS`` a task
-pool file, ``RODS_MAX_SESSIONS`` the concurrent sessions. The same server as ``rods serve``.
+``RODS_ENV_ID`` picks the environment (default ``rods/Retail-v0``), ``RODS_TASKS`` a task
+pool file. The limits are ``rods serve``'s, with the same defaults (``ServeLimits``), set by
+``RODS_MAX_SESSIONS``, ``RODS_IDLE_TIMEOUT_S``, ``RODS_RECLAIM_IDLE_S``,
+``RODS_MAX_BODY_BYTES``, ``RODS_MAX_FRAME_BYTES`` and ``RODS_MAX_DEPTH``. The same server as
+``rods serve``; ``python -m server.app`` also gives uvicorn the frame limit (a bare
+``uvicorn server.app:app`` buffers up to uvicorn's 16 MiB before the app closes the
+connection at the limit).
 
-    uvicorn server.app:app --host 0.0.0.0 --port 8000
-    python -m server.app --port 8000
+    python -m server.app --host 0.0.0.0 --port 8000
+    uvicorn server.app:app --host 0.0.0.0 --port 8000 --ws-max-size 4194304
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import argparse
 import os
 
 import rods_env  # noqa: F401  (registers the environment ids)
+from rods_agent.integrations.openenv.limits import ServeLimits, uvicorn_options
 from rods_agent.integrations.openenv.server import create_rods_app
 
 ENV_ID = os.environ.get("RODS_ENV_ID", "rods/Retail-v0")
@@ -20,10 +26,9 @@ MAKE_KWARGS = {
     "split": None,
     **({"tasks": os.environ["RODS_TASKS"]} if os.environ.get("RODS_TASKS") else {}),
 }
+LIMITS = ServeLimits.from_env()
 
-app = create_rods_app(
-    ENV_ID, MAKE_KWARGS, max_sessions=int(os.environ.get("RODS_MAX_SESSIONS", "64"))
-)
+app = create_rods_app(ENV_ID, MAKE_KWARGS, limits=LIMITS)
 
 
 def main() -> None:
@@ -34,7 +39,7 @@ def main() -> None:
     parser.add_argument("--host", default="0.0.0.0")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args()
-    uvicorn.run(app, host=args.host, port=args.port)
+    uvicorn.run(app, host=args.host, port=args.port, **uvicorn_options(LIMITS))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ Install the extra ``openenv`` plus ``openenv`` itself (``bash scripts/setup_open
 The pieces (docs/hubs.md):
 
 * :class:`RodsEnvironment` / :func:`create_rods_app` / :func:`serve` -- any rods environment
-  id served by OpenEnv's own server (``create_app``; an MCP environment whose tools are rods'
-  tools), one episode per WebSocket session;
+  id served by OpenEnv's own server (an MCP environment whose tools are rods' tools), one
+  episode per session, idle sessions expiring, every route bounded (:class:`ServeLimits`);
 * :class:`RodsEnv` -- the typed client (``reset``, ``call_tool``, ``send_message``, ``state``);
 * :class:`RodsAction`, :class:`RodsObservation`, :class:`RodsState` -- the wire contract;
 * :func:`openenv_environment_factory` -- a class for TRL's ``GRPOTrainer(environment_factory=...)``
@@ -24,6 +24,7 @@ _LAZY = {
     "RodsEnvironment": "rods_agent.integrations.openenv.server",
     "create_rods_app": "rods_agent.integrations.openenv.server",
     "serve": "rods_agent.integrations.openenv.server",
+    "ServeLimits": "rods_agent.integrations.openenv.limits",
     "RodsEnv": "rods_agent.integrations.openenv.client",
     "openenv_environment_factory": "rods_agent.integrations.openenv.trl",
 }

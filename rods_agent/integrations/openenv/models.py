@@ -22,8 +22,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from openenv.core.env_server.types import Action, Observation, State
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
+
+from rods_agent.integrations.openenv.limits import MAX_ID_CHARS
 
 ActionType = Literal["call_tool", "message", "completion", "assistant", "list_tools", "end"]
 
@@ -32,7 +34,9 @@ class RodsAction(Action):
     """One agent action in a rods episode (see the module docstring for the kinds)."""
 
     type: ActionType = Field(default="call_tool", description="What kind of action this is")
-    tool_name: str = Field(default="", description="call_tool: the rods tool to call")
+    tool_name: str = Field(
+        default="", max_length=MAX_ID_CHARS, description="call_tool: the rods tool to call"
+    )
     arguments: dict[str, Any] = Field(
         default_factory=dict, description="call_tool: the tool's arguments"
     )
@@ -61,6 +65,24 @@ class RodsAction(Action):
                 {"kind": self.type},
             )
         return self
+
+
+class ResetArgs(BaseModel):
+    """What a reset accepts, with strict types (``index: 1.5`` is refused, not read as 1)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    seed: int | None = Field(default=None, ge=0, lt=2**64, description="Seeds the task draw")
+    episode_id: str | None = Field(
+        default=None, max_length=MAX_ID_CHARS, description="The episode's id in state"
+    )
+    task_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_ID_CHARS, description="A served task"
+    )
+    split: Literal["train", "test"] | None = Field(
+        default=None, description="The split a draw or an index reads"
+    )
+    index: int | None = Field(default=None, ge=0, description="A position in split's tasks")
 
 
 class RodsObservation(Observation):

@@ -14,8 +14,9 @@ the environment's public ``reset``/``step`` and ``info`` contract, exactly as wi
 * the observation carries the step reward (the increase of progress) and ``done``;
   ``state`` carries progress, success, the turn results and the conversation.
 
-:func:`create_rods_app` is ``openenv.core.env_server.http_server.create_app`` with these
-classes, and :func:`serve` runs it with uvicorn (``rods serve ENV_ID --port N``).
+:func:`create_rods_app` is OpenEnv's app (``HTTPEnvServer``'s routes) with these classes, its
+sessions expiring when idle (``sessions.py``) and every route bounded (``guard.py``, the
+limits in ``limits.py``); :func:`serve` runs it with uvicorn (``rods serve ENV_ID --port N``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
+import os
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
@@ -31,13 +33,20 @@ from typing import Any, cast
 import gymnasium
 from fastmcp import FastMCP
 from fastmcp.tools import Tool, ToolResult
-from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.mcp_environment import MCPEnvironment
 from openenv.core.env_server.types import EnvironmentMetadata
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, ValidationError
 
 import rods_env
-from rods_agent.integrations.openenv.models import RodsAction, RodsObservation, RodsState
+from rods_agent.integrations.openenv.guard import LOG, Guard, client_name, one_line
+from rods_agent.integrations.openenv.limits import ServeLimits, uvicorn_options
+from rods_agent.integrations.openenv.models import (
+    ResetArgs,
+    RodsAction,
+    RodsObservation,
+    RodsState,
+)
+from rods_agent.integrations.openenv.sessions import RodsHTTPEnvServer
 from rods_env.errors import ConfigError
 from rods_env.task import Task
 
@@ -59,8 +68,27 @@ RESULT_SCHEMA: dict[str, Any] = {
 }
 """A tool's MCP output: the observation text (MCP clients read it as the call's data)."""
 
-RESET_KEYS = frozenset({"seed", "episode_id", "task_id", "split", "index"})
+RESET_KEYS = frozenset(ResetArgs.model_fields)
 """What ``reset`` accepts (``index`` picks a task of ``split``, OpenEnv's Task API)."""
+
+
+def reset_args(**kwargs: Any) -> ResetArgs:
+    """``reset``'s arguments, checked (strict types, bounded ids).
+
+    Raises:
+        ValueError: an unknown argument or a bad value, in one line naming the argument and
+            what is allowed (never the value: it may be megabytes).
+    """
+    unknown = sorted(set(kwargs) - RESET_KEYS)
+    if unknown:
+        allowed = sorted(RESET_KEYS - {"seed", "episode_id"})
+        raise ValueError(one_line(f"unknown reset argument(s) {unknown}; allowed: {allowed}", 300))
+    try:
+        return ResetArgs.model_validate(kwargs)
+    except ValidationError as exc:
+        error = exc.errors(include_input=False)[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise ValueError(f"invalid reset argument {where}: {error['msg']}") from None
 
 
 def plain(value: Any) -> Any:
@@ -146,25 +174,24 @@ class RodsEnvironment(MCPEnvironment):
         Raises:
             ValueError: an unknown argument, or a task the pool does not hold.
         """
-        unknown = sorted(set(kwargs) - RESET_KEYS)
-        if unknown:
-            raise ValueError(
-                f"unknown reset argument(s) {unknown}; allowed: {sorted(RESET_KEYS - {'seed', 'episode_id'})}"
-            )
+        args = reset_args(seed=seed, episode_id=episode_id, **kwargs)
         options: dict[str, Any] = {}
-        task_id = kwargs.get("task_id")
-        split = kwargs.get("split")
-        if kwargs.get("index") is not None:
-            task_id = self.get_task(split or "test", int(kwargs["index"]))["id"]
+        task_id = args.task_id
+        if args.index is not None:
+            try:
+                task_id = self.get_task(args.split or "test", args.index)["id"]
+            except IndexError as exc:
+                raise ValueError(str(exc)) from None
         if task_id is not None:
-            options["task"] = str(task_id)
-        if split is not None:
-            options["split"] = split
+            options["task"] = task_id
+        if args.split is not None:
+            options["split"] = args.split
+        seed, episode_id = args.seed, args.episode_id
         with _STEP_LOCK:
             try:
                 text, info = self._env.reset(seed=seed, options=options or None)
             except rods_env.RodsError as exc:
-                raise ValueError(str(exc)) from None
+                raise ValueError(one_line(str(exc), 300)) from None
             self._info = info
             self._state = RodsState(
                 env_id=self.env_id, episode_id=episode_id or str(uuid.uuid4()), step_count=0
@@ -406,33 +433,61 @@ def create_rods_app(
     env_id: str,
     make_kwargs: Mapping[str, Any] | None = None,
     *,
-    max_sessions: int = 64,
+    limits: ServeLimits | None = None,
 ) -> Any:
-    """OpenEnv's FastAPI app for a rods environment id.
+    """OpenEnv's FastAPI app for a rods environment id, every route bounded.
+
+    The app is OpenEnv's (``HTTPEnvServer.register_routes``) on :class:`RodsHTTPEnvServer`
+    (idle expiry, reclaim, HTTP sessions), behind the :class:`Guard` middleware (body,
+    frame and nesting limits); a client's mistake raised as ``ValueError`` answers 400.
 
     Args:
         env_id: The rods environment id to serve.
         make_kwargs: ``gymnasium.make`` keyword arguments (``tasks``, ``split``, ...).
-        max_sessions: Concurrent WebSocket sessions (each its own episode).
+        limits: Sessions, idle timeout and sizes (``ServeLimits()``: the defaults).
 
     Raises:
         ConfigError: an id that is not a rods environment, or bad make arguments (the
             environment is made once here, so a mistake fails at start, not per session).
     """
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+
+    limits = limits or ServeLimits()
     if env_id not in gymnasium.registry or not env_id.startswith("rods/"):
         known = ", ".join(rods_env.ENV_IDS + rods_env.BENCHMARK_ENV_IDS)
         raise ConfigError(f"'{env_id}' is not a rods environment id; served ids: {known}")
-    if max_sessions < 1:
-        raise ConfigError(f"max_sessions must be at least 1, got {max_sessions}")
     gymnasium.make(env_id, **dict(make_kwargs or {})).close()
-    return create_app(
+    app = FastAPI(
+        title=f"rods serve {env_id}",
+        description="A rods environment on OpenEnv's server (docs/hubs.md in rods).",
+        version=rods_env.__version__,
+    )
+    server = RodsHTTPEnvServer(
         environment_factory(env_id, make_kwargs),
         RodsAction,
         RodsObservation,
+        limits=limits,
         env_name=env_id.split("/", 1)[-1],
-        max_concurrent_envs=max_sessions,
         state_cls=RodsState,
     )
+    server.register_routes(app, mode=os.environ.get("OPENENV_MODE", "simulation"))
+
+    async def client_mistake(request: Request, exc: Exception) -> JSONResponse:
+        reason = one_line(str(exc))
+        LOG.info(
+            "%s %s %s refused (400): %s",
+            client_name(dict(request.scope)),
+            request.method,
+            request.url.path,
+            reason,
+        )
+        return JSONResponse({"detail": reason}, status_code=400)
+
+    app.add_exception_handler(ValueError, client_mistake)
+    app.add_middleware(Guard, limits=limits)
+    app.state.rods_server = server
+    return app
 
 
 def serve(
@@ -441,17 +496,13 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     make_kwargs: Mapping[str, Any] | None = None,
-    max_sessions: int = 64,
+    limits: ServeLimits | None = None,
     log_level: str = "warning",
 ) -> None:
     """Serve ``env_id`` over HTTP and WebSocket until interrupted (``rods serve``)."""
     import uvicorn
 
-    app = create_rods_app(env_id, make_kwargs, max_sessions=max_sessions)
+    limits = limits or ServeLimits()
+    app = create_rods_app(env_id, make_kwargs, limits=limits)
     print(f"rods serve: {env_id} on http://{host}:{port} (Ctrl-C stops it)", flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=MAX_MESSAGE_BYTES)
-
-
-MAX_MESSAGE_BYTES = 4 * 1024 * 1024
-"""The largest WebSocket message a server accepts; a bigger one closes that connection only
-(code 1009), the server keeps serving."""
+    uvicorn.run(app, host=host, port=port, log_level=log_level, **uvicorn_options(limits))
