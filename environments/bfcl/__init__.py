@@ -38,7 +38,7 @@ and :mod:`~environments.bfcl.export` (BFCL result files from rods' episodes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rods_env.benchmark import BenchmarkDomain
@@ -66,10 +66,7 @@ class BFCLDomain(BenchmarkDomain):
     """
 
     user_modes = ("scripted",)
-    synthesis: str | None = (
-        "rods' synthesis has no skills for BFCL's own tasks (train on the paper's train half "
-        f"as it is, or on {TRAIN_DOMAIN})"
-    )
+    synthesis = None  # mode rods resamples the train half: synthesizer()
     train_domain = TRAIN_DOMAIN
     max_steps = MAX_STEPS
     verdicts = ("official", "strict")
@@ -159,6 +156,20 @@ class BFCLDomain(BenchmarkDomain):
         from environments.bfcl.tasks import leaderboard
 
         return leaderboard(successes)
+
+    def synthesizer(self, per_seed: int, seed: int, known: Iterable[str] = ()) -> Any:
+        """The resampler of the train half (the paper's RODS on BFCL):
+        :class:`environments.bfcl.resample.BFCLResampler`.
+
+        Args:
+            per_seed: Accepted variants wanted per parent task.
+            seed: The synthesis seed (a variant depends only on its parent, this seed and
+                its number).
+            known: Dedupe keys already in the pool.
+        """
+        from environments.bfcl.resample import BFCLResampler
+
+        return BFCLResampler(per_seed=per_seed, seed=seed, known=set(known))
 
 
 BFCL = BFCLDomain("bfcl", "BFCL", None)
