@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from websockets.asyncio.client import ClientConnection, connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402
 
 from rods_agent.integrations.openenv import RodsEnv  # noqa: E402
+from rods_env.errors import ConfigError  # noqa: E402
 from tests.agent.test_openenv import as_action, first_tasks, solo_run  # noqa: E402
 
 ENV_ID = "rods/Retail-v0"
@@ -263,3 +265,65 @@ async def starve_and_expire(url: str) -> None:
     await asyncio.sleep(IDLE_S + 6 - (time.monotonic() - unused_since))
     gone = requests.get(f"{url}/state", params={"session_id": expiring}, timeout=30)
     assert gone.status_code == 404, "an idle HTTP session did not expire"
+
+
+# -- the limits: one source for rods serve and the hub app -----------------------------------
+def test_rods_serve_and_the_hub_app_share_their_limits(monkeypatch):
+    import argparse
+    import importlib
+    import sys
+
+    from rods_agent.commands import serve
+    from rods_agent.integrations.openenv import ServeLimits
+
+    parser = argparse.ArgumentParser()
+    serve.add_arguments(parser)
+    assert serve.limits(parser.parse_args([ENV_ID])) == ServeLimits()
+    flags = ["--max-sessions", "8", "--idle-timeout", "60", "--reclaim-idle", "5"]
+    chosen = ServeLimits(max_sessions=8, idle_timeout_s=60, reclaim_idle_s=5)
+    assert serve.limits(parser.parse_args([ENV_ID, *flags])) == chosen
+    assert ServeLimits.from_env({}) == ServeLimits()
+    environ = {"RODS_MAX_SESSIONS": "8", "RODS_IDLE_TIMEOUT_S": "60", "RODS_RECLAIM_IDLE_S": "5"}
+    assert ServeLimits.from_env(environ) == chosen
+    with pytest.raises(ConfigError, match="RODS_IDLE_TIMEOUT_S must be a number"):
+        ServeLimits.from_env({"RODS_IDLE_TIMEOUT_S": "soon"})
+    with pytest.raises(ConfigError, match="max_sessions must be a positive number"):
+        ServeLimits(max_sessions=0)
+
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "hubs" / "openenv"))
+    sys.modules.pop("server.app", None)
+    hub = importlib.import_module("server.app")
+    assert hub.app.state.rods_server.limits == chosen
+    sys.modules.pop("server.app", None)
+
+
+def test_reset_arguments_are_strict_and_never_echo_a_value():
+    from rods_agent.integrations.openenv.server import reset_args
+
+    assert reset_args(split="test", index=3).index == 3
+    for bad, where in [
+        ({"index": 1.5}, "index"),
+        ({"index": True}, "index"),
+        ({"index": -1}, "index"),
+        ({"seed": "7"}, "seed"),
+        ({"split": "dev"}, "split"),
+        ({"task_id": "t" * 100_000}, "task_id"),
+        ({"episode_id": "e" * 100_000}, "episode_id"),
+    ]:
+        with pytest.raises(ValueError, match=f"invalid reset argument {where}") as refused:
+            reset_args(**bad)
+        assert len(str(refused.value)) < 200
+
+
+def test_the_guard_reads_each_frame_once_and_names_what_is_wrong():
+    from rods_agent.integrations.openenv.guard import json_problem
+
+    assert json_problem('{"type": "state"}', 64, need_object=True) is None
+    assert json_problem(json.dumps(nested(63)), 64, need_object=True) is None  # 64 levels
+    assert "deeper than 64" in str(json_problem(json.dumps(nested(64)), 64, need_object=True))
+    assert "deeper than 64" in str(json_problem("[" * 100_000, 64, need_object=True))
+    assert "too long" in str(json_problem("[" + "1" * 5000 + "]", 64, need_object=False))
+    assert json_problem(b"not json", 64, need_object=False) is None  # the route answers
+    assert "got an array" in str(json_problem("[1, 2]", 64, need_object=True))

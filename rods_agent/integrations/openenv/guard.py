@@ -253,9 +253,10 @@ class Connection:
             return
         try:
             await self._send(message)
-        except OSError:  # uvicorn's ClientDisconnected: the client left before its reply
+        except OSError:  # uvicorn's ClientDisconnected: the client has gone
             self._gone = True
-            LOG.info("%s /ws client left before its reply", client_name(self.scope))
+            if message["type"] == "websocket.send":  # (a close after theirs is no news)
+                LOG.info("%s /ws client left before its reply", client_name(self.scope))
 
     def finish(self) -> None:
         """Cancel what is still waiting (the handler has returned)."""
