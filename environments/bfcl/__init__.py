@@ -10,6 +10,8 @@ id's title)::
     BFCL-MultiTurn-MissParam   rods/BFCL-MultiTurn-MissParam-v0    miss_param (200)
     BFCL-MultiTurn-MissFunc    rods/BFCL-MultiTurn-MissFunc-v0     miss_func (200)
     BFCL-MultiTurn-LongContext rods/BFCL-MultiTurn-LongContext-v0  long_context (200)
+    BFCL-Paper                 rods/BFCL-Paper-v0                  the RODS paper's setting: train
+                                                                   on 400, test on the other 400
 
     import gymnasium, rods_env
     env = gymnasium.make("rods/BFCL-MultiTurn-MissFunc-v0")
@@ -67,15 +69,23 @@ class BFCLDomain(BenchmarkDomain):
 
     user_modes = ("scripted",)
     synthesis = None  # mode rods resamples the train half: synthesizer()
-    train_domain = TRAIN_DOMAIN
+    train_domain: str | None = TRAIN_DOMAIN
     max_steps = MAX_STEPS
     verdicts = ("official", "strict")
     description = "BFCL v4 multi-turn (8 API classes), scored by BFCL's own checker rules"
 
-    def __init__(self, name: str, title: str, category: str | None) -> None:
+    def __init__(self, name: str, title: str, category: str | None, *, paper: bool = False) -> None:
         self.name = name
         self.title = title
         self.category = category
+        self.paper = paper
+        if paper:
+            # the paper's setting trains on BFCL's own train half, not on a stand-in domain
+            self.train_domain = None
+            self.description = (
+                "BFCL v3 multi-turn in the RODS paper's setting: 100 tasks of each category "
+                "train, the other 100 test (environments/bfcl/paper_split.json)"
+            )
         self._views: list[Task] | None = None
 
     def missing(self) -> str | None:
@@ -181,7 +191,14 @@ LONG_CONTEXT = BFCLDomain(
     "bfcl-multiturn-longcontext", "BFCL-MultiTurn-LongContext", "long_context"
 )
 
-DOMAINS: tuple[BFCLDomain, ...] = (BFCL, BFCL_MULTI_TURN, BASE, MISS_PARAM, MISS_FUNC, LONG_CONTEXT)
+PAPER = BFCLDomain("bfcl-paper", "BFCL-Paper", None, paper=True)
+"""The RODS paper's setting (``rods/BFCL-Paper-v0``): training starts from the 400 train
+tasks (and mode rods resamples them), evaluation scores the 400 test tasks with BFCL's
+numbers per category (``rods eval --env bfcl-paper --split test``; docs/paper.md)."""
+
+DOMAINS: tuple[BFCLDomain, ...] = (
+    BFCL, BFCL_MULTI_TURN, BASE, MISS_PARAM, MISS_FUNC, LONG_CONTEXT, PAPER
+)  # fmt: skip
 """Every BFCL environment, one per id."""
 
 ENV_IDS: Mapping[str, str | None] = {d.env_id: d.category for d in DOMAINS}
@@ -197,6 +214,7 @@ __all__ = [
     "MAX_STEPS",
     "MISS_FUNC",
     "MISS_PARAM",
+    "PAPER",
     "SPLITS",
     "TRAIN_DOMAIN",
     "BFCLDomain",

@@ -133,6 +133,7 @@ class DataEngine:
             raise ConfigError("the training pool is empty: no task to train on")
         self._keys: set[str] | None = None  # dedupe keys, computed on the first synthesis
         self._domains: dict[str, Any] = {}
+        self._benchmarks: dict[str, Any] = {}  # benchmark domains that synthesize for themselves
         self.totals: dict[str, Any] = {"accepted": 0, "rejected": {}, "admitted": 0}
         self.last_signal_step = -1  # the last step with a group that changes the policy
 
@@ -280,6 +281,11 @@ class DataEngine:
                 raise ConfigError(
                     f"mode={mode} synthesizes tasks, but {name} cannot: {domain.synthesis}"
                 )
+            if isinstance(domain, BenchmarkDomain) and mode != "rods":
+                raise ConfigError(
+                    f"mode={mode} expands tasks, but {name}'s synthesizer only resamples its "
+                    "train tasks at matched structure: use mode=rods"
+                )
 
     def _domain(self, name: str) -> Any:
         domain = self._domains.get(name)
@@ -288,6 +294,21 @@ class DataEngine:
 
             domain = self._domains[name] = load_domain(name)
         return domain
+
+    def _benchmark(self, name: str) -> Any:
+        """The benchmark domain ``name`` when it synthesizes for itself (its
+        ``synthesizer``: BFCL's resampler of its train half), else None (a rods domain)."""
+        if name not in self._benchmarks:
+            from rods_env.benchmark import BenchmarkDomain
+            from rods_env.registry import benchmark_names, load_any_domain
+
+            found = None
+            if name in set(benchmark_names()):
+                family = load_any_domain(name)
+                if isinstance(family, BenchmarkDomain) and hasattr(family, "synthesizer"):
+                    found = family
+            self._benchmarks[name] = found
+        return self._benchmarks[name]
 
     def dedupe_keys(self) -> set[str]:
         """Dedupe keys a synthesized task must not repeat: the starting pool, the reserved
@@ -348,10 +369,18 @@ class DataEngine:
         for task, _ in graduated:
             if "expand" in modes_in_use:
                 parents.setdefault(task.id, (task, ["expand"]))
+        rods_parents = False
         for task, _ in parents.values():
-            self._domain(task.domain)
-        synthesizers: dict[str, Synthesizer] = {}
-        for mode in modes_in_use:
+            if self._benchmark(task.domain) is None:
+                self._domain(task.domain)
+                rods_parents = True
+        synthesizers: dict[str, Any] = {}
+        own: dict[str, Any] = {}  # a benchmark's own resampler, per domain
+        for task, _ in parents.values():
+            family = self._benchmark(task.domain)
+            if family is not None and task.domain not in own:
+                own[task.domain] = family.synthesizer(cfg.synth_per_boundary, seed, keys)
+        for mode in modes_in_use if rods_parents else ():
             synth = Synthesizer(
                 SynthesisConfig(
                     per_seed=cfg.synth_per_boundary,
@@ -368,9 +397,11 @@ class DataEngine:
                 # plausible guesses for missing_parameter come from the pool's own facts
                 synth.remember(self.buffer.tasks("active"))
             synthesizers[mode] = synth
+        every = [*synthesizers.values(), *own.values()]
         for parent, parent_modes in parents.values():
             for name in parent_modes:
-                for outcome in synthesizers[name].variants(parent):
+                synth = own.get(parent.domain) or synthesizers[name]
+                for outcome in synth.variants(parent):
                     if not outcome.accepted:
                         result.rejected[outcome.reason] += 1
                         continue
@@ -378,7 +409,7 @@ class DataEngine:
                         result.rejected["duplicate"] += 1
                         continue
                     keys.add(outcome.key)
-                    for other in synthesizers.values():
+                    for other in every:
                         other.seen.add(outcome.key)
                     self.buffer.offer(outcome.task, outcome.key, step=step)
                     result.accepted += 1
