@@ -327,3 +327,26 @@ def test_the_guard_reads_each_frame_once_and_names_what_is_wrong():
     assert "too long" in str(json_problem("[" + "1" * 5000 + "]", 64, need_object=False))
     assert json_problem(b"not json", 64, need_object=False) is None  # the route answers
     assert "got an array" in str(json_problem("[1, 2]", 64, need_object=True))
+
+
+def test_the_app_itself_closes_an_oversized_message_when_uvicorn_is_not_told_the_limit():
+    """The hub app run by a bare `uvicorn` (its 16 MiB frame limit): the guard still closes
+    a message over the limit with 1009, and answers a bad frame without ending the episode."""
+    from starlette.testclient import TestClient
+    from starlette.websockets import WebSocketDisconnect
+
+    from rods_agent.integrations.openenv import ServeLimits
+    from rods_agent.integrations.openenv.server import create_rods_app
+
+    app = create_rods_app(ENV_ID, {"split": None}, limits=ServeLimits(max_frame_bytes=1 << 16))
+    with TestClient(app) as client, client.websocket_connect("/ws") as ws:
+        ws.send_text(json.dumps({"type": "reset", "data": {"task_id": "retail-0001"}}))
+        assert ws.receive_json()["type"] == "observation"
+        ws.send_bytes(b"\x00")
+        assert "binary frames" in ws.receive_json()["data"]["message"]
+        ws.send_text(json.dumps({"type": "state"}))
+        assert ws.receive_json()["data"]["task_id"] == "retail-0001"
+        ws.send_text(json.dumps({"type": "step", "data": {"content": "x" * (1 << 17)}}))
+        with pytest.raises(WebSocketDisconnect) as closed:
+            ws.receive_json()
+        assert closed.value.code == 1009
