@@ -24,7 +24,7 @@ def bfcl():
 
 @pytest.fixture(scope="module")
 def all_tasks(bfcl):
-    return load_pool("bfcl", "seeds", "test")
+    return load_pool("bfcl", "seeds", "all")
 
 
 def _mixed_engine(tasks, passing):
@@ -45,8 +45,10 @@ def test_load_pool_takes_a_benchmark_its_ids_and_refuses_what_it_lacks(all_tasks
     base = load_pool("rods/BFCL-MultiTurn-Base-v0", "seeds", "all")
     assert len(base) == 200 and {t.skill for t in base} == {"base"}
     assert {t.domain for t in base} == {"bfcl-multiturn-base"}
-    with pytest.raises(ConfigError, match="bfcl has no tasks in split 'train'"):
-        load_pool("bfcl", "seeds", "train")
+    train, test = load_pool("bfcl", "seeds", "train"), load_pool("bfcl", "seeds", "test")
+    assert len(train) == len(test) == 400  # the paper's split: 100 of each category each
+    assert {t.split for t in train} == {"train"} and {t.split for t in test} == {"test"}
+    assert {t.id for t in train} | {t.id for t in test} == {t.id for t in all_tasks}
     with pytest.raises(ConfigError, match="come from its own package; use --pool seeds"):
         load_pool("bfcl", "pool.jsonl", "test")
 
@@ -56,14 +58,15 @@ def test_bfcl_tasks_are_rods_task_views(all_tasks):
 
     view = next(t for t in all_tasks if t.id == "multi_turn_miss_func_0")
     task = get_task(view.id)
-    assert (view.skill, view.variant, view.split) == ("miss_func", "missing_function", "test")
+    assert (view.skill, view.variant, view.split) == ("miss_func", "missing_function", "train")
     assert [t.request for t in view.turns][3] == reveal_message(["sort"])
     assert [t.calls for t in view.turns] == list(task.gold)
     assert [t.withheld_tools for t in view.turns] == [("sort",)] * 3 + [(), ()]
     from environments.bfcl import BFCL
 
-    with pytest.raises(ConfigError, match="no train split"):
-        BFCL.training_tasks()
+    assert {t.id for t in BFCL.training_tasks()} == {
+        t.id for t in all_tasks if t.split == "train"
+    }  # the paper's train half
 
 
 def test_bfcls_leaderboard_numbers_on_all_800(all_tasks):
