@@ -34,16 +34,16 @@ import json
 import random
 import sys
 from collections.abc import Mapping, Sequence
-from functools import cache
-from pathlib import Path
 from typing import Any
+
+from environments.bfcl.tasks import CATEGORIES, SPLIT_FILE, category_tasks, paper_split
+
+__all__ = ["SPLIT_FILE", "draw_installed", "draw_split", "paper_split", "split_document"]
 
 SEED = "rods/bfcl-paper-split/v1"
 """The generator's seed (a string: ``random.Random`` hashes it the same on every platform and
 Python version)."""
 
-SPLIT_FILE = Path(__file__).with_name("paper_split.json")
-"""The committed split."""
 
 SPLITS: tuple[str, ...] = ("train", "test")
 
@@ -129,8 +129,6 @@ def draw_split(
 
 def draw_installed() -> dict[str, dict[str, list[str]]]:
     """:func:`draw_split` on the installed bfcl-eval data."""
-    from environments.bfcl.tasks import CATEGORIES, category_tasks
-
     return draw_split({c: category_tasks(c) for c in CATEGORIES})
 
 
@@ -149,18 +147,6 @@ def split_document(split: Mapping[str, Mapping[str, Sequence[str]]]) -> dict[str
         "seed": SEED,
         "bfcl_eval": BFCL_VERSION,
         "categories": {cat: {s: list(split[cat][s]) for s in SPLITS} for cat in split},
-    }
-
-
-@cache
-def paper_split() -> Mapping[str, str]:
-    """Task id to ``"train"`` or ``"test"``, from the committed ``paper_split.json``."""
-    data = json.loads(SPLIT_FILE.read_text(encoding="utf-8"))
-    return {
-        task_id: name
-        for sides in data["categories"].values()
-        for name in SPLITS
-        for task_id in sides[name]
     }
 
 

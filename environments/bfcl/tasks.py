@@ -37,6 +37,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, cached_property
+from pathlib import Path
 from typing import Any
 
 from environments.bfcl.apis import Scenario, data_dir, functions, parse_call
@@ -56,6 +57,22 @@ VARIANTS: Mapping[str, str] = FrozenDict(
 
 VERSION_PREFIX = "BFCL_v4"
 """The prefix of bfcl-eval's data files."""
+
+SPLIT_FILE = Path(__file__).with_name("paper_split.json")
+"""The paper's split, committed (drawn by :mod:`environments.bfcl.split`)."""
+
+
+@cache
+def paper_split() -> Mapping[str, str]:
+    """Task id to ``"train"`` or ``"test"``, from the committed ``paper_split.json``."""
+    data = json.loads(SPLIT_FILE.read_text(encoding="utf-8"))
+    return {
+        task_id: side
+        for sides in data["categories"].values()
+        for side, ids in sides.items()
+        for task_id in ids
+    }
+
 
 REVEAL_MESSAGE = "I have updated some more functions you can choose from. What about now?"
 """The user message of a turn that reveals held-out functions (BFCL's
@@ -122,8 +139,6 @@ class BFCLTask:
         trained on)."""
         if self.parent is not None:
             return "train"
-        from environments.bfcl.split import paper_split
-
         return paper_split().get(self.id, "test")
 
     @cached_property
