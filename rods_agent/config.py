@@ -164,6 +164,13 @@ class RolloutSection(Section):
         description="Episodes generated at once (continuous batching); 0: all of a step's "
         "episodes (tasks_per_step x group_size).",
     )
+    stop_at_call_end: bool = Field(
+        True,
+        description="End a completion where its first tool call ends (the chat family's "
+        "closing marker, e.g. </tool_call>): one call per assistant message, no text after "
+        "it decoded or trained. false for data that writes several calls in one message "
+        "(BFCL's oracle transcripts).",
+    )
 
 
 class GRPOConfig(Section):

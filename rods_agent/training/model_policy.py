@@ -223,6 +223,7 @@ class ModelPolicy:
             batch_size=max(1, batch_size),
             tool_format=rc.tool_format,
             prompt=rc.prompt,
+            stop_at_call_end=rc.stop_at_call_end,
         )
 
     def env_kwargs(self, *, training: bool) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import gymnasium as gym
 import pytest
@@ -414,3 +415,24 @@ def test_remote_style_engines_keep_messages_without_token_ids(retail, retail_tas
         assert r.success and r.token_ids == [] and r.token_check == "skipped"
         assert r.to_dict(tokens=False).keys().isdisjoint({"token_ids", "logprobs"})
         assert EpisodeRecord.from_dict(r.to_dict()) == r
+
+
+def test_stop_at_call_end_is_a_setting_of_rods_train_and_rods_experiment(tiny_model_dir, tmp_path):
+    """``rollout.stop_at_call_end`` (default on) reaches the rollouts' config; an experiment
+    passes it to its runs through ``train.rollout``."""
+    from rods_agent.config import load_config
+    from rods_agent.experiment.config import load_experiment
+    from rods_agent.training.model_policy import ModelPolicy
+
+    base = [f"model.path={tiny_model_dir}", f"out={tmp_path}", "rollout.temperature=1.0"]
+    assert load_config(None, base).rollout.stop_at_call_end is True
+    on = ModelPolicy(load_config(None, base), tmp_path)
+    assert on.rollout_config(4).stop_at_call_end is True
+    config = load_config(None, [*base, "rollout.stop_at_call_end=false"])
+    off = ModelPolicy(config, tmp_path)
+    assert off.rollout_config(4).stop_at_call_end is False
+    experiment = load_experiment(
+        Path(__file__).parents[2] / "configs" / "quickstart.yaml",
+        ["train.rollout.stop_at_call_end=false"],
+    )
+    assert experiment.train.rollout.stop_at_call_end is False
