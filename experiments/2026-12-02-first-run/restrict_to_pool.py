@@ -1,9 +1,9 @@
 """Each evaluation of this experiment restricted to its test pool (pools/test.jsonl), one
 line per seed: seed 0's static and rods runs scored the domain's whole test split (50 tasks;
-the runner did not yet pass data.eval_pool), the other runs the pool's 25 (docs/learning.md).
+the runner did not yet pass data.eval_pool), the other runs the pool's 25 (notebook.md).
 summary.md does the same restriction (the tasks every seed has).
 
-    python docs/learning/run-2026-12-02/restrict_to_pool.py
+    python experiments/2026-12-02-first-run/restrict_to_pool.py
 """
 
 import json

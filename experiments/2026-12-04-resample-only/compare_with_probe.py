@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent / "final" / "variants-0"
-PROBE = Path(__file__).parent.parent / "run-2026-12-04-probe" / "final" / "variants-0"
+PROBE = Path(__file__).parent.parent / "2026-12-04-order-info-probe" / "final" / "variants-0"
 SEEDS = range(3)
 
 sys.path.insert(0, str(PROBE.parent.parent))  # the probe's bootstrap, as it ran there
