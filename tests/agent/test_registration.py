@@ -1,0 +1,43 @@
+"""Registered experiments (experiments/*/): their configuration loads as registered and
+their analysis script runs on a synthetic folder shaped like the experiment's output, so
+neither rots before the runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from rods_agent.experiment.config import load_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+EXP = ROOT / "experiments" / "2026-12-rods-vs-static"
+
+
+def _analysis():
+    spec = importlib.util.spec_from_file_location("analyze_rods_vs_static", EXP / "analyze.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_configuration_is_the_registered_design() -> None:
+    config = load_experiment(EXP / "experiment.yaml")
+    analysis = _analysis()
+    assert config.runs.modes == list(analysis.ARMS)
+    assert config.runs.seeds == list(analysis.SEEDS)
+    assert config.runs.steps == analysis.STEPS
+    rollout = config.train.rollout
+    assert (
+        rollout.tasks_per_step * rollout.group_size * config.runs.steps == analysis.EPISODES_PER_RUN
+    )
+    assert config.pool.skills == ["order_info", "multi_turn"]
+    assert (config.eval.final_variants, config.eval.final_fresh) == (0, 30)
+    assert config.out == "experiments/2026-12-rods-vs-static/out"
+    registered = json.loads((EXP / "held-out.registered.json").read_text())
+    assert (registered["tasks"], registered["customers"]) == (70, 40)
+
+
+def test_the_analysis_runs_on_a_synthetic_experiment() -> None:
+    assert _analysis().selftest() == 0
