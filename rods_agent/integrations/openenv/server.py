@@ -28,7 +28,7 @@ import os
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 import gymnasium
 from fastmcp import FastMCP
@@ -49,16 +49,13 @@ from rods_agent.integrations.openenv.models import (
 from rods_agent.integrations.openenv.sessions import RodsHTTPEnvServer
 from rods_env.errors import ConfigError
 from rods_env.task import Task
+from rods_env.tool_session import AGENT_STOPPED, ToolSession, message_action, tool_call_action
 
 _STEP_LOCK = threading.Lock()
 """One episode call at a time per server process. The benchmarks' own packages are not
 thread-safe (BFCL's API classes live in module globals; its math API changes mpmath's
 precision process-wide), and a pure-Python step gains nothing from threads under the GIL; the
 lock makes every session's episode exactly the one it would be alone."""
-
-AGENT_STOPPED = "agent_stopped"
-"""``info["termination"]`` of an episode ended by an ``end`` action (as rods' TRL environment
-records it)."""
 
 RESULT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -148,10 +145,9 @@ class RodsEnvironment(MCPEnvironment):
     def __init__(self, env_id: str, make_kwargs: Mapping[str, Any] | None = None) -> None:
         self.env_id = env_id
         self.make_kwargs = dict(make_kwargs or {})
-        self._env = gymnasium.make(env_id, **self.make_kwargs)
+        self._episode = ToolSession(gymnasium.make(env_id, **self.make_kwargs))
         super().__init__(FastMCP(name=env_id))
         self._state = RodsState(env_id=env_id)
-        self._info: Mapping[str, Any] | None = None
         self._tools_source: Any = None
         self._tools: list[dict[str, Any]] = []
         self._registered: list[str] = []
@@ -175,24 +171,19 @@ class RodsEnvironment(MCPEnvironment):
             ValueError: an unknown argument, or a task the pool does not hold.
         """
         args = reset_args(seed=seed, episode_id=episode_id, **kwargs)
-        options: dict[str, Any] = {}
         task_id = args.task_id
         if args.index is not None:
             try:
                 task_id = self.get_task(args.split or "test", args.index)["id"]
             except IndexError as exc:
                 raise ValueError(str(exc)) from None
-        if task_id is not None:
-            options["task"] = task_id
-        if args.split is not None:
-            options["split"] = args.split
         seed, episode_id = args.seed, args.episode_id
         with _STEP_LOCK:
             try:
-                text, info = self._env.reset(seed=seed, options=options or None)
+                text = self._episode.reset(task_id, seed=seed, split=args.split)
             except rods_env.RodsError as exc:
                 raise ValueError(one_line(str(exc), 300)) from None
-            self._info = info
+            info = self._episode.info
             self._state = RodsState(
                 env_id=self.env_id, episode_id=episode_id or str(uuid.uuid4()), step_count=0
             )
@@ -218,11 +209,11 @@ class RodsEnvironment(MCPEnvironment):
                 action.model_dump() if hasattr(action, "model_dump") else action
             )
         with _STEP_LOCK:
-            if self._info is None:
+            if not self._episode.started:
                 raise ValueError("no episode: reset first")
             if action.type == "list_tools":
                 self._state.step_count += 1
-                info = self._info
+                info = self._episode.info
                 return self._observation(
                     "", info, reward=0.0, done=self._state.done, truncated=False, tools=True
                 )
@@ -231,8 +222,7 @@ class RodsEnvironment(MCPEnvironment):
             before = self._tools_source
             if action.type == "end":
                 return self._end()
-            text, reward, terminated, truncated, info = self._env.step(gym_action(action))
-            self._info = info
+            text, reward, terminated, truncated, info = self._episode.step(gym_action(action))
             self._state.step_count += 1
             self._sync(info, done=bool(terminated or truncated))
             return self._observation(
@@ -308,8 +298,7 @@ class RodsEnvironment(MCPEnvironment):
     # -- internals -------------------------------------------------------------------------
     def _end(self) -> RodsObservation:
         previous = self._state.progress
-        info = cast(Any, self._env.unwrapped).truncate(AGENT_STOPPED)
-        self._info = info
+        info = self._episode.end(AGENT_STOPPED)
         self._state.step_count += 1
         self._sync(info, done=True)
         return self._observation(
@@ -390,13 +379,9 @@ class RodsEnvironment(MCPEnvironment):
 def gym_action(action: RodsAction) -> str | dict[str, Any]:
     """The ``env.step`` argument of a rods action."""
     if action.type == "call_tool":
-        call = {
-            "type": "function",
-            "function": {"name": action.tool_name, "arguments": action.arguments},
-        }
-        return {"role": "assistant", "content": None, "tool_calls": [call]}
+        return tool_call_action(action.tool_name, action.arguments)
     if action.type == "message":
-        return {"role": "assistant", "content": action.content}
+        return message_action(action.content)
     if action.type == "completion":
         return action.content
     assert action.message is not None  # the model validator guarantees it

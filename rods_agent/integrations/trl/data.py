@@ -1,8 +1,9 @@
 """Datasets of rods tasks for TRL: fixed splits of a pool, and the data engine's live view.
 
 A row names a task; the environment's ``reset(task_id=..., **row)`` starts it and returns
-the customer's first message, which TRL appends to the row's (empty) last user message. The
-row's prompt holds the domain policy as the system message, as ``ToolEnv`` does.
+the user's first message, which TRL appends to the row's (empty) last user message. The
+row's prompt holds the policy as the system message, as the environment shows it (any rods
+id: an own domain, BFCL, τ²-bench).
 """
 
 from __future__ import annotations
@@ -11,28 +12,28 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rods_env.domain import Domain
 from rods_env.errors import ConfigError
+from rods_env.registry import AnyDomain
 from rods_env.task import Task, load_tasks
 
 if TYPE_CHECKING:
     from datasets import Dataset, DatasetDict
 
 
-def _domain(env_id: str | Domain) -> Domain:
-    if isinstance(env_id, Domain):
-        return env_id
-    from rods_env.registry import load_domain
+def _domain(env_id: str | AnyDomain) -> AnyDomain:
+    from rods_agent.integrations.trl.env import resolve_domain
 
-    return load_domain(env_id)
+    return resolve_domain(env_id)
 
 
-def policy_prompt(domain: Domain) -> list[dict[str, str]]:
-    """The conversation a row starts from: the policy, then an empty customer message."""
-    return [{"role": "system", "content": domain.policy}, {"role": "user", "content": ""}]
+def policy_prompt(domain: AnyDomain) -> list[dict[str, str]]:
+    """The conversation a row starts from: the policy as the system message (none when the
+    environment has no policy, as BFCL), then an empty user message."""
+    system = [{"role": "system", "content": domain.policy}] if domain.policy else []
+    return [*system, {"role": "user", "content": ""}]
 
 
-def task_row(task: Task, domain: Domain) -> dict[str, Any]:
+def task_row(task: Task, domain: AnyDomain) -> dict[str, Any]:
     """One dataset row for ``task``: its prompt, id, skill and variant."""
     return {
         "prompt": policy_prompt(domain),
@@ -42,7 +43,7 @@ def task_row(task: Task, domain: Domain) -> dict[str, Any]:
     }
 
 
-def _tasks(source: Iterable[Task] | str | Path | None, domain: Domain) -> list[Task]:
+def _tasks(source: Iterable[Task] | str | Path | None, domain: AnyDomain) -> list[Task]:
     if source is None or (isinstance(source, str) and source == "seeds"):
         items = domain.seed_tasks()
     elif isinstance(source, (str, Path)):
@@ -53,7 +54,7 @@ def _tasks(source: Iterable[Task] | str | Path | None, domain: Domain) -> list[T
 
 
 def task_dataset(
-    env_id: str | Domain,
+    env_id: str | AnyDomain,
     tasks: Iterable[Task] | str | Path | None = None,
     *,
     split: str | None = "train",
@@ -91,7 +92,7 @@ def task_dataset(
 
 
 def train_test_datasets(
-    env_id: str | Domain,
+    env_id: str | AnyDomain,
     train: Iterable[Task] | str | Path | None = None,
     test: Iterable[Task] | str | Path | None = None,
 ) -> DatasetDict:

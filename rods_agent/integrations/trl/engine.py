@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING, Any
 from transformers import TrainerCallback
 
 from rods_agent.data import DataEngine, GroupResult
+from rods_agent.data.engine import KEEP_EVERY_GROUP
 from rods_agent.integrations.trl.data import policy_prompt
-from rods_env.domain import Domain
 from rods_env.errors import ConfigError, RodsError
 from rods_env.fileio import append_jsonl, read_jsonl, write_json, write_jsonl
+from rods_env.registry import AnyDomain
 from rods_env.task import Task
 
 if TYPE_CHECKING:
@@ -93,19 +94,16 @@ class EngineDataset:
     def __init__(
         self,
         engine: DataEngine,
-        env_id: str | Domain,
+        env_id: str | AnyDomain,
         *,
         tasks_per_round: int,
         reserved: Sequence[Task] = (),
     ) -> None:
         if tasks_per_round < 1:
             raise ConfigError(f"tasks_per_round must be at least 1, got {tasks_per_round}")
-        if isinstance(env_id, Domain):
-            self.domain = env_id
-        else:
-            from rods_env.registry import load_domain
+        from rods_agent.integrations.trl.env import resolve_domain
 
-            self.domain = load_domain(env_id)
+        self.domain = resolve_domain(env_id)
         self.engine = engine
         self.tasks_per_round = int(tasks_per_round)
         self._reserved = {t.id: t for t in reserved}
@@ -188,6 +186,20 @@ class EngineDataset:
         r = row.get("rods_round")
         if r is not None:
             self._records.append((int(r), int(row["rods_slot"]), task.id, float(reward)))
+
+    def env_kwargs(self, row: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The environment arguments of a row's episode, as ``rods train`` gives them: mode
+        ``envtuning``'s training rows get Environment Tuning's actionable hints; evaluation
+        rows (a task id) never do."""
+        if self.engine.mode == "envtuning" and row.get("rods_round") is not None:
+            return {"actionable_hints": True}
+        return {}
+
+    @property
+    def filters_groups(self) -> bool:
+        """Whether the engine leaves some groups out of the loss (modes ``filter``,
+        ``rods``, ``rods-expand``); ``static`` and ``envtuning`` keep every group."""
+        return self.engine.mode not in KEEP_EVERY_GROUP
 
     # -- what the callback calls -------------------------------------------------------------
     def gather(self) -> dict[int, list[GroupResult]]:

@@ -1,7 +1,8 @@
 """``GRPOTrainer`` with the data engine's group filter applied to the loss.
 
-Modes ``filter`` and ``rods`` train only on the groups :meth:`DataEngine.keep` keeps (those
-whose rewards differ). In GRPO a zero-variance group already has zero advantage, so its
+Modes ``filter``, ``rods`` and ``rods-expand`` train only on the groups
+:meth:`DataEngine.keep` keeps (those whose rewards differ); ``static`` and ``envtuning``
+keep every group (``EngineDataset.filters_groups``), so their batches are TRL's own. In GRPO a zero-variance group already has zero advantage, so its
 completions push the policy nowhere, but with TRL's default token-level normalisation
 (``loss_type="dapo"``) their tokens still count in the denominator and dilute every other
 group's gradient; with a KL term (``beta > 0``) they still pull toward the reference. This
@@ -47,7 +48,7 @@ class RodsGRPOTrainer(GRPOTrainer):
             environments: list[Any] = list(self.environments or [])
             self.rods_seconds["env"] += sum(float(env.seconds) for env in environments)
         view = self.rods_view
-        if view is None or view.engine.mode == "static" or not training:
+        if view is None or not view.filters_groups or not training:
             return output
         view.gather()  # collective: every process generates every round
         keep = []

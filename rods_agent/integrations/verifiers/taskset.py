@@ -77,7 +77,11 @@ class RodsTask(vf.Task[RodsTaskData, vf.State, RodsTaskConfig]):
         if key not in self._verdicts:
             data = self.data
             self._verdicts[key] = score_calls(
-                data.env_id, data.task_id, message_calls(messages), data.pool, data.max_steps
+                data.env_id,
+                data.task_id,
+                message_calls(messages),
+                tasks=data.pool,
+                max_steps=data.max_steps,
             )
         return self._verdicts[key]
 
@@ -96,9 +100,8 @@ class RodsTask(vf.Task[RodsTaskData, vf.State, RodsTaskConfig]):
         data = self.data
         task = _task(data.env_id, data.task_id, data.pool)
         calls = oracle_calls(data.env_id, task)
-        return score_calls(
-            data.env_id, task, calls, data.pool, max(data.max_steps, len(calls))
-        ).success
+        steps = max(data.max_steps, len(calls))
+        return score_calls(data.env_id, task, calls, tasks=data.pool, max_steps=steps).success
 
 
 class RodsTasksetConfig(vf.TasksetConfig):
@@ -123,7 +126,7 @@ class RodsTaskset(vf.Taskset[RodsTask, RodsTasksetConfig]):
         from rods_agent.evaluate import load_pool
 
         config = self.config
-        episode = Episode(config.env_id, config.pool, config.max_steps)
+        episode = Episode(config.env_id, tasks=config.pool, max_steps=config.max_steps)
         for task in load_pool(config.env_id, config.pool or "seeds", config.split):
             prompt = episode.reset(task)
             yield RodsTask(

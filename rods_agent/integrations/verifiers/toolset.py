@@ -43,7 +43,7 @@ class RodsToolset(vf.Toolset[vf.ToolsetConfig]):
 
     async def setup_task(self, task: Any) -> None:
         """Start the rollout's episode (``task`` is the rollout's :class:`RodsTaskData`)."""
-        self.episode = Episode(task.env_id, task.pool, task.max_steps)
+        self.episode = Episode(task.env_id, tasks=task.pool, max_steps=task.max_steps)
         self.episode.reset(task.task_id)
 
     def register(self, mcp: MCPServer) -> None:
