@@ -1,9 +1,10 @@
 """What stopping at the end of a tool call saves, measured on committed rollouts (issue 41).
 
-    python benchmarks/call_end_savings.py [RUN_DIR ...]   # default: docs/learning/run-*
+    python benchmarks/call_end_savings.py [RUN_DIR ...]   # default: experiments/*
 
 Reads every episode record a run folder holds (training rollouts ``rollouts/step-*.jsonl``
-and evaluation ``episodes.jsonl``) and counts, over all assistant completions, the decoded
+and evaluation ``episodes.jsonl``, loose or packed in the folder's ``records.tar.gz``, as
+the committed experiments keep them) and counts, over all assistant completions, the decoded
 tokens the rule would not have decoded. No model runs. The records keep the environment's
 reading of each completion, not its raw text: a completion's tool calls (as parsed) and its
 content, which for a message with calls is the text outside the ``<tool_call>`` blocks
@@ -31,10 +32,12 @@ Prints one JSON line per run folder and one for all of them.
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import json
 import os
 import sys
+import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -75,6 +78,16 @@ def _writer() -> tuple[str, Callable[[dict[str, Any]], str], Callable[[str], int
     return "tokens", chat.write, lambda text: len(chat.encode(text))
 
 
+RECORDS = "records.tar.gz"
+"""The archive a committed experiment packs its per-episode records in (``tar xzf`` restores
+them in place)."""
+
+
+def _is_record(name: str) -> bool:
+    """Whether a path inside a run folder is a file of episode records."""
+    return fnmatch.fnmatch(name, "*rollouts/step-*.jsonl") or Path(name).name == "episodes.jsonl"
+
+
 def _records(run: Path) -> Iterator[dict[str, Any]]:
     for pattern in ("**/rollouts/step-*.jsonl", "**/episodes.jsonl"):
         for name in sorted(glob.glob(str(run / pattern), recursive=True)):
@@ -82,6 +95,16 @@ def _records(run: Path) -> Iterator[dict[str, Any]]:
                 for line in fh:
                     if line.strip():
                         yield json.loads(line)
+    if (run / RECORDS).is_file():
+        with tarfile.open(run / RECORDS) as tar:
+            for member in tar:
+                # a record already unpacked next to the archive was read above
+                if member.isfile() and _is_record(member.name) and not (run / member.name).exists():
+                    fh = tar.extractfile(member)
+                    assert fh is not None
+                    for line in fh:
+                        if line.strip():
+                            yield json.loads(line)
 
 
 def measure(
@@ -130,7 +153,7 @@ def measure(
 def main(argv: list[str]) -> None:
     unit, write, count = _writer()
     runs = [Path(a) for a in argv] or sorted(
-        Path(p) for p in glob.glob(str(ROOT / "docs/learning/run-*"))
+        Path(p) for p in glob.glob(str(ROOT / "experiments/*")) if Path(p).is_dir()
     )
     total: dict[str, Any] = {}
     for run in runs:
