@@ -116,7 +116,10 @@ def test_a_request_added_to_a_conversation_starts_where_it_left_off(domain):
     """A request drafted on a conversation's state goes from the folder the conversation
     left the file system in, does not log in again where the conversation did, and finds
     the flight the conversation booked."""
-    from environments.bfcl.world.skills import Session, fs_copy, tv_insure, tw_post
+    from environments.bfcl.world.skills import Session
+    from environments.bfcl.world.skills.files import fs_copy
+    from environments.bfcl.world.skills.travel import tv_insure
+    from environments.bfcl.world.skills.twitter import tw_post
     from environments.bfcl.world.state import TABLE
 
     seed = next(
