@@ -28,14 +28,50 @@ log = logging.getLogger(__name__)
 @dataclass
 class _KV:
     """Keys and values of a token sequence: per layer ``(keys, values)`` of shape
-    ``[1, heads, len(ids), head_dim]``."""
+    ``[1, heads, n, head_dim]`` for its positions from ``len(head.ids)`` on (all of them
+    without a ``head``: a conversation kept after a shared opening holds only its own
+    tokens, the opening's keys and values once for all of them)."""
 
     ids: list[int]
     layers: list[tuple[Any, Any]]
+    head: _KV | None = None
+
+    @property
+    def start(self) -> int:
+        """The first position ``layers`` hold."""
+        return len(self.head.ids) if self.head is not None else 0
+
+    @property
+    def own_tokens(self) -> int:
+        return len(self.ids) - self.start
+
+    def pieces(self, start: int, layer: int) -> list[tuple[Any, Any]]:
+        """Keys and values of positions ``start:`` of one layer, as views in order."""
+        out = self.head.pieces(start, layer) if self.head is not None and start < self.start else []
+        k, v = self.layers[layer]
+        skip = min(max(0, start - self.start), k.shape[2])
+        if k.shape[2] > skip or not out:
+            out.append((k[:, :, skip:], v[:, :, skip:]))
+        return out
+
+    def full(self) -> list[tuple[Any, Any]]:
+        """Per layer the keys and values of every position (a copy when there is a head)."""
+        if self.head is None:
+            return self.layers
+        import torch
+
+        out = []
+        for layer in range(len(self.layers)):
+            parts = self.pieces(0, layer)
+            out.append(
+                (torch.cat([p[0] for p in parts], dim=2), torch.cat([p[1] for p in parts], dim=2))
+            )
+        return out
 
 
 _MIN_SHARED_PREFIX = 256
 _MAX_PREFIXES = 32  # openings and shared heads kept (least recently used dropped)
+_MAX_GROUPS = 8  # prefix groups of one decoding batch (more rows decode without a prefix)
 
 MMAP_THRESHOLD = 1 << 16
 """Allocations of at least this many bytes get pages of their own (glibc's mmap threshold)."""
@@ -105,6 +141,30 @@ def _preallocated(cache: Any, extra: int) -> Any:
     return cache
 
 
+def _joined(pieces: list[tuple[Any, Any]]) -> tuple[Any, Any]:
+    """One ``(keys, values)`` from consecutive pieces along the positions."""
+    if len(pieces) == 1:
+        return pieces[0]
+    import torch
+
+    return torch.cat([p[0] for p in pieces], dim=2), torch.cat([p[1] for p in pieces], dim=2)
+
+
+def kv_token_bytes(model: Any) -> int:
+    """Bytes of one token's keys and values in ``model``'s cache, over all its layers."""
+    config = getattr(model, "config", None)
+    text = getattr(config, "text_config", None) or config
+    layers = int(getattr(text, "num_hidden_layers", 0) or 0)
+    heads = int(getattr(text, "num_attention_heads", 1) or 1)
+    kv_heads = int(getattr(text, "num_key_value_heads", None) or heads)
+    head_dim = getattr(text, "head_dim", None) or int(getattr(text, "hidden_size", 0)) // heads
+    try:
+        size = next(model.parameters()).element_size()
+    except (StopIteration, AttributeError, TypeError):
+        size = 4
+    return 2 * layers * kv_heads * int(head_dim) * size
+
+
 class TransformersEngine:
     """Generates with a Hugging Face causal LM (left-padded batches, KV cache).
 
@@ -141,6 +201,15 @@ class TransformersEngine:
             conversation by :meth:`end_episode`. Models whose layers all use full attention
             only (Qwen2/3, Llama, ...).
         max_cached_tokens: Most tokens kept in that cache (least recently used dropped).
+        max_cached_bytes: Most bytes of keys and values kept in that cache (None: no bound
+            but ``max_cached_tokens``); with the decoding batch's own buffers, sized to the
+            batch's real lengths, this bounds the engine's memory beside the weights.
+        cascade: Decode with :class:`~rods_agent.engines.cascade.CascadeDecoder` where the
+            model allows it (Llama-style, full attention, plain linear layers) and with
+            ``reuse_kv``: the opening a batch shares is read once per step for all its rows,
+            each row keeps only its own tokens, and the step runs the layers without
+            transformers' per-call machinery. False: the model's ``forward`` over one
+            left-padded cache (the path before, kept for comparison).
         thinking: The chat template's ``enable_thinking`` switch (None: its default).
         template_date: The day a template that prints the date shows (None: today).
     """
@@ -157,6 +226,8 @@ class TransformersEngine:
         gguf_file: str | None = None,
         reuse_kv: bool = False,
         max_cached_tokens: int = 1 << 20,
+        max_cached_bytes: int | None = None,
+        cascade: bool = True,
         thinking: bool | None = None,
         template_date: datetime.date | None = None,
     ) -> None:
@@ -210,6 +281,22 @@ class TransformersEngine:
             log.info("reuse_kv is off: the model has sliding-window attention layers")
         self.reuse_kv = bool(reuse_kv) and self.full_attention
         self.max_cached_tokens = int(max_cached_tokens)
+        self.kv_token_bytes = kv_token_bytes(self.model)
+        """Bytes of one token's keys and values over all layers."""
+        if max_cached_bytes is not None:
+            bound = int(max_cached_bytes) // max(1, self.kv_token_bytes)
+            self.max_cached_tokens = min(self.max_cached_tokens, bound)
+        self._decoder: Any = None
+        if cascade and self.reuse_kv:
+            from rods_agent.engines.cascade import CascadeDecoder, unsupported
+
+            reason = unsupported(self.model)
+            if reason is None:
+                self._decoder = CascadeDecoder(self.model)
+            else:
+                log.info("cascade decoding is off: %s", reason)
+        self.peak_decode_bytes = 0
+        """The largest decoding batch's own key/value buffers so far, in bytes."""
         self._kv: OrderedDict[str, _KV] = OrderedDict()  # conversation key -> its prompt's KV
         self._prefixes: OrderedDict[tuple[int, ...], _KV] = OrderedDict()  # shared prompt heads
         self._last_opening: list[int] = []
@@ -324,9 +411,29 @@ class TransformersEngine:
         self._kv.pop(key, None)
 
     def _cached_tokens(self) -> int:
-        return sum(len(kv.ids) for kv in self._kv.values()) + sum(
-            len(kv.ids) for kv in self._prefixes.values()
-        )
+        """Tokens whose keys and values the cache holds (a shared head counted once)."""
+        heads = {id(kv): kv for kv in self._prefixes.values()}
+        own = 0
+        for kv in self._kv.values():
+            own += kv.own_tokens
+            head = kv.head
+            while head is not None:
+                heads.setdefault(id(head), head)
+                head = head.head
+        return own + sum(h.own_tokens for h in heads.values())
+
+    def cached_bytes(self) -> int:
+        """Bytes of the keys and values kept between calls."""
+        return self._cached_tokens() * self.kv_token_bytes
+
+    def _head_of(self, ids: list[int]) -> _KV | None:
+        """The longest kept shared head that ``ids`` start with (a whole opening included)."""
+        best: _KV | None = None
+        for head, kv in self._prefixes.items():
+            longer = best is None or len(head) > len(best.ids)
+            if kv.head is None and longer and tuple(ids[: len(head)]) == head:
+                best = kv
+        return best
 
     def _lookup(self, key: str | None, ids: list[int]) -> _KV | None:
         """The longest kept KV whose tokens start ``ids``: the conversation's own, else a
@@ -354,9 +461,6 @@ class TransformersEngine:
         """Keep a conversation's KV; keep a fresh opening whole (the other episodes of its
         GRPO group open the same way) and learn a shared prompt head from two fresh
         openings."""
-        if key is not None:
-            self._kv[key] = kv
-            self._kv.move_to_end(key)
         if fresh and len(kv.ids) >= _MIN_SHARED_PREFIX and tuple(kv.ids) not in self._prefixes:
             self._prefixes[tuple(kv.ids)] = kv  # its tensors are never written to
         if fresh:
@@ -369,16 +473,25 @@ class TransformersEngine:
             if n >= _MIN_SHARED_PREFIX and tuple(kv.ids[:n]) not in self._prefixes:
                 head = [(k[:, :, :n].clone(), v[:, :, :n].clone()) for k, v in kv.layers]
                 self._prefixes[tuple(kv.ids[:n])] = _KV(kv.ids[:n], head)
+        if key is not None:
+            shared = self._head_of(kv.ids) if self._decoder is not None else None
+            if shared is not None and shared is not kv:
+                # only the conversation's own tokens; the head's are kept once
+                n = len(shared.ids)
+                own = [(k[:, :, n:].clone(), v[:, :, n:].clone()) for k, v in kv.layers]
+                kv = _KV(kv.ids, own, shared)
+            self._kv[key] = kv
+            self._kv.move_to_end(key)
         while len(self._prefixes) > _MAX_PREFIXES:
             self._prefixes.popitem(last=False)
         while self._cached_tokens() > self.max_cached_tokens and (self._kv or self._prefixes):
             (self._kv if self._kv else self._prefixes).popitem(last=False)
 
-    def _prefill_reusing(
+    def _prefill_rows(
         self, chunk: list[tuple[int, list[int], int]], keys: list[str | None]
-    ) -> tuple[Any, Any, Any]:
-        """Prefill each prompt alone from its longest kept prefix, then stack the rows'
-        keys and values left-padded into one batch cache for decoding."""
+    ) -> tuple[list[_KV], Any]:
+        """Prefill each prompt alone from its longest kept prefix; returns each row's keys
+        and values (as kept) and the rows' last logits ``[rows, 1, vocab]``."""
         from transformers import DynamicCache
 
         torch = self._torch
@@ -390,7 +503,7 @@ class TransformersEngine:
         for (_, ids, _), key in zip(chunk, keys, strict=True):
             kept = self._lookup(key, ids)
             start = len(kept.ids) if kept is not None else 0
-            past = DynamicCache(ddp_cache_data=kept.layers) if kept is not None else None
+            past = DynamicCache(ddp_cache_data=kept.full()) if kept is not None else None
             out = self.model(
                 input_ids=torch.tensor([ids[start:]], device=self.device),
                 position_ids=torch.arange(start, len(ids), device=self.device)[None],
@@ -402,16 +515,29 @@ class TransformersEngine:
             layers = [(layer.keys, layer.values) for layer in cache.layers]
             kv = _KV(list(ids), layers)
             self._remember(key, kv, fresh=kept is None or kept is not self._kv.get(key or ""))
-            rows.append(kv)
+            rows.append(self._kv.get(key, kv) if key is not None else kv)
             last_logits.append(out.logits[:, -1:, :])
             self.kv_stats["prefilled"] += len(ids) - start
             self.kv_stats["reused"] += start
+            del out, cache, layers, past
+        return rows, torch.cat(last_logits)
+
+    def _prefill_reusing(
+        self, chunk: list[tuple[int, list[int], int]], keys: list[str | None]
+    ) -> tuple[Any, Any, Any]:
+        """Prefill each prompt alone from its longest kept prefix, then stack the rows'
+        keys and values left-padded into one batch cache for decoding."""
+        from transformers import DynamicCache
+
+        torch = self._torch
+        rows, logits = self._prefill_rows(chunk, keys)
+        full = [kv.full() for kv in rows]
         width = max(len(kv.ids) for kv in rows)
         stacked = []
         for layer in range(len(rows[0].layers)):
             ks, vs = [], []
-            for kv in rows:
-                k, v = kv.layers[layer]
+            for kv_layers in full:
+                k, v = kv_layers[layer]
                 pad = width - k.shape[2]
                 if pad:
                     k = torch.nn.functional.pad(k, (0, 0, pad, 0))
@@ -425,10 +551,109 @@ class TransformersEngine:
         positions = torch.tensor([[len(kv.ids) - 1] for kv in rows], device=self.device)
 
         class _Out:
-            logits = torch.cat(last_logits)
             past_key_values = DynamicCache(ddp_cache_data=stacked)
 
+        _Out.logits = logits  # type: ignore[attr-defined]
+
         return _Out(), attention, positions
+
+    def _start_plain(
+        self, chunk: list[tuple[int, list[int], int]], keys: list[str | None], extra: int
+    ) -> tuple[Any, Any]:
+        """Prefill, then decode through the model's ``forward`` over one left-padded cache:
+        the first logits ``[rows, vocab]`` and the step (next tokens -> next logits)."""
+        torch = self._torch
+        if self.reuse_kv:
+            out, attention, positions = self._prefill_reusing(chunk, keys)
+        else:
+            out, attention, positions = self._prefill_padded(chunk)
+        cache = out.past_key_values
+        if self.full_attention:
+            cache = _preallocated(cache, extra)
+            self.peak_decode_bytes = max(
+                self.peak_decode_bytes,
+                sum(layer._k.nbytes + layer._v.nbytes for layer in cache.layers),
+            )
+        state = {"attention": attention, "positions": positions}
+
+        def advance(nxt: Any) -> Any:
+            attention = state["attention"]
+            state["attention"] = torch.cat([attention, attention.new_ones((len(chunk), 1))], dim=1)
+            state["positions"] = state["positions"][:, -1:] + 1
+            out = self.model(
+                input_ids=nxt[:, None],
+                attention_mask=state["attention"],
+                position_ids=state["positions"],
+                past_key_values=cache,
+                use_cache=True,
+            )
+            return out.logits[:, -1, :]
+
+        return out.logits[:, -1, :], advance
+
+    def _start_cascade(
+        self, chunk: list[tuple[int, list[int], int]], keys: list[str | None], extra: int
+    ) -> tuple[Any, Any]:
+        """Prefill, then decode with the shared openings read once
+        (:class:`~rods_agent.engines.cascade.CascadeDecoder`): rows that start with the same
+        kept head form a group attending to that head's single copy; each row's buffer holds
+        only its tokens after the head and the ``extra`` it may decode."""
+        torch = self._torch
+        rows, logits = self._prefill_rows(chunk, keys)
+        groups = self._prefix_groups([kv.ids for kv in rows])
+        order = [r for members, _ in groups for r in members]
+        own, bounds, start = [], [], 0
+        for members, head in groups:
+            n = len(head.ids) if head is not None else 0
+            for r in members:
+                kv = rows[r]
+                own.append([_joined(kv.pieces(n, layer)) for layer in range(len(kv.layers))])
+            prefix = [(k[0], v[0]) for k, v in head.layers] if head is not None else []
+            bounds.append((start, start + len(members), prefix))
+            start += len(members)
+        del rows
+        state = self._decoder.start(own, [len(chunk[r][1]) for r in order], bounds, extra)
+        del own
+        self.peak_decode_bytes = max(self.peak_decode_bytes, state.nbytes())
+        perm = torch.tensor(order, device=self.device)
+        back = torch.argsort(perm)
+        decoder = self._decoder
+
+        def advance(nxt: Any) -> Any:
+            return decoder.step(state, nxt[perm])[back]
+
+        return logits[:, -1, :], advance
+
+    def _prefix_groups(self, ids: list[list[int]]) -> list[tuple[list[int], _KV | None]]:
+        """Rows grouped by the kept head they read once: greedily the head that saves the
+        most reads ((rows - 1) x its length), among rows not yet grouped; the rest decode
+        without a prefix (one group, head None)."""
+        heads = [kv for kv in self._prefixes.values() if kv.head is None]
+        matches = [
+            [
+                r
+                for r, row in enumerate(ids)
+                if len(kv.ids) <= len(row) and row[: len(kv.ids)] == kv.ids
+            ]
+            for kv in heads
+        ]
+        free = set(range(len(ids)))
+        groups: list[tuple[list[int], _KV | None]] = []
+        while len(groups) < _MAX_GROUPS:
+            best, gain = None, 0
+            for h, kv in enumerate(heads):
+                members = [r for r in matches[h] if r in free]
+                saved = (len(members) - 1) * len(kv.ids)
+                if saved > gain:
+                    best, gain = h, saved
+            if best is None:
+                break
+            members = [r for r in matches[best] if r in free]
+            groups.append((members, heads[best]))
+            free -= set(members)
+        if free:
+            groups.append((sorted(free), None))
+        return groups
 
     def _generate_batch(
         self,
@@ -456,17 +681,12 @@ class TransformersEngine:
         self.model.eval()
         try:
             with torch.inference_mode():
-                if self.reuse_kv:
-                    out, attention, positions = self._prefill_reusing(chunk, keys)
+                if self.reuse_kv and self._decoder is not None:
+                    logits, advance = self._start_cascade(chunk, keys, max(caps))
                 else:
-                    out, attention, positions = self._prefill_padded(chunk)
-                cache = out.past_key_values
-                if self.full_attention:
-                    cache = _preallocated(cache, max(caps))
+                    logits, advance = self._start_plain(chunk, keys, max(caps))
                 for t in range(max(caps)):
-                    nxt, lps = sample_next(
-                        out.logits[:, -1, :], params.temperature, params.top_p, generators
-                    )
+                    nxt, lps = sample_next(logits, params.temperature, params.top_p, generators)
                     nxt_list, lp_list = nxt.tolist(), lps.tolist()
                     for row in range(rows):
                         if not live[row]:
@@ -480,15 +700,7 @@ class TransformersEngine:
                             live[row] = False
                     if not any(live):
                         break
-                    attention = torch.cat([attention, attention.new_ones((rows, 1))], dim=1)
-                    positions = positions[:, -1:] + 1
-                    out = self.model(
-                        input_ids=nxt[:, None],
-                        attention_mask=attention,
-                        position_ids=positions,
-                        past_key_values=cache,
-                        use_cache=True,
-                    )
+                    logits = advance(nxt)
         finally:
             if was_training:
                 self.model.train()

@@ -1,0 +1,121 @@
+"""Cascade decoding (the shared opening read once per step) against the plain decode path,
+and the memory the transformers engine holds (caches sized to what runs, a stated budget)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rods_agent.engines import GenerationRequest, SamplingParams
+
+torch = pytest.importorskip("torch")
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_order_details",
+            "description": "Get an order.",
+            "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+        },
+    }
+]
+POLICY = {"role": "system", "content": "You are a store agent. " + "Follow the policy. " * 80}
+ASKS = [
+    "Cancel order #W0000001 please.",
+    "Where is order #W0000002?",
+    "I need to return an item from #W0000003.",
+]
+
+
+def _engines(tiny_model_dir):
+    from rods_agent.engines.hf import TransformersEngine
+
+    return {
+        "cascade": TransformersEngine(tiny_model_dir, reuse_kv=True),
+        "plain": TransformersEngine(tiny_model_dir, reuse_kv=True, cascade=False),
+        "no-reuse": TransformersEngine(tiny_model_dir),
+    }
+
+
+def _episodes(engine, params, turns=3):
+    """A GRPO-like batch: 3 tasks x 2 trials, all opening with the same long policy, over a
+    few turns; returns every completion."""
+    convs = {
+        f"{t}-{k}": [POLICY, {"role": "user", "content": ask}]
+        for t, ask in enumerate(ASKS)
+        for k in range(2)
+    }
+    out = []
+    for turn in range(turns):
+        keys = list(convs)
+        reqs = [
+            GenerationRequest(convs[key], TOOLS, key=key, seed=100 * turn + i)
+            for i, key in enumerate(keys)
+        ]
+        comps = engine.generate(reqs, params)
+        for key, comp in zip(keys, comps, strict=True):
+            assert comp.finish_reason != "error", comp.text
+            convs[key] = [
+                *convs[key],
+                {"role": "assistant", "content": comp.text},
+                {"role": "user", "content": f"turn {turn}: my email is x{turn}@y.z"},
+            ]
+            out.append(comp)
+    return out
+
+
+def test_cascade_decoding_gives_the_plain_paths_completions(tiny_model_dir):
+    """Greedy: identical tokens; sampled with per-request seeds: identical tokens and
+    log-probabilities within float noise, on a batch whose rows share a long opening."""
+    engines = _engines(tiny_model_dir)
+    assert engines["cascade"]._decoder is not None
+    assert engines["plain"]._decoder is None
+    for params in (
+        SamplingParams(max_tokens=12, temperature=0),
+        SamplingParams(max_tokens=12, temperature=1.0),
+    ):
+        runs = {name: _episodes(engine, params) for name, engine in engines.items()}
+        for name in ("plain", "no-reuse"):
+            for a, b in zip(runs["cascade"], runs[name], strict=True):
+                assert a.token_ids == b.token_ids, name
+                assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+    cascade = engines["cascade"]
+    # the batches were read in prefix groups: the shared opening was prefilled once
+    assert cascade.kv_stats["reused"] > 5 * 256
+    groups = cascade._prefix_groups([cascade.chat.prompt_ids([POLICY, {"role": "user", "content": a}], TOOLS) for a in ASKS])  # fmt: skip
+    assert len(groups) == 1 and groups[0][1] is not None and groups[0][0] == [0, 1, 2]
+
+
+def test_a_conversation_keeps_only_its_own_tokens_after_the_shared_opening(tiny_model_dir):
+    engines = _engines(tiny_model_dir)
+    params = SamplingParams(max_tokens=8, temperature=1.0)
+    for name in ("cascade", "plain"):
+        _episodes(engines[name], params, turns=2)
+    cascade, plain = engines["cascade"], engines["plain"]
+    assert cascade._kv.keys() == plain._kv.keys()
+    assert all(kv.head is not None for kv in cascade._kv.values())
+    # six conversations of ~500 tokens: the plain cache holds six openings, the cascade one
+    assert cascade.cached_bytes() < 0.6 * plain.cached_bytes()
+    # the decoding buffers hold each row's own tokens, not the opening
+    assert cascade.peak_decode_bytes < 0.3 * plain.peak_decode_bytes
+
+
+def test_the_kept_cache_stays_within_its_byte_budget(tiny_model_dir):
+    from rods_agent.engines.hf import TransformersEngine
+
+    probe = TransformersEngine(tiny_model_dir, reuse_kv=True)
+    budget = 700 * probe.kv_token_bytes
+    engine = TransformersEngine(tiny_model_dir, reuse_kv=True, max_cached_bytes=budget)
+    assert engine.max_cached_tokens == 700
+    _episodes(engine, SamplingParams(max_tokens=6, temperature=1.0), turns=2)
+    assert 0 < engine.cached_bytes() <= budget
+
+
+def test_unsupported_models_decode_through_their_forward(tiny_model_dir):
+    from rods_agent.engines.cascade import unsupported
+    from rods_agent.engines.hf import TransformersEngine
+
+    engine = TransformersEngine(tiny_model_dir, reuse_kv=True)
+    assert unsupported(engine.model) is None
+    engine.model.config.model_type = "gemma3_text"
+    assert "not one of" in (unsupported(engine.model) or "")
