@@ -100,6 +100,14 @@ def check_tool_names(names: Iterable[str], owner: str, reserved: Iterable[str] =
         )
 
 
+def message_error(message: Any) -> str | None:
+    """The error observation for a :data:`SEND_MESSAGE` argument that is not text (None for
+    text)."""
+    if isinstance(message, str):
+        return None
+    return f"Error: 'message' must be a string, got {type(message).__name__}."
+
+
 # -- the actions a tool call stands for --------------------------------------------------------
 def tool_call_action(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The ``env.step`` action of one tool call: an assistant message with that call."""
@@ -246,8 +254,9 @@ class ToolSession:
         """Send ``message`` to the user; returns the reply (:data:`SEND_MESSAGE`)."""
         if self.done:
             return ENDED
-        if not isinstance(message, str):
-            return f"Error: 'message' must be a string, got {type(message).__name__}."
+        error = message_error(message)
+        if error is not None:
+            return error
         return self.step(message_action(message)).observation
 
     def step(self, action: Any) -> Step:

@@ -271,3 +271,67 @@ def test_differing_replicas_stop_the_run(retail, monkeypatch):
     monkeypatch.setattr(engine_mod, "all_gather", lambda obj: [obj, "0000"])
     with pytest.raises(RodsError, match="differs across processes after round 4"):
         callback._check_same_state(4)
+
+
+# -- modes: envtuning is static for data, with actionable hints in its training episodes ------
+@pytest.mark.parametrize(
+    ("mode", "filters"),
+    [
+        ("static", False),
+        ("envtuning", False),
+        ("filter", True),
+        ("rods", True),
+        ("rods-expand", True),
+    ],
+)
+def test_only_the_filtering_modes_leave_groups_out(retail, mode, filters):
+    view = make_view(retail, mode=mode)
+    assert view.filters_groups is filters
+    hints = {"actionable_hints": True} if mode == "envtuning" else {}
+    assert view.env_kwargs({"rods_round": 0, "rods_slot": 1}) == hints
+    assert view.env_kwargs({"task_id": retail.seed_tasks("test")[0].id}) == {}
+
+
+def test_envtuning_trains_with_hints_and_evaluates_without(retail):
+    """As `rods train` does it: the training rows' episodes get Environment Tuning's
+    actionable hints; an evaluation row's episode (a test task by id) never does."""
+    view = make_view(retail, mode="envtuning")
+    env = environment_factory(retail, source=view)()
+    bad = {"user_id": 12}
+    env.reset(rods_round=0, rods_slot=0, task_id="", prompt=[])
+    train_task = env.task
+    assert env.env.actionable_hints is True
+    hinted = gym.make("rods/Retail-v0", split=None, actionable_hints=True)
+    hinted.reset(options={"task": train_task})
+    call = {
+        "role": "assistant",
+        "tool_calls": [{"function": {"name": "get_user_details", "arguments": bad}}],
+    }
+    assert env.get_user_details(**bad) == hinted.step(call)[0]
+    env.get_reward()
+    env.reset(task_id=retail.seed_tasks("test")[0].id)
+    assert env.env.actionable_hints is False
+    with pytest.raises(ConfigError, match="per row"):
+        environment_factory(retail, source=view, actionable_hints=True)
+
+
+@pytest.mark.parametrize("mode", ["static", "envtuning"])
+def test_the_trainer_leaves_a_keep_every_group_batch_as_trl_made_it(retail, mode, monkeypatch):
+    """The group filter is skipped for static and envtuning (no gathering, no mask)."""
+    torch = pytest.importorskip("torch")
+    from trl import GRPOTrainer
+
+    from rods_agent.integrations.trl.trainer import RodsGRPOTrainer
+
+    view = make_view(retail, mode=mode)
+    monkeypatch.setattr(view, "gather", lambda: pytest.fail("gathered in a keep-every-group mode"))
+    made = {"completion_mask": torch.ones(2, 3)}
+    monkeypatch.setattr(GRPOTrainer, "_generate_and_score_completions", lambda self, inputs: made)
+    trainer = RodsGRPOTrainer.__new__(RodsGRPOTrainer)
+    trainer.rods_view, trainer.rods_dropped = view, 0
+    trainer.rods_seconds = {"rollout": 0.0, "env": 0.0}
+    trainer.model = SimpleNamespace(training=True)
+    trainer.environments = []
+    rows = [{"rods_round": 0, "rods_slot": 0}, {"rods_round": 0, "rods_slot": 1}]
+    assert trainer._generate_and_score_completions(rows) is made
+    assert trainer.rods_dropped == 0

@@ -297,3 +297,153 @@ def test_any_action_sequence_gets_the_same_observations_and_reward(actions, inde
 
 def test_rods_env_ids_cover_the_tested_ones():
     assert set(ENV_IDS) <= set(rods_env.ENV_IDS)
+
+
+# -- every kind of id: an own domain, BFCL, τ²-bench -------------------------------------------
+ANY_KINDS = [
+    "rods/Retail-v0",
+    "rods/BFCL-API-v0",
+    "rods/BFCL-MultiTurn-Base-v0",
+    "rods/BFCL-Paper-v0",
+    "rods/Tau2-Retail-v0",
+]
+
+
+def _installed(env_id: str):
+    from rods_env.benchmark import BenchmarkDomain
+    from rods_env.registry import load_any_domain
+    from tests.requires import require
+
+    domain = load_any_domain(env_id)
+    if isinstance(domain, BenchmarkDomain):
+        reason = domain.missing()
+        require(reason is None, f"{env_id}: {reason}", "bash scripts/setup_tests.sh")
+    return domain
+
+
+def _all_tools(domain) -> dict[str, dict]:
+    from rods_env.benchmark import BenchmarkDomain
+
+    schemas = (
+        domain.tool_schemas() if isinstance(domain, BenchmarkDomain) else domain.toolkit.schemas()
+    )
+    return {s["function"]["name"]: s for s in schemas}
+
+
+@pytest.mark.parametrize("env_id", ANY_KINDS)
+def test_every_kind_of_id_gets_a_class_with_every_tool_it_may_show(env_id):
+    domain = _installed(env_id)
+    env_class = environment_factory(env_id)
+    tools = _all_tools(domain)
+    assert set(trl_tools(env_class)) == set(tools) | {SEND_MESSAGE}
+    instance = env_class()
+    for name, schema in tools.items():
+        derived = get_json_schema(getattr(instance, name))["function"]
+        shown = schema["function"]
+        assert derived["name"] == name
+        assert " ".join(derived["description"].split()) == " ".join(shown["description"].split())
+        params = shown.get("parameters") or {}
+        assert set(derived["parameters"]["properties"]) == set(params.get("properties") or {})
+        assert set(derived["parameters"].get("required", ())) == set(params.get("required") or ())
+
+
+def test_trl_states_the_user_channel_as_the_surface_does():
+    from rods_env.tool_session import SEND_MESSAGE_SCHEMA
+
+    for env_id in ("rods/Retail-v0", "rods/Airline-v0"):
+        derived = get_json_schema(environment_factory(env_id)().send_message_to_user)
+        derived["function"].pop("return")  # TRL's own note of the reply's type
+        assert derived == SEND_MESSAGE_SCHEMA
+
+
+@pytest.mark.parametrize("env_id", ANY_KINDS)
+def test_every_kind_of_id_plays_the_oracle_through_trl_as_through_gymnasium(env_id):
+    from tests.core.test_tool_session import oracle_episode
+
+    domain = _installed(env_id)
+    split = "train" if env_id == "rods/BFCL-Paper-v0" else "test"
+    progress_env = environment_factory(env_id, max_steps=MAX_STEPS)()
+    success_env = environment_factory(env_id, max_steps=MAX_STEPS, reward="success")()
+    for task in domain.seed_tasks(split)[:3]:
+        calls, observations, info = oracle_episode(env_id, task)
+        for env, expected in ((progress_env, info["progress"]), (success_env, info["success"])):
+            seen = [env.reset(task_id=task.id, prompt=[])]
+            seen += [
+                env.send_message_to_user(**c.arguments)
+                if c.name == SEND_MESSAGE
+                else getattr(env, c.name)(**c.arguments)
+                for c in calls
+            ]
+            assert seen == observations, task.id
+            assert env.get_reward() == float(expected) == 1.0, task.id
+            assert env.info["termination"] == info["termination"]
+
+
+@pytest.mark.parametrize("env_id", ANY_KINDS)
+def test_every_kind_of_id_pays_nothing_for_doing_nothing(env_id):
+    domain = _installed(env_id)
+    env = environment_factory(env_id)()
+    for task in domain.seed_tasks("train")[:5]:
+        env.reset(task_id=task.id)
+        assert env.get_reward() < 1.0, task.id
+        assert env.info["termination"] == AGENT_STOPPED
+        assert env.send_message_to_user("done?") == ENDED
+
+
+def test_a_bfcl_tool_outside_the_tasks_classes_gets_bfcls_own_reply():
+    """TRL lists every BFCL tool; a task shows only its classes' tools, and a call to
+    another one is answered as through gymnasium.make."""
+    from rods_env.tool_session import tool_call_action
+
+    env_id = "rods/BFCL-MultiTurn-Base-v0"
+    domain = _installed(env_id)
+    every = set(_all_tools(domain))
+    gym_env = gym.make(env_id, split=None)
+    for task in domain.seed_tasks("test")[:20]:
+        _, info = gym_env.reset(options={"task": task})
+        shown = {s["function"]["name"] for s in info["tools"]}
+        absent = sorted(every - shown)
+        if absent:
+            break
+    else:
+        pytest.fail("no task hides a tool")
+    spec = _all_tools(domain)[absent[0]]["function"]
+    arguments = {p: "x" for p in spec["parameters"].get("required", [])}
+    expected = gym_env.step(tool_call_action(absent[0], arguments))[0]
+    trl_env = environment_factory(env_id)()
+    trl_env.reset(task_id=task.id)
+    assert getattr(trl_env, absent[0])(**arguments) == expected
+
+
+def test_datasets_of_benchmark_ids_carry_their_policy_or_none():
+    from rods_agent.integrations.trl import task_dataset
+
+    paper = _installed("rods/BFCL-Paper-v0")
+    rows = task_dataset("rods/BFCL-Paper-v0")
+    assert len(rows) == len(paper.seed_tasks("train"))
+    assert rows[0]["prompt"] == [{"role": "user", "content": ""}]  # BFCL has no policy
+    tau = _installed("rods/Tau2-Retail-v0")
+    row = task_dataset("rods/Tau2-Retail-v0", split="test")[0]
+    assert row["prompt"][0] == {"role": "system", "content": tau.policy}
+    first, _ = gym.make("rods/Tau2-Retail-v0", split=None).reset(options={"task": row["task_id"]})
+    assert environment_factory("rods/Tau2-Retail-v0")().reset(**row) == first
+
+
+def test_actionable_hints_reach_every_episode_of_a_table_that_asks_for_them():
+    task = load_domain("retail").seed_tasks("train")[0]
+    bad = {"user_id": 12}
+    hinted = gym.make("rods/Retail-v0", split=None, actionable_hints=True)
+    hinted.reset(options={"task": task})
+    plain = gym.make("rods/Retail-v0", split=None)
+    plain.reset(options={"task": task})
+    call = {
+        "role": "assistant",
+        "tool_calls": [{"function": {"name": "get_user_details", "arguments": bad}}],
+    }
+    with_hints, without = hinted.step(call)[0], plain.step(call)[0]
+    assert with_hints != without
+    for flag, expected in ((True, with_hints), (False, without)):
+        env = environment_factory("rods/Retail-v0", actionable_hints=flag)()
+        env.reset(task_id=task.id)
+        assert env.get_user_details(**bad) == expected
+        assert env.env.actionable_hints is flag

@@ -1,18 +1,13 @@
 """TRL's ``environment_factory`` over a served rods environment (the OpenEnv client).
 
 ``openenv_environment_factory(url)`` returns a class for
-``GRPOTrainer(environment_factory=...)``: each instance holds one WebSocket session of the
-server (its own episode there), and TRL sees what it reserves and expects:
-
-* ``reset(**row)`` starts the row's task (``task_id`` column; other columns are ignored) and
-  returns the user's first message;
-* one method per rods tool, generated from the tool's JSON schema as the server lists it
-  (typed arguments, a Google docstring with the schema's descriptions), which runs the call
-  in the served episode and returns its output;
-* ``send_message_to_user(message)``: the simulated user is reached through a tool, because
-  TRL's loop ends when the model answers without a tool call;
-* ``get_reward()``: final progress (or strict success), after ending an episode still open
-  exactly as the environment's own step limit would (an ``end`` action).
+``GRPOTrainer(environment_factory=...)``: rods' own TRL environment
+(:class:`rods_agent.integrations.trl.env.RodsEnvironment`: ``reset(**row)``,
+``send_message_to_user``, ``get_reward``, one method per tool built from the tool's JSON
+schema as the server lists it) whose episode is a WebSocket session of the server
+(:class:`ServedSession`) instead of an environment in this process. The tool loop is the
+same: a call on an ended episode answers ``ENDED``, and ``get_reward()`` ends an episode
+still open exactly as the environment's own step limit would (an ``end`` action).
 
 Several environments in one run: pass TRL a dict of these classes keyed by the dataset's
 ``environment`` column (``{"retail": openenv_environment_factory(url_a), "airline": ...}``);
@@ -21,139 +16,117 @@ TRL routes each row to its class and does not pass the column to ``reset``.
 
 from __future__ import annotations
 
-import inspect
-import typing
+import functools
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from rods_agent.integrations.openenv.client import RodsEnv
-from rods_env.errors import ConfigError
-
-SEND_MESSAGE = "send_message_to_user"
-RESERVED = frozenset({"reset", "get_reward", SEND_MESSAGE})
-JSON_TYPES: dict[str, Any] = {
-    "string": str,
-    "integer": int,
-    "number": float,
-    "boolean": bool,
-    "object": dict,
-}
-
-
-def python_type(schema: Mapping[str, Any]) -> Any:
-    """The type hint from which ``transformers.utils.get_json_schema`` gives back ``schema``
-    as far as it can (enums, arrays of items, unions; nested objects stay ``dict``)."""
-    if schema.get("enum"):
-        return Literal.__getitem__(tuple(schema["enum"]))
-    for key in ("anyOf", "oneOf"):
-        if key in schema:
-            options = [python_type(s) for s in schema[key] if s.get("type") != "null"]
-            return typing.Union[tuple(options)] if options else Any  # noqa: UP007
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        options = [python_type({"type": k}) for k in kind if k != "null"]
-        return typing.Union[tuple(options)] if options else Any  # noqa: UP007
-    if kind == "array":
-        return list.__class_getitem__(python_type(schema["items"])) if schema.get("items") else list
-    return JSON_TYPES.get(str(kind), Any)
+from rods_agent.integrations.trl.env import TRL_HOOKS, RodsEnvironment
+from rods_agent.integrations.trl.methods import schema_method
+from rods_env.tool_session import (
+    AGENT_STOPPED,
+    ENDED,
+    SEND_MESSAGE,
+    Reward,
+    Verdict,
+    check_reward,
+    check_tool_names,
+    message_error,
+)
 
 
-def tool_method(function: Mapping[str, Any]) -> Any:
-    """A method that calls the served tool ``function`` (an OpenAI function schema)."""
-    name = str(function["name"])
-    parameters = function.get("parameters") or {}
-    properties: Mapping[str, Any] = parameters.get("properties") or {}
-    required = set(parameters.get("required") or ())
+class ServedSession:
+    """A served episode with :class:`~rods_env.tool_session.ToolSession`'s tool-loop
+    methods (``reset``, ``call``, ``verdict``, ``done``), over one client session.
 
-    def call_tool(self: RodsOpenEnvEnvironment, **arguments: Any) -> str:
-        sent = {k: v for k, v in arguments.items() if k in required or v is not None}
-        return self._act(self.client.call_tool(name, **sent))
+    Args:
+        base_url: The server (``rods serve ENV_ID --port N``).
+    """
 
-    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    hints: dict[str, Any] = {}
-    for arg, schema in properties.items():
-        hint = python_type(schema)
-        if arg in required:
-            params.append(inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, annotation=hint))
+    def __init__(self, base_url: str) -> None:
+        self.client = RodsEnv(base_url=base_url)
+        self._done = False
+
+    def reset(self, task: str | None = None) -> str:
+        """Start ``task`` (None: the server draws one); returns the user's first message."""
+        result = self.client.reset(task_id=task)
+        self._done = bool(result.done)
+        return str(result.observation.text)
+
+    @property
+    def done(self) -> bool:
+        """Whether the served episode has ended."""
+        return self._done
+
+    @property
+    def info(self) -> Mapping[str, Any]:
+        """The server's state of the episode (progress, success, turn results, messages)."""
+        return self.client.state().model_dump()
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """Run one tool call on the server (:data:`SEND_MESSAGE` as a ``message`` action)."""
+        if self._done:
+            return ENDED
+        if name == SEND_MESSAGE:
+            message = arguments.get("message")
+            error = message_error(message)
+            if error is not None:
+                return error
+            result = self.client.send_message(message)
         else:
-            hint = hint | None
-            params.append(
-                inspect.Parameter(
-                    arg, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hint
-                )
-            )
-        hints[arg] = hint
-    call_tool.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    call_tool.__annotations__ = hints
-    call_tool.__name__ = name
-    call_tool.__qualname__ = f"RodsOpenEnvEnvironment.{name}"
-    lines = [str(function.get("description") or name)]
-    if properties:
-        lines += ["", "Args:"]
-        lines += [
-            f"    {arg}: {' '.join(str(schema.get('description') or arg).split())}"
-            for arg, schema in properties.items()
-        ]
-    call_tool.__doc__ = "\n".join(lines) + "\n"
-    return call_tool
+            result = self.client.call_tool(name, **arguments)
+        self._done = bool(result.done)
+        return str(result.observation.text)
+
+    def verdict(self) -> Verdict:
+        """The server's verdict, after ending an episode still open (an ``end`` action)."""
+        if not self._done:
+            self.client.end()
+            self._done = True
+        state = self.client.state()
+        return Verdict(
+            progress=float(state.progress),
+            success=bool(state.success),
+            steps=int(state.steps),
+            termination=str(state.termination or AGENT_STOPPED),
+        )
 
 
-class RodsOpenEnvEnvironment:
+class ServedTasks:
+    """Rows name served tasks by id (the server resolves them; none: it draws one)."""
+
+    def task_for(self, row: Mapping[str, Any]) -> str | None:
+        """The row's ``task_id`` column."""
+        task_id = row.get("task_id")
+        return str(task_id) if task_id else None
+
+    def record(self, row: Mapping[str, Any], task: Any, reward: float) -> None:
+        """Nothing to record."""
+
+    def env_kwargs(self, row: Mapping[str, Any]) -> Mapping[str, Any]:
+        """None: the server made its environment."""
+        return {}
+
+
+def _served(base_url: str, extra: Mapping[str, Any]) -> ServedSession:
+    return ServedSession(base_url)
+
+
+class RodsOpenEnvEnvironment(RodsEnvironment):
     """One TRL rollout slot on a served rods environment (base of the generated classes)."""
 
     base_url: ClassVar[str]
-    reward_kind: ClassVar[Literal["progress", "success"]] = "progress"
 
-    def __init__(self) -> None:
-        self.client = RodsEnv(base_url=self.base_url)
-        self._done = False
-        self._reward: float | None = None
-
-    def reset(self, task_id: str | None = None, **row: Any) -> str:
-        """Start the row's task on the server; returns the user's first message.
-
-        Args:
-            task_id: The task to play (None: the server draws one).
-            **row: The dataset row's other columns (ignored).
-        """
-        result = self.client.reset(task_id=task_id)
-        self._done = bool(result.done)
-        self._reward = None
-        return str(result.observation.text)
-
-    def send_message_to_user(self, message: str) -> str:
-        """Send a message to the user and return the user's reply.
-
-        Args:
-            message: What to tell or ask the user: a question, a request for confirmation, or the answer to their request.
-        """
-        if not isinstance(message, str):
-            return f"Error: 'message' must be a string, got {type(message).__name__}."
-        return self._act(self.client.send_message(message))
-
-    def get_reward(self) -> float:
-        """The episode's reward: final progress, or 1.0/0.0 for strict success."""
-        if self._reward is None:
-            if not self._done:
-                self.client.end()
-                self._done = True
-            state = self.client.state()
-            self._reward = (
-                float(state.progress) if self.reward_kind == "progress" else float(state.success)
-            )
-        return self._reward
-
-    def _act(self, result: Any) -> str:
-        if self._done:
-            return "The conversation has ended; no further action is possible."
-        self._done = bool(result.done)
-        return str(result.observation.text)
+    @property
+    def client(self) -> RodsEnv:
+        """The OpenEnv client of this slot's session."""
+        return self.session.client  # type: ignore[no-any-return]
 
 
 def openenv_environment_factory(
     base_url: str,
     *,
-    reward: Literal["progress", "success"] = "progress",
+    reward: Reward = "progress",
     probe_tasks: Iterable[str | None] = (None,),
 ) -> type[RodsOpenEnvEnvironment]:
     """The TRL environment class of the rods environment served at ``base_url``.
@@ -168,8 +141,7 @@ def openenv_environment_factory(
     Raises:
         ConfigError: an unknown reward kind, or a served tool named like a method TRL reserves.
     """
-    if reward not in ("progress", "success"):
-        raise ConfigError(f"reward must be 'progress' or 'success', got {reward!r}")
+    check_reward(reward)
     functions: dict[str, Mapping[str, Any]] = {}
     with RodsEnv(base_url=base_url) as probe:
         env_id = str(probe.state().env_id)
@@ -177,16 +149,17 @@ def openenv_environment_factory(
             observation = probe.reset(task_id=task).observation
             for tool in observation.tools or ():
                 functions.setdefault(tool["function"]["name"], tool["function"])
-    clash = RESERVED & set(functions)
-    if clash:
-        raise ConfigError(f"{env_id} has tools named {sorted(clash)}, which TRL's loop reserves")
+    check_tool_names(functions, env_id, TRL_HOOKS)
+    title = env_id.split("/", 1)[-1].rsplit("-v", 1)[0].replace("-", "")
+    owner = f"{title}OpenEnvEnvironment"
     namespace: dict[str, Any] = {
         "__module__": __name__,
         "__doc__": f"{env_id} served at {base_url}, for TRL (one method per tool).",
         "base_url": base_url,
         "reward_kind": reward,
+        "source": ServedTasks(),
+        "_sessions": functools.partial(_served, base_url),
     }
     for name, function in sorted(functions.items()):
-        namespace[name] = tool_method(function)
-    title = env_id.split("/", 1)[-1].rsplit("-v", 1)[0].replace("-", "")
-    return type(f"{title}OpenEnvEnvironment", (RodsOpenEnvEnvironment,), namespace)
+        namespace[name] = schema_method(function, owner)
+    return type(owner, (RodsOpenEnvEnvironment,), namespace)
