@@ -69,9 +69,8 @@ class ServedSession:
             return ENDED
         if name == SEND_MESSAGE:
             message = arguments.get("message")
-            error = message_error(message)
-            if error is not None:
-                return error
+            if not isinstance(message, str):
+                return str(message_error(message))
             result = self.client.send_message(message)
         else:
             result = self.client.call_tool(name, **arguments)
@@ -120,7 +119,7 @@ class RodsOpenEnvEnvironment(RodsEnvironment):
     @property
     def client(self) -> RodsEnv:
         """The OpenEnv client of this slot's session."""
-        return self.session.client  # type: ignore[no-any-return]
+        return self.session.client
 
 
 def openenv_environment_factory(
