@@ -1,10 +1,11 @@
 """A rods environment served by OpenEnv's own server classes.
 
 :class:`RodsEnvironment` is an OpenEnv :class:`MCPEnvironment` over one rods Gymnasium
-environment (``gymnasium.make(env_id, **make_kwargs)``): each WebSocket session gets its own
-instance (``create_app`` builds one per session), and everything the agent does goes through
-the environment's public ``reset``/``step`` and ``info`` contract, exactly as with
-``gymnasium.make``:
+environment (``gymnasium.make(env_id, **make_kwargs)``) played as rods' episode as tools
+(:class:`rods_env.tool_session.ToolSession`, the episode TRL and verifiers play too): each
+WebSocket session gets its own instance (``create_app`` builds one per session), and
+everything the agent does goes through the environment's public ``reset``/``step`` and
+``info`` contract, exactly as with ``gymnasium.make``:
 
 * the rods tools are the session's MCP tools, with rods' names, descriptions and argument
   schemas unchanged (``info["tools"]``), callable as ``call_tool`` actions on the WebSocket or

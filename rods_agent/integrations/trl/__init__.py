@@ -2,15 +2,16 @@
 
 Install the extra ``trl`` (``pip install -e ".[trl]"``). The pieces:
 
-* :func:`environment_factory` -- the environment class of a rods env id (one method per
-  domain tool, the simulated customer behind ``send_message_to_user``, ``get_reward``);
+* :func:`environment_factory` -- the environment class of any rods env id (one method per
+  tool, the simulated user behind ``send_message_to_user``, ``get_reward``): rods' episode
+  as tools (:mod:`rods_env.tool_session`) in TRL's shape;
 * :func:`task_dataset` / :func:`train_test_datasets` -- HF datasets of a task pool's ids;
 * :class:`EngineDataset` and :class:`RodsCallback` -- the data engine's replay buffer as an
   endless dataset, and the callback that feeds it each step's group rewards;
 * :class:`RodsGRPOTrainer` -- ``GRPOTrainer`` with the engine's group filter on the loss;
 * :func:`build_tiny_trl_model` -- the tiny local model with a chat template TRL parses.
 
-Only :mod:`.env` and :mod:`.data` import without TRL installed; the names below that need
+Only :mod:`.env`, :mod:`.methods` and :mod:`.data` import without TRL installed; the names below that need
 it (and torch) load on first use. See docs/scale-out.md.
 """
 
