@@ -1,5 +1,5 @@
 """SmolLM2-135M-Instruct on this CPU, as fractions of the machine's own ceilings measured in
-the same run (docs/learning.md, "Speed").
+the same run (docs/learning/cpu-speed.md).
 
     RODS_BENCH_MODEL=1 pytest benchmarks/test_real_model.py --benchmark-only -s
 

@@ -224,7 +224,7 @@ def fresh_test_tasks(
     None has the gold effect and outputs of a task of ``avoid`` or of another; each is its
     own draw (no provenance), unlike a synthesized variant, which keeps its seed's call
     structure. A held-out set needs such draws to resolve small differences between models
-    (docs/learning.md, *What would resolve it*). Deterministic: the first ``k`` of a larger
+    (experiments/2026-12-02c-third-run/notebook.md, *What would resolve it*). Deterministic: the first ``k`` of a larger
     ``per_skill`` are the tasks of ``per_skill = k``.
 
     A skill with no new task in ``max_tries`` tries is spent (its test customers hold no

@@ -5,7 +5,7 @@
     rods experiment configs/learning-cpu.yaml --summary       # redraw the summary only
 
 The stages and what each writes are in :mod:`rods_agent.experiment.runner` and
-docs/learning.md. A rerun with the same configuration continues where the last one stopped;
+docs/learning/protocol.md. A rerun with the same configuration continues where the last one stopped;
 one with other settings is refused, naming them.
 """
 

@@ -2,7 +2,7 @@
 
 Only what the agent is shown changes; the task, the user and the reward do not. A small
 model's context (SmolLM2: 8,192 positions, attention the larger part of a CPU's work at
-4-5k tokens) is why it exists (docs/learning.md).
+4-5k tokens) is why it exists (docs/learning/protocol.md, *Why retail with the brief prompt*).
 """
 
 from __future__ import annotations
