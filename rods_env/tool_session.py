@@ -203,9 +203,14 @@ class ToolSession:
             environment already made.
         tasks: Where a task id is looked up: a JSONL pool file or tasks (None: the
             environment's own tasks).
-        max_steps: Agent actions (tool calls and messages) before the environment truncates.
+        max_steps: Agent actions (tool calls and messages) before the environment truncates
+            (None: :data:`DEFAULT_MAX_STEPS`).
         **make_kwargs: More environment arguments (``user``, ``actionable_hints``,
             ``split``, ...); ``split`` defaults to None (a reset may name any task).
+
+    Raises:
+        ConfigError: a bad ``max_steps``, or arguments given with an environment already
+            made.
     """
 
     def __init__(
@@ -213,13 +218,16 @@ class ToolSession:
         env: Any,
         *,
         tasks: Any = None,
-        max_steps: int = DEFAULT_MAX_STEPS,
+        max_steps: int | None = None,
         **make_kwargs: Any,
     ) -> None:
         if isinstance(env, str) or not hasattr(env, "step"):
-            make_kwargs = {"split": None, "max_steps": check_max_steps(max_steps), **make_kwargs}
+            steps = check_max_steps(DEFAULT_MAX_STEPS if max_steps is None else max_steps)
+            make_kwargs = {"split": None, "max_steps": steps, **make_kwargs}
             if tasks is not None:
                 make_kwargs["tasks"] = tasks
+        elif tasks is not None or max_steps is not None:
+            make_kwargs = {"tasks": tasks, "max_steps": max_steps, **make_kwargs}
         self._env = make_env(env, **make_kwargs)
         self._info: Mapping[str, Any] | None = None
 

@@ -147,6 +147,8 @@ def test_a_session_over_a_domain_object_or_a_made_env():
     assert len(firsts) == 1
     with pytest.raises(ConfigError, match="env id or a domain"):
         ToolSession(gym.make("rods/Retail-v0"), actionable_hints=True)
+    with pytest.raises(ConfigError, match="env id or a domain"):
+        ToolSession(gym.make("rods/Retail-v0"), max_steps=10)
     with pytest.raises(ConfigError, match="max_steps"):
         ToolSession("rods/Retail-v0", max_steps=0)
 
