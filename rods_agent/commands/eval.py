@@ -38,7 +38,8 @@ class PoolOptions:
     pool: str = field(
         default="seeds",
         metadata=option(
-            "'seeds' (the domain's seed tasks, a benchmark's own tasks) or a JSONL task file"
+            "'seeds' (the domain's seed tasks, a benchmark's own tasks) or a JSONL task file "
+            "(on a benchmark: a subset of its own tasks, e.g. rods experiment's test.jsonl)"
         ),
     )
     split: Literal["train", "test", "all"] = field(
@@ -139,6 +140,36 @@ class UserOptions:
     )
 
 
+def benchmark_subset(domain: Any, path: str, split: str) -> list[Any]:
+    """The tasks of a JSONL file that are a benchmark's own (``rods experiment`` writes its
+    test split there): each its benchmark's view (a task of the file cannot change a
+    benchmark task's turns), a resampled variant checked by the benchmark, in the file's
+    order; tasks of other domains skipped.
+
+    Raises:
+        ConfigError: no such file, a task the benchmark does not know, or none left.
+    """
+    from rods_env.errors import ConfigError
+    from rods_env.task import load_tasks
+
+    domain.require()
+    if not Path(path).is_file():
+        raise ConfigError(f"--pool: no file '{path}'; use 'seeds' or a JSONL file of tasks")
+    given = [t for t in load_tasks(path) if t.domain == domain.name]
+    broken = domain.check_tasks(given)
+    if broken:
+        raise ConfigError(
+            f"--pool {path}: {len(broken)} tasks are not {domain.name}'s ({broken[0]})"
+        )
+    own = {t.id: t for t in domain.seed_tasks()}
+    tasks = [own.get(t.id, t) if t.payload is None else t for t in given]
+    if split != "all":
+        tasks = [t for t in tasks if t.split in (None, split)]
+    if not tasks:
+        raise ConfigError(f"--pool {path}: no tasks of {domain.name} in split '{split}'")
+    return tasks
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``rods eval`` options."""
     add_options(parser, PoolOptions, "what to evaluate")
@@ -183,7 +214,10 @@ def run(args: argparse.Namespace) -> int:
         )
     if engine.max_model_len is None:
         engine = replace(engine, max_model_len=max_episode_tokens)
-    tasks = load_pool(pool.env, pool.pool, pool.split)[: pool.limit]
+    if benchmark and pool.pool != "seeds":
+        tasks = benchmark_subset(domain, pool.pool, pool.split)[: pool.limit]
+    else:
+        tasks = load_pool(pool.env, pool.pool, pool.split)[: pool.limit]
     rollout = RolloutConfig(
         sampling=SamplingParams(
             max_tokens=opts.max_tokens,
@@ -256,6 +290,11 @@ def run(args: argparse.Namespace) -> int:
         verdicts=pool.verdicts,
     )
     print(f"rods eval: {summary.line()}; wrote {pool.out}")
+    for title in summary.headline:
+        table = summary.paper_table(title)  # the paper's rows beside (bfcl-paper)
+        if table:
+            print(f"rods eval: {title}, this evaluation beside the paper's numbers (%):")
+            print("\n".join(table))
     if summary.benchmark_files:
         shown = ", ".join(str(pool.out / f) for f in summary.benchmark_files)
         print(f"rods eval: the benchmark's own results format: {shown}")

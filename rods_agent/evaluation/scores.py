@@ -40,6 +40,118 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return comb(c, k) / comb(n, k)
 
 
+# -- the paper's numbers ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReferenceRow:
+    """One row of a paper's results table.
+
+    Attributes:
+        label: What the row is, as the paper names it.
+        arm: The rods mode that reproduces it (``static``, ``envtuning``, ``rods``), or
+            None for the model before training.
+        scores: The benchmark's own numbers as fractions (label to value, in the
+            benchmark's column order); None where the row gives none.
+    """
+
+    label: str
+    arm: str | None
+    scores: Mapping[str, float | None]
+
+
+@dataclass(frozen=True)
+class ReferenceTable:
+    """A paper's results on a benchmark, for summaries to print beside a run's own.
+
+    Attributes:
+        benchmark: The benchmark domain's name (``bfcl-paper``).
+        title: Its id's title (``BFCL-Paper``), which summaries key their numbers by.
+        model: The model the paper trained.
+        source: Where the numbers come from.
+        note: What is known of them (printed under the table).
+        rows: The rows, base model first.
+    """
+
+    benchmark: str
+    title: str
+    model: str
+    source: str
+    note: str
+    rows: tuple[ReferenceRow, ...]
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns any row fills, in the rows' order."""
+        return list(dict.fromkeys(k for row in self.rows for k in row.scores))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict."""
+        return {
+            "benchmark": self.benchmark,
+            "model": self.model,
+            "source": self.source,
+            "note": self.note,
+            "rows": [{"label": r.label, "arm": r.arm, "scores": dict(r.scores)} for r in self.rows],
+        }
+
+    def markdown_rows(self, columns: Sequence[str] | None = None) -> list[str]:
+        """Its rows as Markdown table rows (``| paper: label (model) | values |``, in
+        percent), under ``columns`` (default :attr:`columns`)."""
+        shown = list(columns) if columns is not None else self.columns
+        return [
+            f"| paper: {r.label} ({self.model}) | "
+            + " | ".join(_quoted(r.scores.get(c)) for c in shown)
+            + " |"
+            for r in self.rows
+        ]
+
+
+def _quoted(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+PAPER_RESULTS: Mapping[str, ReferenceTable] = {
+    "bfcl-paper": ReferenceTable(
+        benchmark="bfcl-paper",
+        title="BFCL-Paper",
+        model="Qwen3-4B-Instruct-2507",
+        source="RODS (arXiv 2606.19047), as quoted in issue 40",
+        note=(
+            "The paper's rows are quoted from the task brief (issue 40), not confirmed by any "
+            "RODS text rods could read (docs/paper.md: only the abstract was readable); '-' "
+            "is a number not quoted. Its test half is Environment Tuning's unpublished one, "
+            "rods' is environments/bfcl/paper_split.json: the same size and categories, not "
+            "the same tasks."
+        ),
+        rows=(
+            ReferenceRow("base model", None, {"overall": 0.2213}),
+            ReferenceRow("fixed-data GRPO", "static", {"overall": 0.5000}),
+            ReferenceRow("environment augmentation", "envtuning", {"overall": 0.5050}),
+            ReferenceRow(
+                "RODS",
+                "rods",
+                {
+                    "overall": 0.5600,
+                    "base": 0.68,
+                    "miss_func": 0.59,
+                    "miss_param": 0.44,
+                    "long_context": 0.53,
+                },
+            ),
+        ),
+    )
+}
+"""The paper's results table per benchmark domain name: the one place rods keeps them
+(``rods eval`` and ``rods experiment`` summaries print them beside their own numbers)."""
+
+
+def paper_results(name: str) -> ReferenceTable | None:
+    """The paper's table for a benchmark, by its domain name or title (None: no table)."""
+    for table in PAPER_RESULTS.values():
+        if name in (table.benchmark, table.title):
+            return table
+    return None
+
+
 # -- results -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class TaskResult:
@@ -338,6 +450,7 @@ class EvalSummary:
             "gen_seconds": self.gen_seconds,
             "env_seconds": self.env_seconds,
             "headline": {n: dict(v) for n, v in self.headline.items()},
+            **self._paper_dict(),
             "benchmark_files": list(self.benchmark_files),
             "verdicts": {t: {n: dict(v) for n, v in by.items()} for t, by in self.verdicts.items()},
             "verdict_differences": [dict(d) for d in self.verdict_differences],
@@ -381,6 +494,11 @@ class EvalSummary:
                 "In percent, as its leaderboard reports them (N/A: not computed on a partial "
                 "run, as the benchmark does).",
                 "",
+            ]
+            if paper_results(name) is not None:
+                lines += [*self.paper_table(name), ""]
+                continue
+            lines += [
                 "| " + " | ".join(scores) + " |",
                 "|" + "---|" * len(scores),
                 "| " + " | ".join(_percent(v) for v in scores.values()) + " |",
@@ -420,6 +538,34 @@ class EvalSummary:
             "",
         ]
         return "\n".join(lines)
+
+    def paper_table(self, name: str) -> list[str]:
+        """Markdown: this evaluation's numbers on benchmark ``name`` (a headline title) in
+        a row above the paper's rows (:data:`PAPER_RESULTS`), with the paper's note; empty
+        when the benchmark has no paper table or was not scored."""
+        table, scores = paper_results(name), self.headline.get(name)
+        if table is None or scores is None:
+            return []
+        model = self.meta.get("model", "?")
+        return [
+            "| model | " + " | ".join(scores) + " |",
+            "|---|" + "---|" * len(scores),
+            f"| this evaluation (`{model}`, {self.tasks} tasks) | "
+            + " | ".join(_percent(v) for v in scores.values())
+            + " |",
+            *table.markdown_rows(list(scores)),
+            "",
+            table.note,
+        ]
+
+    def _paper_dict(self) -> dict[str, Any]:
+        """``{"paper": {title: table}}`` for the scored benchmarks with a paper table."""
+        found = {n: paper_results(n) for n in self.headline}
+        return (
+            {"paper": {n: t.to_dict() for n, t in found.items() if t}}
+            if any(found.values())
+            else {}
+        )
 
     def _verdict_lines(self) -> list[str]:
         """Markdown: each verdict's numbers, then where they part and why."""

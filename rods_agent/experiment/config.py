@@ -18,18 +18,22 @@ Mode = TrainMode
 
 
 class PoolPlan(Section):
-    """The task sets of the experiment, all from the domain's train seeds but the test split."""
+    """The task sets of the experiment, all from the domain's train seeds but the test split
+    (a benchmark with a train split of its own, e.g. ``bfcl-paper``: its train half and its
+    test half, nothing synthesized before the runs)."""
 
     skills: list[str] | None = Field(
         None,
         description="Only tasks of these skills, in every split (a world of short episodes for "
-        "a CPU: the cost of a step grows with the tokens of its episodes); null: every skill.",
+        "a CPU: the cost of a step grows with the tokens of its episodes); on a benchmark its "
+        "categories (BFCL: base, miss_param, miss_func, long_context); null: every skill.",
     )
     validation: int = Field(
         24,
-        ge=1,
+        ge=0,
         description="Train seeds held out as the validation split (hyperparameters and the "
-        "warm start's stopping point are chosen on it, never on the test split).",
+        "warm start's stopping point are chosen on it, never on the test split); 0 (required) "
+        "without a warm start, which is the only stage that uses it.",
     )
     rl_tasks: int = Field(
         0,
@@ -48,7 +52,8 @@ class PoolPlan(Section):
     per_seed: int = Field(
         2,
         ge=1,
-        description="Synthesized variants per remaining train seed (the warm start's data).",
+        description="Synthesized variants per remaining train seed (the warm start's data; "
+        "unused on a benchmark, whose runs start from its own train split).",
     )
     modes: list[SynthMode] = Field(
         default_factory=lambda: list[SynthMode](["resample"]),
@@ -72,11 +77,25 @@ class WarmStartPlan(Section):
 class EvalPlan(Section):
     """The held-out evaluations."""
 
-    test_tasks: int = Field(0, ge=0, description="Test tasks evaluated (0: the whole test split).")
+    test_tasks: int = Field(
+        0,
+        ge=0,
+        description="Test tasks evaluated (0: the whole test split; on a benchmark the first "
+        "N of its test split taken in turn from each category, for smoke runs).",
+    )
     trials: int = Field(1, ge=1, description="Trials per task.")
-    every: int = Field(4, ge=1, description="Steps between evaluations of each run.")
+    every: int = Field(
+        4,
+        ge=0,
+        description="Steps between evaluations of each run (and its last step); 0: none "
+        "during the runs, where a final evaluation scores their last checkpoints (a "
+        "benchmark's always does).",
+    )
     base_model: bool = Field(
-        True, description="Also evaluate the model before the warm start (validation and test)."
+        True,
+        description="Also evaluate the model before the warm start (validation and test); "
+        "without a warm start, the base model on the test split at every run seed (the "
+        "'before' of every run).",
     )
     final_variants: int = Field(
         0,
@@ -138,19 +157,41 @@ class RunsPlan(Section):
 
 
 class ExperimentConfig(Section):
-    """``rods experiment``: static vs filter vs rods from one warm start (docs/learning.md)."""
+    """``rods experiment``: static vs filter vs rods from one warm start (docs/learning.md),
+    or, on a benchmark with its own train split (``env: bfcl-paper``, configs/paper.yaml),
+    every arm from the base model, scored by the benchmark's own numbers."""
 
     out: str = Field("results/learning", description="Experiment directory (a rerun resumes it).")
-    env: str = Field("retail", description="The rods domain trained and evaluated on.")
+    env: str = Field(
+        "retail",
+        description="The rods domain trained and evaluated on, or a benchmark with a train "
+        "split of its own (bfcl-paper: the RODS paper's setting, BFCL's 400 train and 400 "
+        "test tasks; without a warm start).",
+    )
     train: TrainConfig = Field(
         default_factory=TrainConfig,
         description="rods train's configuration shared by every stage (model, rollout, grpo, "
         "data, log); the experiment sets env, mode, seed, steps, out and the pools.",
     )
     pool: PoolPlan = Field(default_factory=PoolPlan)
-    warm_start: WarmStartPlan = Field(default_factory=WarmStartPlan)
+    warm_start: WarmStartPlan = Field(
+        default_factory=WarmStartPlan,
+        description="The warm start's epochs (used when train.warm_start.enabled).",
+    )
     eval: EvalPlan = Field(default_factory=EvalPlan)
     runs: RunsPlan = Field(default_factory=RunsPlan)
+
+    @property
+    def benchmark(self) -> bool:
+        """Whether :attr:`env` names a benchmark (its own train and test splits, BFCL's
+        numbers) rather than a rods domain."""
+        return is_benchmark(self.env)
+
+    @property
+    def start(self) -> str:
+        """What the runs start from: ``warm`` (the warm start) or ``base`` (the model of
+        ``train.model.path`` itself)."""
+        return "warm" if self.train.warm_start.enabled else "base"
 
     @model_validator(mode="after")
     def _model_policy(self) -> ExperimentConfig:
@@ -160,12 +201,77 @@ class ExperimentConfig(Section):
             error = self.train.data.mode_error(mode)
             if error is not None:
                 raise ValueError(f"runs.modes has {mode}: train.{error}")
-        if not self.train.warm_start.enabled:
+        error = (self._benchmark_error() if self.benchmark else None) or self._start_error()
+        if error is not None:
+            raise ValueError(error)
+        if not self.eval.every and not self.benchmark and not self._widened():
             raise ValueError(
-                "train.warm_start.enabled: the experiment's runs start from its warm start; "
-                "set it true (its lr, batch and token settings are used)"
+                "eval.every: 0 leaves the runs unevaluated; evaluate them during training "
+                "(eval.every >= 1) or at the end (eval.final_variants or eval.final_fresh)"
             )
         return self
+
+    def _widened(self) -> bool:
+        return bool(self.eval.final_variants or self.eval.final_fresh)
+
+    def _start_error(self) -> str | None:
+        """What does not fit the runs' start (the warm start, or the base model)."""
+        if self.train.warm_start.enabled:
+            if self.pool.validation < 1:
+                return (
+                    "pool.validation: the warm start stops on the validation split; hold out "
+                    "at least 1 train seed"
+                )
+            return None
+        if self.pool.validation:
+            return (
+                f"pool.validation: without a warm start nothing is evaluated on the validation "
+                f"split; set it 0 (its {self.pool.validation} train seeds would only leave the "
+                "runs' pool)"
+            )
+        return None
+
+    def _benchmark_error(self) -> str | None:
+        """What a benchmark experiment cannot do (one line), or None."""
+        env = self.env
+        if self.train.warm_start.enabled:
+            return (
+                f"train.warm_start.enabled: env {env} is a benchmark: its runs start from "
+                "train.model.path (no synthesized warm-start pool); set it false"
+            )
+        if self.pool.rl_from != "seeds":
+            return (
+                f"pool.rl_from: {self.pool.rl_from} are the warm start's tasks; env {env}'s "
+                "runs start from its own train split (pool.rl_from: seeds)"
+            )
+        if self._widened():
+            return (
+                "eval.final_variants / eval.final_fresh synthesize from a rods domain's test "
+                f"seeds; env {env}'s final evaluation is its own test split (eval.test_tasks "
+                "limits it)"
+            )
+        if "rods-expand" in self.runs.modes:
+            return (
+                f"runs.modes has rods-expand: env {env}'s tasks are resampled by its own "
+                "synthesizer, which does not expand (use mode rods)"
+            )
+        from rods_env.registry import load_any_domain
+
+        own = getattr(load_any_domain(env), "train_domain", None)
+        if own is not None:
+            return (
+                f"env: {env} has no train split of its own (it trains on {own}); an experiment "
+                "on a benchmark needs one (bfcl-paper: BFCL's train half)"
+            )
+        return None
+
+
+def is_benchmark(env: str) -> bool:
+    """Whether ``env`` names an installed benchmark domain (not a rods domain)."""
+    from rods_env.registry import benchmark_names, domain_from_env_id
+
+    name = domain_from_env_id(env) if "/" in env else env.lower()
+    return name in benchmark_names()
 
 
 def load_experiment(path: str | Path | None, overrides: Sequence[str] = ()) -> ExperimentConfig:

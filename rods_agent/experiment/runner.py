@@ -22,6 +22,15 @@ starts, and a rerun skips what is done (a run killed mid-way resumes from its ch
    effective group ratio, pool by generation and terminations per mode; ``rods report``'s
    plots of every run.
 
+Without a warm start (``train.warm_start.enabled: false``) stage 2 is the base model's
+evaluation on the test split at every run seed, and the runs start from ``train.model.path``.
+On a benchmark with a train split of its own (``env: bfcl-paper``, the RODS paper's setting;
+configs/paper.yaml) there is no warm start: the pools are its train half (the runs' starting
+pool) and its test half, nothing is synthesized before the runs, and the final stage always
+runs: each run's last checkpoint scored on the test split at its seed, so the summary gives
+the benchmark's own numbers (BFCL's accuracy per category and overall) per arm beside the
+base model's and the paper's.
+
 Every stage runs in a child process (``rods sft``, ``rods eval``, ``rods train``,
 ``rods export``) whose
 output goes to a ``log.txt`` beside its results; a failing stage stops the experiment with
@@ -85,6 +94,17 @@ class Paths:
         """The final evaluation on the test split widened by ``variants`` per test seed (the
         runs' checkpoints under ``step-S/``)."""
         return self.root / "final" / f"variants-{variants}"
+
+    @property
+    def final_test(self) -> Path:
+        """A benchmark experiment's final evaluation on its test split (the runs'
+        checkpoints under ``step-S/``)."""
+        return self.root / "final" / "test-split"
+
+    def base(self, seed: int) -> Path:
+        """The base model's evaluation on the test split at run seed ``seed`` (without a
+        warm start: the runs' step 0)."""
+        return self.evals / f"base-s{seed}"
 
 
 # -- progress -------------------------------------------------------------------------------
@@ -168,10 +188,13 @@ def _child(
         out.flush()
         proc = subprocess.Popen([*cmd, *args], stdout=out, stderr=subprocess.STDOUT, env=env)
         try:
-            while proc.poll() is None:
-                time.sleep(5)
-                if watch is not None:
-                    watch()
+            while True:
+                try:  # back as soon as the child ends; a watcher is polled every 5 s
+                    proc.wait(timeout=5)
+                    break
+                except subprocess.TimeoutExpired:
+                    if watch is not None:
+                        watch()
         except BaseException:
             proc.terminate()
             proc.wait()
@@ -215,7 +238,7 @@ class Experiment:
         self._check_engine()
         self._check_resume()
         self.pools()
-        model = self.warm_start()
+        model = self.warm_start() if self.config.train.warm_start.enabled else self.base()
         self.runs(model)
         self.final(model)
         from rods_agent.experiment.summary import write_summary
@@ -307,6 +330,8 @@ class Experiment:
         done = _done(folder)
         if done is not None:
             return done
+        if self.config.benchmark:
+            return self._benchmark_pools()
         self.clock.say("pools: splitting the train seeds, synthesizing the warm start's pool", "")
         from rods_env.registry import load_domain
         from rods_env.synthesis import SynthesisConfig, TaskPool
@@ -367,7 +392,87 @@ class Experiment:
         _mark_done(folder, data)
         return data
 
-    # -- 2. warm start ------------------------------------------------------------------------
+    def _benchmark_pools(self) -> dict[str, Any]:
+        """A benchmark's own splits: the runs' starting pool from its train split
+        (``pool.rl_tasks`` spread over its categories; 0: all), the test split (in turns
+        over its categories, so ``eval.test_tasks`` takes a few of each); no validation
+        split and nothing synthesized (there is no warm start)."""
+        from rods_env.benchmark import BenchmarkDomain
+        from rods_env.registry import load_any_domain
+        from rods_env.task import dump_tasks
+
+        cfg, folder = self.config, self.paths.pools
+        self.clock.say(f"pools: {cfg.env}'s train and test splits", "")
+        domain = load_any_domain(cfg.env)
+        if not isinstance(domain, BenchmarkDomain):  # the configuration said it is one
+            raise ConfigError(f"env: {cfg.env} is not a benchmark")
+        domain.require()
+        keep = cfg.train.data.keep_exploitable
+        train = domain.training_tasks("train", keep_exploitable=keep)
+        test = domain.seed_tasks("test")
+        if cfg.pool.skills is not None:
+            known = sorted({t.skill for t in [*train, *test]})
+            unknown = sorted(set(cfg.pool.skills) - set(known))
+            if unknown:
+                raise ConfigError(
+                    f"pool.skills: {domain.name} has no category {unknown[0]!r}; "
+                    f"categories: {', '.join(known)}"
+                )
+            train = [t for t in train if t.skill in cfg.pool.skills]
+            test = [t for t in test if t.skill in cfg.pool.skills]
+        if not train or not test:
+            raise ConfigError(f"pool: {domain.name} has no train or no test tasks here")
+        rl = _spread(train, cfg.pool.rl_tasks or len(train), cfg.pool.seed)
+        test = _in_turns(test)
+        held = {t.id for t in test}
+        leaked = [t.id for t in rl if t.id in held or t.split == "test"]
+        if leaked:  # the benchmark's own split keeps them apart; this must not happen
+            raise RodsError(f"pools: {leaked[0]} is a test task of {domain.name}")
+        folder.mkdir(parents=True, exist_ok=True)
+        dump_tasks(train, folder / "train-seeds.jsonl")
+        dump_tasks(rl, folder / "rl-pool.jsonl")
+        dump_tasks([], folder / "validation.jsonl")
+        dump_tasks(test, folder / "test.jsonl")
+        dump_tasks([], folder / "synthesized.jsonl")
+        data = {
+            "train_seeds": len(train),
+            "rl_pool": len(rl),
+            "validation": 0,
+            "test": len(test),
+            "synthesized": 0,
+        }
+        _mark_done(folder, data)
+        return data
+
+    # -- 2. warm start (or the base model) ----------------------------------------------------
+    def base(self) -> str:
+        """Without a warm start: the base model (``train.model.path``; the tiny model built
+        once under ``<out>/tiny-model`` when null), evaluated on the test split at every run
+        seed when ``eval.base_model`` (the runs' step 0); returns its folder."""
+        cfg = self.config
+        base = self._base_model()
+        if cfg.eval.base_model:
+            threads = cfg.train.model.threads if cfg.runs.parallel > 1 else None
+            tests = self.paths.pools / "test.jsonl"
+
+            def one(seed: int) -> None:
+                self._evaluate(
+                    base, tests, self.paths.base(seed), seed,
+                    f"the base model on the test split (seed {seed})", threads,
+                )  # fmt: skip
+
+            _in_parallel([partial(one, seed) for seed in cfg.runs.seeds], cfg.runs.parallel)
+        return base
+
+    def _base_model(self) -> str:
+        """The base model's folder: ``train.model.path``, or (null) the tiny random model,
+        built once under ``<out>/tiny-model`` so that every stage uses the same one."""
+        if self.config.train.model.path is not None:
+            return _model_path(self.config.train.model.path)
+        from rods_agent.training.learner import ensure_model
+
+        return str(ensure_model(self._train_config(), self.paths.root))
+
     def _train_config(self, **overrides: Any) -> Any:
         """The experiment's ``train`` configuration with ``overrides`` (dotted keys)."""
         from rods_agent.config import TrainConfig
@@ -436,7 +541,7 @@ class Experiment:
             return str(done["model"])
         cfg, plan = self.config, self.config.warm_start
         pools = self.paths.pools
-        base = _model_path(cfg.train.model.path)
+        base = self._base_model()
         history: list[dict[str, Any]] = []
         if cfg.eval.base_model:
             before = self._evaluate(
@@ -564,6 +669,8 @@ class Experiment:
         split widened by ``eval.final_variants`` variants per test seed, at every run seed
         (``runs.parallel`` evaluations at once); None when there is no such stage."""
         cfg = self.config
+        if cfg.benchmark:
+            return self._final_test_split()
         n = cfg.eval.final_variants
         if not n and not cfg.eval.final_fresh:
             return None
@@ -571,7 +678,8 @@ class Experiment:
         steps = folder / f"step-{cfg.runs.steps}"  # a resume that adds steps evaluates again
         tasks = self._widened_tasks(folder, n)
         count = len(read_jsonl(tasks))
-        names = [f"warm-s{seed}" for seed in cfg.runs.seeds] + [
+        start = cfg.start  # the model the runs started from: warm, or base
+        names = [f"{start}-s{seed}" for seed in cfg.runs.seeds] + [
             f"{mode}-s{seed}" for seed in cfg.runs.seeds for mode in cfg.runs.modes
         ]
         done = _done(steps)
@@ -587,13 +695,44 @@ class Experiment:
 
         def one(name: str) -> None:
             who, seed = name.rsplit("-s", 1)
-            if who == "warm":  # the same model whatever the runs' steps
+            if who == start:  # the same model whatever the runs' steps
                 trained, out = model, folder / name
             else:
                 trained, out = self._exported(who, int(seed), steps), steps / name
             self._evaluate(
                 trained, tasks, out, int(seed),
                 f"{name} on the test split widened to {count} tasks", threads, count,
+            )  # fmt: skip
+
+        _in_parallel([partial(one, name) for name in names], cfg.runs.parallel)
+        data = {"tasks": count, "evaluations": names}
+        _mark_done(steps, data)
+        return data
+
+    def _final_test_split(self) -> dict[str, Any]:
+        """A benchmark experiment's final stage: each run's last checkpoint (``rods
+        export``) scored on the test split (``eval.test_tasks`` of it) at its seed; the base
+        model's scores at the same seeds are the base stage's."""
+        cfg = self.config
+        steps = self.paths.final_test / f"step-{cfg.runs.steps}"
+        tasks = self.paths.pools / "test.jsonl"
+        held = len(read_jsonl(tasks))
+        count = min(cfg.eval.test_tasks, held) if cfg.eval.test_tasks else held
+        names = [f"{mode}-s{seed}" for seed in cfg.runs.seeds for mode in cfg.runs.modes]
+        done = _done(steps)
+        if (
+            done is not None
+            and done.get("tasks") == count
+            and set(names) <= set(done.get("evaluations", ()))
+        ):
+            return done
+        threads = cfg.train.model.threads if cfg.runs.parallel > 1 else None
+
+        def one(name: str) -> None:
+            mode, seed = name.rsplit("-s", 1)
+            self._evaluate(
+                self._exported(mode, int(seed), steps), tasks, steps / name, int(seed),
+                f"{name} after {cfg.runs.steps} steps on the test split", threads, count,
             )  # fmt: skip
 
         _in_parallel([partial(one, name) for name in names], cfg.runs.parallel)
@@ -695,6 +834,25 @@ def _spread(tasks: Sequence[Any], k: int, seed: int) -> list[Any]:
                 picked.append(queue.pop(0))
     order = {id(t): i for i, t in enumerate(tasks)}
     return sorted(picked, key=lambda t: order[id(t)])
+
+
+def _in_turns(tasks: Sequence[Any]) -> list[Any]:
+    """``tasks`` taken in turns from each skill (a benchmark's categories), each skill's in
+    id order (numbers in ids compared as numbers): the first ``k`` hold every skill."""
+    import re
+
+    def key(task: Any) -> tuple[Any, ...]:
+        parts = re.split(r"(\d+)", task.id)
+        return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+    queues = [
+        sorted((t for t in tasks if t.skill == skill), key=key)
+        for skill in sorted({t.skill for t in tasks})
+    ]
+    out: list[Any] = []
+    for i in range(max((len(q) for q in queues), default=0)):
+        out += [q[i] for q in queues if i < len(q)]
+    return out
 
 
 def _synthesize(synthesis: Any, domain: Any, seeds: Sequence[Any], pool: Any) -> None:
@@ -807,12 +965,10 @@ def _device(device: str) -> str:
     return resolve_device(device)
 
 
-def _model_path(path: str | None) -> str:
+def _model_path(path: str) -> str:
     """The base model's folder (``smollm2``: SmolLM2-135M-Instruct, converted once)."""
     from rods_agent.training.learner import resolve_model_path
 
-    if path is None:
-        raise ConfigError("train.model.path: an experiment needs a real model (e.g. smollm2)")
     return str(resolve_model_path(path))
 
 

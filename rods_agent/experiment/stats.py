@@ -89,6 +89,35 @@ def paired_difference(
     return bootstrap_ci(ma - mb, draws=draws, seed=seed)
 
 
+def stratified_ci(
+    groups: Sequence[Sequence[Sequence[float]]], *, draws: int = 4000, seed: int = 0
+) -> Interval:
+    """The unweighted mean of several strata's means (BFCL's overall: the mean of its four
+    category accuracies) and its two-way bootstrap 95% interval: each draw resamples the
+    seeds (rows, the same draw for every stratum: a seed is one trained model) and, within
+    each stratum, its tasks.
+
+    Args:
+        groups: One ``[seeds x tasks]`` matrix per stratum, all with the same seeds.
+    """
+    ms = [_matrix(g) for g in groups]
+    if not ms:
+        raise ValueError("need at least one stratum")
+    s = ms[0].shape[0]
+    if any(m.shape[0] != s for m in ms):
+        raise ValueError("every stratum needs the same seeds (rows)")
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, s, size=(draws, s))
+    means = np.zeros(draws)
+    for m in ms:
+        cols = rng.integers(0, m.shape[1], size=(draws, m.shape[1]))
+        means += np.array([m[r][:, c].mean() for r, c in zip(rows, cols, strict=True)])
+    means /= len(ms)
+    low, high = np.quantile(means, [0.025, 0.975])
+    mean = float(np.mean([m.mean() for m in ms]))
+    return Interval(mean, float(low), float(high), s, sum(m.shape[1] for m in ms))
+
+
 # -- how many tasks and seeds an experiment needs --------------------------------------------
 @dataclass(frozen=True)
 class VarianceComponents:

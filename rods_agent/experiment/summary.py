@@ -19,6 +19,7 @@ from rods_agent.experiment.stats import (
     Interval,
     bootstrap_ci,
     paired_difference,
+    stratified_ci,
     variance_components,
 )
 from rods_env.fileio import atomic_write, read_jsonl, write_json
@@ -73,7 +74,7 @@ def _ratio(rows: Sequence[Mapping[str, Any]], key: str = "effective_group_ratio"
 def collect(config: ExperimentConfig, root: Path) -> dict[str, Any]:
     """Everything the summary says, as JSON-able data."""
     warm = _load(root / "warm-start" / "done.json")
-    step0 = read_scores(root / "eval" / "warm-test")
+    step0 = _step0(config, root)
     modes: dict[str, Any] = {}
     for mode in config.runs.modes:
         runs = {seed: root / "runs" / f"{mode}-s{seed}" for seed in config.runs.seeds}
@@ -82,7 +83,7 @@ def collect(config: ExperimentConfig, root: Path) -> dict[str, Any]:
         steps = sorted({k for e in evals.values() for k in e} | ({0} if step0 else set()))
         curve = []
         for step in steps:
-            per_seed = [step0 if step == 0 else evals[s].get(step) for s in present]
+            per_seed = [step0.get(s) if step == 0 else evals[s].get(step) for s in present]
             have = [x for x in per_seed if x]
             if len(have) != len(present) or not have:
                 continue  # a step not every seed has reached yet
@@ -143,6 +144,7 @@ def collect(config: ExperimentConfig, root: Path) -> dict[str, Any]:
         }
     data: dict[str, Any] = {
         "env": config.env,
+        "start": config.start,
         "warm_start": warm,
         "modes": modes,
     }
@@ -150,7 +152,122 @@ def collect(config: ExperimentConfig, root: Path) -> dict[str, Any]:
     final = collect_final(config, root)
     if final is not None:
         data["final"] = final
+    if config.benchmark:
+        found = collect_benchmark(config, root, {m: v["label"] for m, v in modes.items()})
+        if found is not None:
+            data["benchmark"] = found
     return data
+
+
+def _step0(config: ExperimentConfig, root: Path) -> dict[int, Scores]:
+    """The runs' step 0 per run seed: the warm start's test evaluation (one, for every
+    seed), or without a warm start the base model's at each seed."""
+    if config.start == "warm":
+        warm = read_scores(root / "eval" / "warm-test")
+        return {seed: warm for seed in config.runs.seeds} if warm else {}
+    found = {seed: read_scores(root / "eval" / f"base-s{seed}") for seed in config.runs.seeds}
+    return {seed: scores for seed, scores in found.items() if scores}
+
+
+def read_successes(folder: Path) -> dict[str, list[bool]]:
+    """Each task's trial successes in a ``rods eval`` folder (the run's verdicts)."""
+    return {
+        str(row["task_id"]): [bool(s) for s in row.get("success", [])]
+        for row in read_jsonl(folder / "results.jsonl")
+        if row.get("success")
+    }
+
+
+def collect_benchmark(
+    config: ExperimentConfig, root: Path, labels: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
+    """A benchmark experiment's headline: the benchmark's own numbers (BFCL's accuracy
+    overall and per category) on the test split, per model (the base model, each arm after
+    ``runs.steps`` steps): the mean over run seeds of each seed's numbers, a two-way
+    bootstrap 95% interval over tasks and run seeds for each category (for the overall,
+    :func:`~rods_agent.experiment.stats.stratified_ci` within categories), the paired
+    difference of pass^1 to the base model and to ``static``; and the paper's rows
+    (:data:`rods_agent.evaluation.scores.PAPER_RESULTS`). None before any model is scored
+    at every seed."""
+    from rods_agent.evaluation.scores import paper_results
+    from rods_env.benchmark import BenchmarkDomain
+    from rods_env.registry import load_any_domain
+
+    family = load_any_domain(config.env)
+    if not isinstance(family, BenchmarkDomain):
+        return None
+    seeds = list(config.runs.seeds)
+    steps = root / "final" / "test-split" / f"step-{config.runs.steps}"
+    where: dict[str, list[Path]] = {
+        str(mode): [steps / f"{mode}-s{s}" for s in seeds] for mode in config.runs.modes
+    }
+    if config.eval.base_model:
+        where = {"base": [root / "eval" / f"base-s{s}" for s in seeds], **where}
+    found = {name: [read_successes(f) for f in folders] for name, folders in where.items()}
+    found = {name: per for name, per in found.items() if all(per)}
+    if not found:
+        return None
+    skill = {
+        str(t["id"]): str(t.get("skill") or "-") for t in read_jsonl(root / "pools" / "test.jsonl")
+    }
+    common = sorted(set.intersection(*(set(s) for per in found.values() for s in per)))
+    by_skill: dict[str, list[str]] = defaultdict(list)
+    for t in common:
+        by_skill[skill.get(t, "-")].append(t)
+
+    def rate(trials: Sequence[bool]) -> float:
+        return sum(trials) / len(trials)
+
+    def rows(
+        per_seed: Sequence[Mapping[str, Sequence[bool]]], tasks: Sequence[str]
+    ) -> list[list[float]]:
+        return [[rate(s[t]) for t in tasks] for s in per_seed]
+
+    models: dict[str, Any] = {}
+    columns: list[str] = []
+    for name, per_seed in found.items():
+        numbers = [dict(family.scores({t: s[t] for t in common})) for s in per_seed]
+        columns = columns or list(numbers[0])
+        means: dict[str, float | None] = {}
+        intervals: dict[str, Any] = {}
+        for column in numbers[0]:
+            values = [n.get(column) for n in numbers]
+            means[column] = (
+                None
+                if any(v is None for v in values)
+                else (sum(v for v in values if v is not None) / len(values))
+            )
+            if means[column] is None:
+                continue
+            if column in by_skill:
+                intervals[column] = bootstrap_ci(rows(per_seed, by_skill[column])).to_dict()
+            elif column == "overall" and by_skill:
+                groups = [rows(per_seed, tasks) for tasks in by_skill.values()]
+                intervals[column] = stratified_ci(groups).to_dict()
+        entry: dict[str, Any] = {
+            "label": "base model" if name == "base" else (labels or {}).get(name, name),
+            "scores": means,
+            "intervals": intervals,
+            "per_seed": numbers,
+        }
+        for other in ("base", "static"):
+            if other != name and other in found:
+                entry[f"pass1_vs_{other}"] = paired_difference(
+                    rows(per_seed, common), rows(found[other], common)
+                ).to_dict()
+        models[name] = entry
+    table = paper_results(family.name)
+    return {
+        "title": family.title,
+        "model": config.train.model.path,
+        "columns": columns,
+        "tasks": len(common),
+        "by_category": {k: len(v) for k, v in sorted(by_skill.items())},
+        "seeds": seeds,
+        "steps": config.runs.steps,
+        "models": models,
+        "paper": table.to_dict() if table is not None else None,
+    }
 
 
 def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None:
@@ -168,11 +285,12 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
         str(t["id"]): str((t.get("provenance") or {}).get("parent_id") or t["id"]) for t in held_out
     }
     skill = {str(t["id"]): str(t.get("skill") or "-") for t in held_out}
-    names = ["warm", *config.runs.modes]
+    start = config.start  # the model the runs started from: warm, or base
+    names = [start, *config.runs.modes]
     steps = folder / f"step-{config.runs.steps}"
     scores = {
         name: [
-            read_scores((folder if name == "warm" else steps) / f"{name}-s{seed}")
+            read_scores((folder if name == start else steps) / f"{name}-s{seed}")
             for seed in config.runs.seeds
         ]
         for name in names
@@ -200,7 +318,7 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
         for which, score in ((0, "progress"), (1, "pass1")):
             rows = clustered(scores[name], which)
             entry[score] = bootstrap_ci(rows).to_dict()
-            for other in ("warm", "static"):
+            for other in (start, "static"):
                 if other != name and other in scores:
                     entry[f"{score}_vs_{other}"] = paired_difference(
                         rows, clustered(scores[other], which)
@@ -208,7 +326,7 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
         models[name] = entry
     power: dict[str, Any] = {}
     for name, other in [(n, "static") for n in config.runs.modes if n != "static"] + [
-        (n, "warm") for n in config.runs.modes
+        (n, start) for n in config.runs.modes
     ]:
         if other not in scores:
             continue
@@ -247,6 +365,7 @@ def collect_final(config: ExperimentConfig, root: Path) -> dict[str, Any] | None
                 "progress": _mean_progress(scores, tasks),
             }
     return {
+        "start": start,
         "by_skill": by_skill,
         "by_kind": by_kind,
         "fresh": sum(1 for t in common if kind[t] == "fresh"),
@@ -329,7 +448,11 @@ def _label_and_optimizer_steps(mode: str, runs: Mapping[int, Path]) -> tuple[str
 def _had_gradient(row: Mapping[str, Any]) -> bool:
     """Whether a step's update had a token with a non-zero advantage (a step whose groups
     all tied leaves the weights as they were: no optimizer step, in every mode, since
-    2026-12-06; before, static's AdamW stepped on its momentum)."""
+    2026-12-06; before, static's AdamW stepped on its momentum). A metrics line that
+    counts its optimizer steps says so by them (with a KL term ``signal_tokens`` also
+    counts the KL's tokens of a tied batch, on which the rule takes no step)."""
+    if row.get("optimizer_steps") is not None:
+        return int(row["optimizer_steps"]) > 0
     update = row.get("update") or {}
     return float(update.get("signal_tokens", update.get("loss_tokens", 0.0)) or 0.0) > 0
 
@@ -385,8 +508,10 @@ def _fmt(iv: Mapping[str, Any] | None) -> str:
 
 def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
     """The summary as Markdown: the table, the training statistics, the warm start."""
+    start = "the warm start" if config.start == "warm" else "the base model"
+    origin = "one warm start" if config.start == "warm" else "the base model"
     lines = [
-        f"# Experiment: {config.env}, {', '.join(config.runs.modes)} from one warm start",
+        f"# Experiment: {config.env}, {', '.join(config.runs.modes)} from {origin}",
         "",
         f"Held-out (test split) progress and pass^1 with two-way bootstrap 95% intervals over "
         f"tasks and {len(config.runs.seeds)} seeds; {config.runs.steps} GRPO steps of "
@@ -421,8 +546,10 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
         lines += [
             "",
             "A mode none of whose steps had a gradient (every group's rewards tied) kept the "
-            "warm start's weights: its held-out change from step 0 is sampling noise.",
+            f"{start.removeprefix('the ')}'s weights: its held-out change from step 0 is "
+            "sampling noise.",
         ]
+    lines += _benchmark_lines(config, data.get("benchmark"))
     lines += [
         "",
         "## Held-out progress by step",
@@ -517,6 +644,62 @@ def markdown(config: ExperimentConfig, data: Mapping[str, Any]) -> str:
 
 
 TERMINATIONS = ("user_stop", "terminal_tool", "max_steps", "max_turns", "max_tokens", "error")
+
+
+def _pct(value: float | None, iv: Mapping[str, Any] | None = None) -> str:
+    """A fraction in percent, with its interval when given (N/A: not computed)."""
+    if value is None:
+        return "N/A"
+    if not iv:
+        return f"{100 * value:.2f}"
+    return f"{100 * value:.2f} [{100 * iv['low']:.2f}, {100 * iv['high']:.2f}]"
+
+
+def _benchmark_lines(config: ExperimentConfig, bench: Mapping[str, Any] | None) -> list[str]:
+    """Markdown: the benchmark's own numbers per model on the test split, the paper's rows
+    beside (the paper's table layout: rows the models, columns overall then each
+    category)."""
+    if not bench:
+        return []
+    columns = list(bench["columns"])
+    counts = ", ".join(f"{k} {v}" for k, v in bench["by_category"].items())
+    rollout = config.train.rollout
+    lines = [
+        "",
+        f"## {bench['title']}: the benchmark's own numbers on the test split",
+        "",
+        f"{bench['tasks']} test tasks ({counts}). In percent: the mean over run seeds "
+        f"{bench['seeds']} of each seed's number (the base model sampled at each seed, each "
+        f"arm's last checkpoint after {bench['steps']} GRPO steps of "
+        f"{rollout.tasks_per_step} tasks x {rollout.group_size} rollouts at its seed), with a "
+        "two-way bootstrap 95% interval over tasks and run seeds (the overall's within "
+        "each category); N/A where the benchmark computes none (a category not evaluated "
+        "on every task of the split: eval.test_tasks).",
+        "",
+        "| model | " + " | ".join(columns) + " | pass^1 vs base model |",
+        "|---|" + "---|" * len(columns) + "---|",
+    ]
+    for name, m in bench["models"].items():
+        label = m["label"]
+        if name == "base":
+            label = f"base model (`{Path(str(bench.get('model') or 'tiny')).name}`)"
+        cells = " | ".join(_pct(m["scores"].get(c), m["intervals"].get(c)) for c in columns)
+        vs = m.get("pass1_vs_base")
+        shown = (
+            "-"
+            if not vs
+            else f"{100 * vs['mean']:+.2f} [{100 * vs['low']:+.2f}, {100 * vs['high']:+.2f}]"
+        )
+        lines.append(f"| {label} | {cells} | {shown} |")
+    paper = bench.get("paper")
+    if paper:
+        from rods_agent.evaluation.scores import paper_results
+
+        table = paper_results(str(paper["benchmark"]))
+        if table is not None:
+            lines += [row + " - |" for row in table.markdown_rows(columns)]
+            lines += ["", table.note]
+    return lines
 
 
 def plot_learning(config: ExperimentConfig, data: Mapping[str, Any], out: Path) -> Path:
