@@ -177,7 +177,9 @@ class RodsEnvironment:
     no arguments, once per concurrent rollout, and reuses instances through ``reset``.
     """
 
+    domain: ClassVar[AnyDomain]
     reward_kind: ClassVar[Reward] = "progress"
+    max_steps: ClassVar[int] = DEFAULT_MAX_STEPS
     source: ClassVar[EpisodeSource]
     # private: TRL would take any public function of the class for a tool
     _sessions: ClassVar[Callable[[Mapping[str, Any]], Any]]
@@ -322,7 +324,9 @@ def environment_factory(
     namespace: dict[str, Any] = {
         "__module__": __name__,
         "__doc__": f"The {domain.env_id} environment for TRL (generated from its tools).",
+        "domain": domain,
         "reward_kind": reward,
+        "max_steps": int(max_steps),
         "source": source,
         "_sessions": LocalSessions(domain, int(max_steps), user),
         **{m.__name__: m for m in methods},
