@@ -5,6 +5,8 @@ whether the path is healthy.
     python scripts/gpu_check.py --device cuda --tokenizer .assets/tokenizers/qwen3
     python scripts/gpu_check.py --device cpu  ...   # the same path, small, on a CPU
     python scripts/gpu_check.py --experiment ...    # configs/gpu.yaml's protocol, in miniature
+    python scripts/gpu_check.py --paper --model DIR # configs/paper.yaml's first steps with DIR
+    python scripts/gpu_check.py --paper --device cpu  # the same path with the tiny model
 
 Prints one ``gpu_check:`` line per measurement and writes them to ``<out>/gpu_check.json``
 (and to ``$OUT/gpu_check.json`` when ``$OUT`` is set). Exit status: 0 when no episode ended in
@@ -200,6 +202,88 @@ def run_experiment(device: str, model: Path, out: Path, steps: int | None) -> in
     return 0 if verdict == "ok" else 1
 
 
+PAPER_SIZES = {
+    # configs/paper.yaml's arms, its model and its caps; a couple of steps of a few tasks,
+    # and the test split's first tasks taken in turns from the four categories
+    "cuda": [
+        "runs.seeds=[0]", "pool.rl_tasks=8", "eval.test_tasks=8",
+        "train.rollout.tasks_per_step=2", "train.rollout.group_size=4",
+        "train.rollout.max_turns=12", "train.rollout.max_new_tokens=256",
+        "train.model.engine=transformers",  # the GPU machines have no vLLM
+        "train.grpo.max_untrained_steps=0", "train.log.tensorboard=false",
+        "train.log.checkpoint_every=0",
+    ],
+    "cpu": [
+        "runs.seeds=[0]", "pool.rl_tasks=2", "eval.test_tasks=4",
+        "train.rollout.tasks_per_step=2", "train.rollout.group_size=2",
+        "train.rollout.max_turns=2", "train.rollout.max_new_tokens=8",
+        "train.rollout.max_tokens=12000", "train.model.engine=transformers",
+        "train.model.gradient_checkpointing=false", "train.grpo.micro_batch_size=4",
+        "train.grpo.max_untrained_steps=0", "train.log.tensorboard=false",
+        "train.log.checkpoint_every=0",
+    ],
+}  # fmt: skip
+"""configs/paper.yaml scaled down to its first steps: what ``--paper`` overrides (on a CPU
+with the tiny random model, whose tokenizer takes BFCL's openings in 3.3-7.8k tokens)."""
+
+
+def paper_overrides(device: str, model: Path | None, out: Path, steps: int | None) -> list[str]:
+    """The ``rods experiment configs/paper.yaml`` overrides of ``--paper``."""
+    sizes = PAPER_SIZES["cuda" if device.startswith("cuda") else "cpu"]
+    path = "null" if model is None else str(model)  # null: the tiny model, built once
+    return [*sizes, f"out={out / 'paper'}", f"train.model.path={path}",
+            f"train.model.device={device}", f"runs.steps={steps or (2 if model else 1)}"]  # fmt: skip
+
+
+def run_paper(device: str, model: Path | None, out: Path, steps: int | None) -> int:
+    """``rods experiment configs/paper.yaml`` for its first steps: pools, the base model on
+    a few test tasks, every arm (static, envtuning, rods), each run's last checkpoint scored,
+    the summary with BFCL's table and the paper's rows."""
+    from environments.bfcl.apis import bfcl_missing
+    from rods_agent.experiment.config import load_experiment
+    from rods_agent.experiment.runner import Experiment
+    from rods_env.errors import RodsError
+
+    missing = bfcl_missing()
+    if missing is not None:
+        print(f"gpu_check: error: {missing} (carry bfcl-eval and mpmath: `pip download "
+              "--no-deps bfcl-eval mpmath -d .gpu-check/wheels`)", file=sys.stderr)  # fmt: skip
+        return 2
+    started = time.perf_counter()
+    try:
+        config = load_experiment(
+            ROOT / "configs" / "paper.yaml", paper_overrides(device, model, out, steps)
+        )
+        summary = Experiment(
+            config, write=lambda line: print(f"gpu_check: {line}", flush=True)
+        ).run()
+    except RodsError as exc:
+        print(f"gpu_check: verdict: FAILED: {' '.join(str(exc).split())}", flush=True)
+        return 1
+    modes = summary["modes"]
+    errors = sum(m["terminations"].get("error", 0) for m in modes.values())
+    stepped = {mode: m.get("optimizer_steps") for mode, m in modes.items()}
+    bench = summary.get("benchmark") or {}
+    scored = list(bench.get("models") or ())
+    verdict = (
+        f"FAILED: {errors} episodes ended in error" if errors
+        else "FAILED: the final evaluation did not score every arm"
+        if scored[-len(modes):] != list(modes) else "ok"
+    )  # fmt: skip
+    cuda = device.startswith("cuda")
+    import torch
+
+    print(f"gpu_check: paper: {sum(m['episodes'] for m in modes.values())} training episodes "
+          f"over {', '.join(modes)}, optimizer steps {json.dumps(stepped)}, "
+          f"{bench.get('tasks', 0)} test tasks scored per model, in "
+          f"{time.perf_counter() - started:.0f} s; peak GPU memory "
+          f"{torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0:.2f} GiB (this "
+          f"process; the stages run in children: see their logs); summary in "
+          f"{out / 'paper' / 'summary.md'}", flush=True)  # fmt: skip
+    print(f"gpu_check: verdict: {verdict}", flush=True)
+    return 0 if verdict == "ok" else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the check; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -217,6 +301,16 @@ def main(argv: list[str] | None = None) -> int:
         help="run configs/gpu.yaml's protocol (rods experiment) with the tiny model and small "
         "sizes instead: every stage on the device, the summary and its figures",
     )
+    parser.add_argument(
+        "--paper",
+        action="store_true",
+        help="run configs/paper.yaml's first steps (rods experiment on bfcl-paper: every arm "
+        "for --steps steps, a few test tasks) with the model in --model (on a CPU without "
+        "--model: the tiny random model)",
+    )
+    parser.add_argument(
+        "--model", default=None, help="with --paper: the model folder (Qwen3-4B-Instruct-2507)"
+    )
     args = parser.parse_args(argv)
 
     import torch
@@ -225,6 +319,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("gpu_check: error: --device cuda but torch sees no GPU", file=sys.stderr)
         return 2
+    if args.model is not None and not args.paper:
+        print("gpu_check: error: --model goes with --paper", file=sys.stderr)
+        return 2
+    if args.paper:
+        if args.model is None and args.device.startswith("cuda"):
+            print("gpu_check: error: --paper on a GPU needs --model DIR (the model folder)",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        if args.model is not None and not (Path(args.model) / "config.json").is_file():
+            print(f"gpu_check: error: no model folder at {args.model} (no config.json)",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        if args.device == "cpu":
+            torch.set_num_threads(1)
+        out = Path(args.out)
+        shutil.rmtree(out / "paper", ignore_errors=True)
+        out.mkdir(parents=True, exist_ok=True)
+        if args.device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+        model = Path(args.model) if args.model is not None else None
+        return run_paper(args.device, model, out, args.steps)
     tokenizer = Path(args.tokenizer)
     if not (tokenizer / "tokenizer.json").is_file():
         print(

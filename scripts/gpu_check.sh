@@ -9,6 +9,10 @@
 #   bash scripts/gpu_check.sh                          # there: --device cuda, 5 steps
 #   bash scripts/gpu_check.sh --device cpu             # the same path, small, on a CPU
 #   bash scripts/gpu_check.sh --experiment             # configs/gpu.yaml's protocol (rods experiment), in minutes
+#   bash scripts/gpu_check.sh --paper --model DIR      # configs/paper.yaml's first steps (bfcl-paper: static,
+#                                                      #   envtuning, rods, 2 steps each, 8 test tasks) with DIR,
+#                                                      #   e.g. a Qwen3-4B-Instruct-2507 folder; needs bfcl-eval
+#   bash scripts/gpu_check.sh --paper --device cpu     # the same path with the tiny random model, 1 step each
 #   bash scripts/gpu_check.sh --tokenizer DIR --out DIR --steps N
 #
 # The GPU machines have torch (CUDA), transformers, peft and accelerate, but neither vLLM nor

@@ -114,3 +114,28 @@ def test_the_experiment_check_runs_configs_gpu_yaml_protocol_on_a_cpu(tmp_path):
     for mode in summary["modes"].values():
         assert [c["step"] for c in mode["curve"]] == [0, 1, 2]
         assert mode["terminations"].get("error", 0) == 0
+
+
+def test_the_paper_check_runs_configs_paper_yaml_first_steps_on_a_cpu(tmp_path):
+    """``--paper``: configs/paper.yaml (bfcl-paper; static, envtuning, rods; no warm start)
+    with the tiny random model on the CPU here, a given model folder on CUDA there: every
+    stage, and the summary's BFCL table with the paper's rows."""
+    from environments.bfcl.apis import bfcl_missing
+
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    proc = check("--paper", "--device", "cpu", "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    shown = "\n".join(lines(proc))
+    assert "runs: rods seed 0 (run 3 of 3)" in shown and "verdict: ok" in shown, shown
+    assert "optimizer steps" in shown
+    summary = json.loads((tmp_path / "run" / "paper" / "summary.json").read_text())
+    assert list(summary["modes"]) == ["static", "envtuning", "rods"]
+    assert list(summary["benchmark"]["models"]) == ["base", "static", "envtuning", "rods"]
+    assert "| paper: RODS" in (tmp_path / "run" / "paper" / "summary.md").read_text()
+
+
+def test_the_paper_check_needs_a_model_folder_on_a_gpu(tmp_path):
+    proc = check("--paper", "--device", "cpu", "--model", str(tmp_path / "none"))
+    assert proc.returncode == 2 and "no model folder" in proc.stderr
+    proc = check("--device", "cpu", "--model", str(tmp_path))
+    assert proc.returncode == 2 and "--model goes with --paper" in proc.stderr
