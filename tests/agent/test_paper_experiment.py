@@ -178,3 +178,145 @@ def _configs(out: Path) -> list[dict]:
         yaml.safe_load((out / "runs" / f"{mode}-s0" / "run.yaml").read_text())
         for mode in ("static", "envtuning", "rods")
     ]
+
+
+# -- the pieces, fast ----------------------------------------------------------------------------
+def test_the_paper_rows_are_kept_once_and_printed_beside_an_evaluation():
+    """PAPER_RESULTS is the one place of the quoted numbers; an evaluation of bfcl-paper
+    prints its own row above them in BFCL's column order, another benchmark prints none."""
+    from rods_agent.evaluation.scores import PAPER_RESULTS, EvalSummary, paper_results
+
+    table = PAPER_RESULTS["bfcl-paper"]
+    assert paper_results("BFCL-Paper") is table and paper_results("BFCL") is None
+    rods = next(r for r in table.rows if r.arm == "rods")
+    categories = [rods.scores[c] for c in ("base", "miss_func", "miss_param", "long_context")]
+    assert sum(categories) / 4 == pytest.approx(rods.scores["overall"])  # 56.00
+    assert [r.arm for r in table.rows] == [None, "static", "envtuning", "rods"]
+    numbers = {"overall": 0.25, "base": 0.5, "miss_func": 0.0, "miss_param": 0.25,
+               "long_context": 0.25}  # fmt: skip
+    summary = EvalSummary.from_results([], 1, {"model": "m"}, {"BFCL-Paper": numbers})
+    md = summary.markdown()
+    assert "| model | overall | base | miss_func | miss_param | long_context |" in md
+    assert "| this evaluation (`m`, 0 tasks) | 25.00 | 50.00 | 0.00 | 25.00 | 25.00 |" in md
+    assert "| paper: environment augmentation (Qwen3-4B-Instruct-2507) | 50.50 | - |" in md
+    assert "not confirmed" in md
+    assert summary.to_dict()["paper"]["BFCL-Paper"]["model"] == "Qwen3-4B-Instruct-2507"
+    other = EvalSummary.from_results([], 1, {"model": "m"}, {"BFCL": numbers})
+    assert "paper:" not in other.markdown() and "paper" not in other.to_dict()
+
+
+def test_the_overall_interval_is_the_mean_of_category_means_resampled_within_each():
+    from rods_agent.experiment.stats import bootstrap_ci, stratified_ci
+
+    a, b = [[1.0, 1.0, 0.0, 0.0]] * 2, [[1.0, 0.0]] * 2  # category means 0.5 and 0.5
+    iv = stratified_ci([a, [[0.0, 0.0]] * 2])
+    assert iv.mean == pytest.approx(0.25) and iv.tasks == 6 and iv.seeds == 2
+    same = stratified_ci([[[0.3] * 4] * 3, [[0.7] * 2] * 3])
+    assert same.low == same.high == pytest.approx(0.5)
+    # one stratum: the plain two-way bootstrap's mean
+    assert stratified_ci([b]).mean == bootstrap_ci(b).mean
+    with pytest.raises(ValueError, match="same seeds"):
+        stratified_ci([a, [[1.0]]])
+
+
+def test_rods_eval_takes_a_subset_of_a_benchmarks_own_tasks(tmp_path, bfcl):
+    """``rods eval --env bfcl-paper --pool FILE`` (rods experiment's test split): the
+    benchmark's own views of the file's tasks; a task it does not know is refused."""
+    from rods_agent.commands.eval import benchmark_subset
+    from rods_env.registry import load_any_domain
+    from rods_env.task import dump_tasks
+
+    domain = load_any_domain("bfcl-paper")
+    test = domain.seed_tasks("test")[:3]
+    edited = test[0].model_copy(update={"turns": test[0].turns[:1]})
+    dump_tasks([edited, *test[1:]], tmp_path / "test.jsonl")
+    tasks = benchmark_subset(domain, str(tmp_path / "test.jsonl"), "all")
+    assert [t.id for t in tasks] == [t.id for t in test] and tasks[0].turns == test[0].turns
+    assert benchmark_subset(domain, str(tmp_path / "test.jsonl"), "test") == tasks
+    with pytest.raises(ConfigError, match="no tasks of bfcl-paper in split 'train'"):
+        benchmark_subset(domain, str(tmp_path / "test.jsonl"), "train")
+    stranger = test[1].model_copy(update={"id": "multi_turn_base_9999"})
+    dump_tasks([stranger], tmp_path / "odd.jsonl")
+    with pytest.raises(ConfigError, match="not bfcl-paper's"):
+        benchmark_subset(domain, str(tmp_path / "odd.jsonl"), "all")
+
+
+def test_the_summary_gives_bfcls_numbers_per_arm_as_the_mean_over_run_seeds(tmp_path, bfcl):
+    """From the stages' files alone: every test task scored by the base model and each arm
+    at two seeds; per category the mean over seeds of BFCL's accuracy, the overall BFCL's
+    mean of the four, with intervals, and the paired pass^1 difference to the base."""
+    from rods_agent.experiment.summary import collect_benchmark, markdown
+    from rods_env.registry import load_any_domain
+    from rods_env.task import dump_tasks
+
+    config = load_experiment(PAPER, [f"out={tmp_path}", "runs.seeds=[0,1]", "runs.steps=3",
+                                     "runs.modes=[static,rods]"])  # fmt: skip
+    test = load_any_domain("bfcl-paper").seed_tasks("test")
+    (tmp_path / "pools").mkdir()
+    dump_tasks(test, tmp_path / "pools" / "test.jsonl")
+
+    def write(folder: Path, passes) -> None:
+        folder.mkdir(parents=True)
+        rows = [{"task_id": t.id, "progress": [1.0 * passes(t)], "success": [passes(t)]}
+                for t in test]  # fmt: skip
+        (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    final = tmp_path / "final" / "test-split" / "step-3"
+    for seed in (0, 1):
+        write(tmp_path / "eval" / f"base-s{seed}", lambda t: False)
+        write(final / f"static-s{seed}", lambda t: t.skill == "base")
+        # rods: every base task, and miss_func at seed 1 only
+        write(final / f"rods-s{seed}",
+              lambda t, s=seed: t.skill == "base" or (s == 1 and t.skill == "miss_func"))  # fmt: skip
+    bench = collect_benchmark(config, tmp_path, {"rods": "rods (resample)"})
+    assert bench is not None and bench["tasks"] == 400
+    rods = bench["models"]["rods"]
+    assert rods["scores"] == pytest.approx({"overall": (1.0 + 0.5) / 4, "base": 1.0,
+                                            "miss_func": 0.5, "miss_param": 0.0,
+                                            "long_context": 0.0})  # fmt: skip
+    assert rods["intervals"]["base"]["low"] == 1.0 and rods["intervals"]["overall"]["tasks"] == 400
+    assert rods["pass1_vs_base"]["mean"] == pytest.approx(0.375)
+    assert bench["models"]["static"]["scores"]["overall"] == pytest.approx(0.25)
+    md = markdown(config, {"modes": {}, "benchmark": bench})
+    assert (
+        "| rods (resample) | 37.50 [" in md
+        and "| base model (`Qwen3-4B-Instruct-2507`) | 0.00" in md
+    )
+    assert "| paper: fixed-data GRPO (Qwen3-4B-Instruct-2507) | 50.00 | - | - | - | - | - |" in md
+
+
+def test_without_a_warm_start_the_base_model_is_each_runs_step_0(tmp_path, monkeypatch):
+    """On a rods domain too: no warm start, the base model evaluated on the test split at
+    every run seed (the runs' step 0), and the runs start from it."""
+    import yaml
+
+    from rods_agent.experiment import runner
+
+    seen: list[tuple[str, str]] = []
+
+    def child(args, log, threads, **_):
+        if args[0] == "eval":
+            out = Path(args[args.index("--out") + 1])
+            seen.append(("eval", out.name))
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "summary.json").write_text(
+                json.dumps({"mean_progress": 0.1, "pass_k": {"1": 0}})
+            )
+        else:
+            run = yaml.safe_load(Path(args[args.index("--config") + 1]).read_text())
+            seen.append(("train", run["model"]["path"]))
+            (Path(run["out"]) / "metrics.jsonl").write_text('{"step": 0}\n')
+
+    monkeypatch.setattr(runner, "_child", child)
+    monkeypatch.setattr(runner, "_model_path", lambda path: "base-folder")
+    config = load_experiment(
+        ROOT / "configs" / "learning-cpu.yaml",
+        [f"out={tmp_path}", "train.warm_start.enabled=false", "pool.validation=0",
+         "runs.modes=[static]", "runs.seeds=[0,1]", "runs.parallel=1"],
+    )  # fmt: skip
+    assert config.start == "base"
+    experiment = runner.Experiment(config)
+    (tmp_path / "pools").mkdir()
+    experiment.runs(experiment.base())
+    assert seen == [("eval", "base-s0"), ("eval", "base-s1"), ("train", "base-folder"),
+                    ("train", "base-folder")]  # fmt: skip
