@@ -3,6 +3,11 @@
     rods experiment configs/learning-cpu.yaml                 # runs, or resumes, every stage
     rods experiment configs/learning-cpu.yaml runs.seeds=[0]  # key=value overrides
     rods experiment configs/learning-cpu.yaml --summary       # redraw the summary only
+    rods experiment configs/paper.yaml train.model.path=DIR   # the RODS paper's setting
+
+On a benchmark with its own train split (``env: bfcl-paper``, configs/paper.yaml) there is
+no warm start: every arm starts from ``train.model.path``, and the summary gives BFCL's
+numbers per category per arm on the test split beside the paper's rows.
 
 The stages and what each writes are in :mod:`rods_agent.experiment.runner` and
 docs/learning/protocol.md. A rerun with the same configuration continues where the last one stopped;
@@ -17,7 +22,11 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``rods experiment`` options."""
-    parser.add_argument("config", type=Path, help="experiment YAML (configs/learning-cpu.yaml)")
+    parser.add_argument(
+        "config",
+        type=Path,
+        help="experiment YAML (configs/learning-cpu.yaml; configs/paper.yaml: the paper's setting)",
+    )
     parser.add_argument(
         "overrides", nargs="*", metavar="key=value", help="overrides, e.g. runs.steps=8"
     )
