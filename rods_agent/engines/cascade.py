@@ -147,8 +147,9 @@ class CascadeDecoder:
         state_groups = []
         for start, end, prefix in groups:
             plen = prefix[0][0].shape[-2] if prefix else 0
-            flat = [(pk.reshape(self.kv_heads, plen, -1), pv.reshape(self.kv_heads, plen, -1))
-                    for pk, pv in prefix]  # fmt: skip
+            # contiguous: a batched product copies a strided operand on every call
+            flat = [(pk.reshape(self.kv_heads, plen, -1).contiguous(),
+                     pv.reshape(self.kv_heads, plen, -1).contiguous()) for pk, pv in prefix]  # fmt: skip
             state_groups.append(Group(start, end, plen, flat))
         device = first.device
         return DecodeState(

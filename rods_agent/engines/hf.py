@@ -462,6 +462,8 @@ class TransformersEngine:
         GRPO group open the same way) and learn a shared prompt head from two fresh
         openings."""
         if fresh and len(kv.ids) >= _MIN_SHARED_PREFIX and tuple(kv.ids) not in self._prefixes:
+            if self._decoder is not None:  # read whole by batched products: contiguous
+                kv = _KV(kv.ids, [(k.contiguous(), v.contiguous()) for k, v in kv.layers])
             self._prefixes[tuple(kv.ids)] = kv  # its tensors are never written to
         if fresh:
             other, self._last_opening = self._last_opening, kv.ids
@@ -625,32 +627,44 @@ class TransformersEngine:
         return logits[:, -1, :], advance
 
     def _prefix_groups(self, ids: list[list[int]]) -> list[tuple[list[int], _KV | None]]:
-        """Rows grouped by the kept head they read once: greedily the head that saves the
-        most reads ((rows - 1) x its length), among rows not yet grouped; the rest decode
-        without a prefix (one group, head None)."""
+        """Rows grouped by the kept head they read once: each row takes its longest head
+        that another row of the batch shares (a GRPO group's whole opening before the
+        domain's common head); rows left alone decode without a prefix (head None). At
+        most :data:`_MAX_GROUPS` groups, those that save the most reads first."""
         heads = [kv for kv in self._prefixes.values() if kv.head is None]
-        matches = [
-            [
-                r
-                for r, row in enumerate(ids)
-                if len(kv.ids) <= len(row) and row[: len(kv.ids)] == kv.ids
-            ]
-            for kv in heads
-        ]
-        free = set(range(len(ids)))
-        groups: list[tuple[list[int], _KV | None]] = []
-        while len(groups) < _MAX_GROUPS:
-            best, gain = None, 0
-            for h, kv in enumerate(heads):
-                members = [r for r in matches[h] if r in free]
-                saved = (len(members) - 1) * len(kv.ids)
-                if saved > gain:
-                    best, gain = h, saved
-            if best is None:
+
+        def matching(row: list[int]) -> list[int]:
+            found = [h for h, kv in enumerate(heads) if row[: len(kv.ids)] == kv.ids]
+            return sorted(found, key=lambda h: -len(heads[h].ids))
+
+        options = [matching(row) for row in ids]
+        choice = [0] * len(ids)  # index into each row's options
+        for _ in range(len(heads) + 1):
+            count: dict[int, int] = {}
+            for r, opts in enumerate(options):
+                if choice[r] < len(opts):
+                    count[opts[choice[r]]] = count.get(opts[choice[r]], 0) + 1
+            moved = False
+            for r, opts in enumerate(options):
+                if choice[r] < len(opts) and count[opts[choice[r]]] < 2:
+                    choice[r] += 1  # alone with this head: try a shorter one
+                    moved = True
+            if not moved:
                 break
-            members = [r for r in matches[best] if r in free]
-            groups.append((members, heads[best]))
-            free -= set(members)
+        members: dict[int, list[int]] = {}
+        free = []
+        for r, opts in enumerate(options):
+            if choice[r] < len(opts):
+                members.setdefault(opts[choice[r]], []).append(r)
+            else:
+                free.append(r)
+        ranked = sorted(members.items(), key=lambda m: -(len(m[1]) - 1) * len(heads[m[0]].ids))
+        groups: list[tuple[list[int], _KV | None]] = []
+        for h, rows in ranked:
+            if len(groups) < _MAX_GROUPS and len(rows) > 1:
+                groups.append((rows, heads[h]))
+            else:
+                free += rows
         if free:
             groups.append((sorted(free), None))
         return groups
