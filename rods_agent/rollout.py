@@ -57,6 +57,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+import gymnasium as gym
+
 from rods_agent.engines.base import (
     Completion,
     Engine,
@@ -66,6 +68,7 @@ from rods_agent.engines.base import (
 )
 from rods_agent.engines.formats import get_tool_format
 from rods_env.env import PROMPTS
+from rods_env.episode import EpisodeEnv, Truncatable
 from rods_env.errors import ConfigError
 from rods_env.task import Task
 
@@ -320,13 +323,15 @@ class DomainRouter:
         """The environment of ``task``'s domain."""
         env = self._envs.get(task.domain)
         if env is None:
+            from rods_env.benchmark import BenchmarkDomain
             from rods_env.env import make_env
             from rods_env.registry import load_any_domain
 
             kwargs = dict(self.env_kwargs)
             kwargs.update(env_prompt_kwargs(task.domain, self.prompt))
             if self.solo:
-                if "solo" not in getattr(load_any_domain(task.domain), "user_modes", ()):
+                family = load_any_domain(task.domain)
+                if not (isinstance(family, BenchmarkDomain) and "solo" in family.user_modes):
                     raise ConfigError(f"{task.domain} has no solo mode: its tasks need a user")
                 kwargs["solo"] = True
             else:
@@ -365,6 +370,11 @@ def call_end(engine: Engine) -> str | None:
     end = getattr(engine, "call_end", None)
     inner = getattr(engine, "engine", None)  # a wrapper (the evaluation's metered engine)
     return end if end is not None or inner is None else call_end(inner)
+
+
+def _unwrapped(env: Any) -> Any:
+    """The environment under Gymnasium's wrappers (``gymnasium.make`` adds some)."""
+    return env.unwrapped if isinstance(env, gym.Env) else env
 
 
 _Outcome = tuple[Any, BaseException | None, float]
@@ -420,13 +430,11 @@ class _Episode:
     # -- start -----------------------------------------------------------------------------
     def env_reset(self) -> tuple[str, dict[str, Any]]:
         """The environment call of :meth:`start` (seeds a model-played user first)."""
-        route = getattr(self.env, "route", None)
-        if callable(route):  # a DomainRouter: the environment of the task's domain
-            self.env = route(self.spec.task)
-        user = getattr(getattr(self.env, "unwrapped", self.env), "user", None)
-        seed_episode = getattr(user, "seed_episode", None)
-        if callable(seed_episode):
-            seed_episode(self.spec.sampling_seed)
+        if isinstance(self.env, DomainRouter):  # the environment of the task's domain
+            self.env = self.env.route(self.spec.task)
+        inner = _unwrapped(self.env)
+        if isinstance(inner, EpisodeEnv):  # a model-played user draws from this seed
+            inner.seed_user(self.spec.sampling_seed)
         return self.env.reset(seed=self.spec.seed, options={"task": self.spec.task})
 
     def start(self, outcome: _Outcome) -> None:
@@ -573,13 +581,13 @@ class _Episode:
     def _truncate_env(self, label: str) -> None:
         """Let the environment score the open turn (``ToolEnv.truncate``); the increase of
         progress is this last step's reward, as when the env's own limit cuts."""
-        truncate = getattr(getattr(self.env, "unwrapped", self.env), "truncate", None)
-        if not callable(truncate) or not self.info:
+        inner = _unwrapped(self.env)
+        if not isinstance(inner, Truncatable) or not self.info:
             return
         before = float(self.info.get("progress", 0.0))
         t0 = time.perf_counter()
         try:
-            info = truncate(label)
+            info = inner.truncate(label)
         except Exception as exc:
             self.record.errors.append(f"env.truncate failed: {type(exc).__name__}: {exc}")
             return

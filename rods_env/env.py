@@ -11,7 +11,7 @@ on a copy-on-write :class:`~rods_env.database.Database`, the simulated user
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,9 +21,13 @@ from rods_env.domain import Domain
 from rods_env.episode import (
     CallReply,
     EpisodeEnv,
+    Opening,
+    Outcome,
+    Reply,
+    TurnOpening,
+    TurnScore,
     clip_action,
     render_messages,
-    split_of,
     started,
     task_pool,
 )
@@ -82,7 +86,8 @@ class ToolEnv(EpisodeEnv):
         tasks: The task pool to sample from: None or ``"seeds"`` for the domain's seed tasks,
             a path to a JSONL pool, or a sequence of tasks (tasks of other domains are
             left out).
-        split: Keep only tasks of this split (``"train"``/``"test"``); None keeps all.
+        split: Keep only tasks of this split (``"train"``/``"test"``; a task without a
+            split is a train task, :mod:`rods_env.splits`); None keeps all.
         max_steps: Steps (agent actions) before the episode is truncated.
         user: User simulator (default: the domain's, :attr:`Domain.user`, else
             :class:`ScriptedUser`).
@@ -122,6 +127,9 @@ class ToolEnv(EpisodeEnv):
             max_steps=max_steps,
             max_action_chars=max_action_chars,
             actionable_hints=actionable_hints,
+            tasks=task_pool(tasks, domain.seed_tasks, domain.name),
+            split=split,
+            known=domain.seed_tasks(),
         )
         if prompt not in PROMPTS:
             raise ConfigError(f"prompt must be one of {', '.join(PROMPTS)}, got {prompt!r}")
@@ -135,14 +143,8 @@ class ToolEnv(EpisodeEnv):
         self.user: UserSimulator = user
         self._gold_cache = gold_cache or GOLD_CACHE
 
-        pool = task_pool(tasks, domain.seed_tasks, domain.name)
-        self._all_tasks = pool
-        self._pool = split_of(pool, split)
-        self._by_id = {t.id: t for t in domain.seed_tasks()}
-        self._by_id.update({t.id: t for t in pool})
         self._all_tool_names = frozenset(domain.toolkit.names())
         self._schemas_all = FrozenList(domain.toolkit.schemas())
-        self._schemas = self._schemas_all
         self._task_tools = self._all_tool_names
         self._policy_text = domain.brief_policy if prompt == "brief" else domain.policy
         self._count_results = domain.rules.results != "off"
@@ -177,14 +179,8 @@ class ToolEnv(EpisodeEnv):
     def _resolve_task(self, choice: Any) -> Task:
         return resolve_task(choice, self.domain.name, self._task_by_id)
 
-    def _task_by_id(self, task_id: str) -> Task:
-        found = self._by_id.get(task_id)
-        if found is None:
-            raise ConfigError(f"unknown task id '{task_id}' for domain {self.domain.name}")
-        return found
-
     # -- opening ---------------------------------------------------------------------------
-    def _open(self, task: Task) -> str:
+    def _open(self, task: Task) -> Opening:
         domain = self.domain
         self._gold = self._gold_cache.get(domain, task)
         base = domain.base(task.db_seed, task.db_size)
@@ -194,7 +190,6 @@ class ToolEnv(EpisodeEnv):
         else:
             self._db.reset()
         self._tools.on_reset()
-        self._n_turns = len(task.turns)
         self._turn_results_kept: list[TurnResult] = []
         self._seen = SeenValues()
         self._results_seen = Counter()
@@ -204,35 +199,36 @@ class ToolEnv(EpisodeEnv):
             self._task_tools = self._all_tool_names
         else:
             self._task_tools = domain.tools_for(task)
-        self._policy = self._policy_text or ""
         first = clip_text(self.user.start(task), MAX_TEXT_CHARS)
+        self._heard = first  # the customer's words that open turn 0 (_begin_turn)
         # a domain without a policy sends no system prompt (BFCL's function-calling mode)
-        if self._policy_text:
-            self._messages.append(FrozenDict(role="system", content=self._policy_text))
-        self._say(first)
-        self._open_turn(0)
-        self._turn_customer.append(first)
-        return first
+        system = (
+            (FrozenDict(role="system", content=self._policy_text),) if self._policy_text else ()
+        )
+        return Opening(
+            first,
+            (*system, FrozenDict(role="user", content=first)),
+            policy=self._policy_text or "",
+            n_turns=len(task.turns),
+        )
 
-    def _begin_turn(self, index: int) -> str:
+    def _begin_turn(self, index: int) -> TurnOpening:
         assert self._task is not None and self._db is not None
         self._turn_start = self._db.checkpoint()
         if self._per_turn_results:
             self._results_seen = Counter()
         self._turn_text: list[str] = []
-        self._turn_customer: list[str] = []
+        self._turn_customer: list[str] = [self._heard]  # the reply that opened the turn
         self._said_memo: tuple[tuple[int, ...], OutputCheck] | None = None
         withheld = self._task.turns[index].withheld_tools
         if withheld or self._task_tools is not self._all_tool_names:
             self._available = self._task_tools - set(withheld)
-            self._schemas = FrozenList(self.domain.toolkit.schemas(self._available))
-        else:
-            self._available = self._all_tool_names
-            self._schemas = self._schemas_all
-        return ""
+            return TurnOpening(FrozenList(self.domain.toolkit.schemas(self._available)))
+        self._available = self._all_tool_names
+        return TurnOpening(self._schemas_all)
 
     # -- calls -----------------------------------------------------------------------------
-    def _calls_begin(self, parsed: ParsedAction, ids: Sequence[str]) -> str | None:
+    def _calls_begin(self, parsed: ParsedAction, ids: Sequence[str]) -> Reply | None:
         if parsed.content:
             self._turn_text.append(parsed.content)
         return None
@@ -251,16 +247,20 @@ class ToolEnv(EpisodeEnv):
         return self.task.turns[self._turn].withheld_tools
 
     # -- the user --------------------------------------------------------------------------
-    def _hear(self, content: str) -> str:
+    def _hear(self, content: str) -> Reply:
         self._turn_text.append(content)
         reply = self.user.reply(content, self._view())
         text = clip_text(reply.text, MAX_TEXT_CHARS)
-        if text or not reply.stop:  # a user who leaves without a word adds no message
-            self._say(text)
-        if reply.advance or reply.stop:
-            self._end_turn(stop=reply.stop)
-        self._turn_customer.append(text)
-        return text
+        self._heard = text
+        if not (reply.advance or reply.stop):
+            self._turn_customer.append(text)  # a reply that moves on opens the next turn
+        return Reply(
+            text,
+            # a user who leaves without a word adds no message
+            (FrozenDict(role="user", content=text),) if text or not reply.stop else (),
+            next_turn=reply.advance,
+            end="user_stop" if reply.stop else None,
+        )
 
     def _view(self) -> TurnView:
         """What the user is told of the open turn, judged only where the user reads it."""
@@ -292,7 +292,7 @@ class ToolEnv(EpisodeEnv):
             self._said_memo = (key, check_outputs(self._gold.turns[self._turn], self._speech()))
         return self._said_memo[1]
 
-    def _close_turn(self) -> None:
+    def _close_turn(self, ending: str | None) -> TurnScore:
         assert self._gold is not None and self._db is not None
         result = evaluate_turn(
             self._turn,
@@ -303,20 +303,18 @@ class ToolEnv(EpisodeEnv):
             said=self._said(),
             results=self._results_seen,
         )
-        self._record(result, self._turn_message)
-
-    def _record(self, result: TurnResult, message: int | None = None) -> None:
-        """Keep a turn's result; ``message`` is the index of the message that opened the
-        turn (None for a turn never reached), so a reader can split the transcript by turn."""
         self._turn_results_kept.append(result)
-        self._results.append({**result.to_dict(), "message": message})
-        self._progress = progress(self._turn_results_kept, self._n_turns)
+        return TurnScore(result.to_dict(), progress(self._turn_results_kept, self._n_turns))
 
-    def _score(self, reason: str) -> None:
+    def _unreached(self, index: int) -> Mapping[str, Any]:
+        assert self._gold is not None
+        return TurnResult.not_reached(index, self._gold.turns[index]).to_dict()
+
+    def _score(self, reason: str) -> Outcome:
         assert self._gold is not None and self._db is not None
-        for i in range(len(self._results), self._n_turns):
-            self._record(TurnResult.not_reached(i, self._gold.turns[i]))
-        self._success = success(self._gold, self._db, self._turn_results_kept)
+        # a turn not reached fails: it neither passes nor adds progress
+        kept = self._turn_results_kept
+        return Outcome(success(self._gold, self._db, kept), progress(kept, self._n_turns))
 
 
 def make_env(domain: str, **kwargs: Any) -> Any:

@@ -22,25 +22,40 @@ brought in as it is (BFCL, τ²-bench), is the same episode:
 differs, in these parts (each a method or two):
 
 ============== ========================================================================
-part           what the subclass supplies
+part           what the subclass supplies (each hook *returns* what happened; only the
+               core writes the episode's state: messages, tools, turn results, progress,
+               success, the turn and the end)
 ============== ========================================================================
-tasks          ``_pool``/``_all_tasks`` (set in ``__init__``) and :meth:`_resolve_task`
-opening        :meth:`_open` (state, first messages, ``_open_turn(0)``) and
-               :meth:`_begin_turn` (a turn's messages and tools)
-calls          :meth:`_call` (one readable call), optionally :meth:`_calls_begin` /
-               :meth:`_calls_end` (what a whole message of calls means) and
-               :meth:`_call_id`
-the user       :meth:`_hear` (text to the user: their reply, turn changes, a stop)
-scoring        :meth:`_close_turn` (a turn's result), :meth:`_score` (the episode's),
-               :meth:`_extra_info` (the benchmark's own info keys)
+tasks          the pool (``tasks=``, ``split=`` and ``known=`` of ``EpisodeEnv.__init__``),
+               :meth:`_resolve_task` (what ``options["task"]`` names) and
+               :meth:`_unknown_task` (an id outside the pool)
+opening        :meth:`_open` returns an :class:`Opening` (first messages, system prompt,
+               number of turns, first observation, an end at once);
+               :meth:`_begin_turn` returns a :class:`TurnOpening` (a turn's messages and
+               tools)
+calls          :meth:`_call` returns a :class:`CallReply` (one readable call); optionally
+               :meth:`_calls_begin` (a :class:`Reply` when a whole message of calls means
+               something else), :meth:`_calls_end` (an end, after them) and :meth:`_call_id`
+the user       :meth:`_hear` returns a :class:`Reply` (the reply's messages, a turn change,
+               an end)
+scoring        :meth:`_close_turn` returns a :class:`TurnScore` (a turn's result, the
+               progress), :meth:`_unreached` (a benchmark's own fields of a turn never
+               reached: the core builds those rows), :meth:`_score` returns an
+               :class:`Outcome` (success, final progress), :meth:`_verdicts` returns the
+               :class:`Verdicts` of a benchmark judged twice (``info["verdicts"]``, built by
+               :func:`verdicts_info`), :meth:`_extra_info` (the benchmark's own info keys)
 limits         ``max_steps`` (per episode), :attr:`max_turn_steps` (tool-calling steps per
-               turn), :meth:`_refusal` (actions the benchmark refuses), and any end the
-               parts above declare through :meth:`_finish`
+               turn), :meth:`_refusal` (actions the benchmark refuses), and any end a
+               hook returns
 hints          only with ``actionable_hints=True`` (:mod:`rods_env.hints`), optionally:
                :meth:`_withheld` (tools withheld this turn), :meth:`_hint_name` (a
                call's name as the benchmark reads it), :meth:`_failed` and
                :meth:`_state_hints` (hints from the benchmark's own state)
 ============== ========================================================================
+
+The core writes its state only in its own methods; ``tests/core/test_core_state.py`` fails
+when an adapter assigns or mutates one of the core's attributes, or calls one of the core
+methods that write them.
 
 No mutable state outlives an episode but the environment's own immutable caches: every
 per-episode attribute is set again by ``reset``.
@@ -49,8 +64,8 @@ per-episode attribute is set again by ``reset``.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, ClassVar, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import gymnasium as gym
 
@@ -71,7 +86,9 @@ from rods_env.parsing import (
     parse_action,
     strip_reasoning,
 )
+from rods_env.rewards import Failure
 from rods_env.spaces import MAX_TEXT_CHARS, UnicodeText
+from rods_env.splits import in_split
 from rods_env.tools import MAX_ERROR_CHARS, FrozenDict, FrozenList, clip_text
 
 INFO_KEYS: Mapping[str, type | tuple[type, ...]] = {
@@ -122,6 +139,167 @@ class CallReply(NamedTuple):
     end: str | None = None
 
 
+class Opening(NamedTuple):
+    """How an episode opens (:meth:`EpisodeEnv._open`); turn 0 opens right after.
+
+    Attributes:
+        observation: The first observation, before turn 0's own (:class:`TurnOpening`).
+        messages: The conversation's first messages (a system prompt, a greeting, the
+            user's first message...).
+        policy: The system prompt (``info["policy"]``; "" when none).
+        n_turns: The task's turns.
+        end: A termination reason when the episode ends at once (the user failed), else None.
+    """
+
+    observation: str
+    messages: Sequence[Mapping[str, Any]] = ()
+    policy: str = ""
+    n_turns: int = 1
+    end: str | None = None
+
+
+class TurnOpening(NamedTuple):
+    """How a turn opens (:meth:`EpisodeEnv._begin_turn`).
+
+    Attributes:
+        tools: The tool schemas shown in the turn (``info["tools"]``, read-only).
+        messages: The messages that open it (none: the last message opened it, a user's
+            reply that moved the conversation on).
+        observation: What the agent reads of them ("" when its message is already there).
+    """
+
+    tools: Sequence[Mapping[str, Any]]
+    messages: Sequence[Mapping[str, Any]] = ()
+    observation: str = ""
+
+
+class Reply(NamedTuple):
+    """What the agent's text got back (:meth:`EpisodeEnv._hear`), or a message of calls that
+    means something of its own (:meth:`EpisodeEnv._calls_begin`).
+
+    Attributes:
+        observation: What the agent reads (before the next turn's own, when one opens).
+        messages: Messages to add to the conversation (the user's reply...).
+        next_turn: The turn ends: it is scored, and the next opens (after the last, the
+            episode ends: ``user_stop``).
+        end: A termination reason when the episode ends here (the open turn is scored, the
+            turns not reached fail), else None.
+    """
+
+    observation: str
+    messages: Sequence[Mapping[str, Any]] = ()
+    next_turn: bool = False
+    end: str | None = None
+
+
+class TurnScore(NamedTuple):
+    """A closed turn's score (:meth:`EpisodeEnv._close_turn`).
+
+    Attributes:
+        row: Its result, as ``info["turn_results"]`` holds it (at least ``passed`` and
+            ``failures``); the core adds ``turn`` and ``message``.
+        progress: The episode's progress with this turn counted.
+    """
+
+    row: Mapping[str, Any]
+    progress: float
+
+
+class Outcome(NamedTuple):
+    """An ended episode's score (:meth:`EpisodeEnv._score`).
+
+    Attributes:
+        success: The strict verdict (``info["success"]``).
+        progress: The final progress (``info["progress"]``; the step rewards sum to it).
+    """
+
+    success: bool
+    progress: float
+
+
+class Judgement(NamedTuple):
+    """One verdict of an episode judged twice, as it stands (see :class:`Verdicts`).
+
+    Attributes:
+        success: The episode's success under this verdict.
+        progress: Its progress under this verdict.
+        turns: Whether each turn closed so far passed.
+    """
+
+    success: bool
+    progress: float
+    turns: Sequence[bool]
+
+
+class Verdicts(NamedTuple):
+    """The verdicts of a benchmark whose own checker and the correct one can part
+    (:meth:`EpisodeEnv._verdicts`; :func:`verdicts_info` makes ``info["verdicts"]``).
+
+    Attributes:
+        judgements: Each verdict by name, the benchmark's own (``"official"``) first.
+        differences: Where they part, and why (:func:`difference`), once the episode ends.
+    """
+
+    judgements: Mapping[str, Judgement]
+    differences: Sequence[Mapping[str, Any]] = ()
+
+
+def verdicts_info(verdicts: Verdicts) -> dict[str, Any]:
+    """``info["verdicts"]``: ``{name: {"success", "progress", "turns"}, ...,
+    "differences": [...]}`` (what ``rods eval`` reports and rollouts keep)."""
+    out: dict[str, Any] = {
+        name: {"success": j.success, "progress": j.progress, "turns": list(j.turns)}
+        for name, j in verdicts.judgements.items()
+    }
+    out["differences"] = list(verdicts.differences)
+    return out
+
+
+def difference(
+    turn: int, official: bool, strict: bool, quirks: Sequence[str], why: str
+) -> dict[str, Any]:
+    """One place where the official and the strict verdicts part (``differences``).
+
+    Args:
+        turn: The turn.
+        official: Whether it passed under the benchmark's own checker.
+        strict: Whether it passed under the correct one.
+        quirks: The checker's quirks that made them part.
+        why: What those quirks do, in words.
+    """
+    return {
+        "turn": turn,
+        "official": official,
+        "strict": strict,
+        "quirks": list(quirks),
+        "why": why,
+    }
+
+
+@runtime_checkable
+class Truncatable(Protocol):
+    """An environment a caller can end by a limit of its own, scored as at its step limit
+    (every :class:`EpisodeEnv`; a benchmark's own environment declares it by having
+    ``truncate``, :class:`rods_env.benchmark.BenchmarkDomain`)."""
+
+    def truncate(self, reason: str = "truncated") -> dict[str, Any]:
+        """End the episode now; returns the final info."""
+        ...
+
+
+@runtime_checkable
+class SeededUser(Protocol):
+    """A user whose replies are sampled (a model playing the user): seeded per episode."""
+
+    def seed_episode(self, seed: int | None) -> None:
+        """Seed the replies of the next episode."""
+        ...
+
+
+NOT_REACHED = Failure("not_reached").to_dict()
+"""The failure of a turn the conversation never reached (read-only: copied into rows)."""
+
+
 class EpisodeEnv(gym.Env[str, str]):
     """The life of an episode, common to every environment (see the module doc).
 
@@ -140,6 +318,10 @@ class EpisodeEnv(gym.Env[str, str]):
             (:mod:`rods_env.hints`; Environment Tuning's environment augmentation, for
             training only). Off by default; hints change what the agent reads, never the
             state or the reward.
+        tasks: Every task of the environment (``options["split"]`` draws among them).
+        split: ``reset`` draws from the tasks of this split (:func:`rods_env.splits.in_split`:
+            a task without a split is a train task); None: from all.
+        known: More tasks whose ids ``options["task"]`` may name (seed tasks beside a pool).
     """
 
     # gymnasium types metadata as an instance attribute; it is class-level data here.
@@ -149,6 +331,8 @@ class EpisodeEnv(gym.Env[str, str]):
     max_turn_steps: ClassVar[int | None] = None
     """Most tool-calling steps (calls, or actions that cannot be used) in one turn; the
     next one truncates the episode (``max_steps``). None: no such limit."""
+    user: Any = None
+    """Who plays the user (None: nobody, or the benchmark's own script)."""
 
     def __init__(
         self,
@@ -157,6 +341,9 @@ class EpisodeEnv(gym.Env[str, str]):
         max_steps: int | None = None,
         max_action_chars: int = MAX_TEXT_CHARS,
         actionable_hints: bool = False,
+        tasks: Iterable[Any] = (),
+        split: str | None = None,
+        known: Iterable[Any] = (),
     ) -> None:
         if render_mode not in (None, "ansi"):
             raise ConfigError(f"render_mode must be None or 'ansi', got {render_mode!r}")
@@ -170,8 +357,10 @@ class EpisodeEnv(gym.Env[str, str]):
         self.actionable_hints = actionable_hints
         self.observation_space = UnicodeText(MAX_TEXT_CHARS)
         self.action_space = UnicodeText(self.max_action_chars)
-        self._pool: list[Any] = []
-        self._all_tasks: list[Any] = []
+        self._all_tasks: list[Any] = list(tasks)
+        self._pool: list[Any] = in_split(self._all_tasks, split)
+        self._by_id: dict[str, Any] = {t.id: t for t in known}
+        self._by_id.update((t.id, t) for t in self._all_tasks)
         self._task: Any = None
         self._messages: list[Any] = []
         self._schemas: Any = FrozenList()
@@ -213,7 +402,13 @@ class EpisodeEnv(gym.Env[str, str]):
         self._termination: str | None = None
         self._over = False
         self._messages = []
-        first = self._open(task)
+        opening = self._open(task)
+        self._policy = opening.policy
+        self._n_turns = opening.n_turns
+        self._add(opening.messages)
+        first = opening.observation + self._open_turn(0)
+        if opening.end is not None:
+            self._finish(opening.end)
         return first, self._info([])
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -247,7 +442,7 @@ class EpisodeEnv(gym.Env[str, str]):
             tool_step = True
         else:
             self._messages.append(FrozenDict(role="assistant", content=parsed.content))
-            obs = self._hear(parsed.content)
+            obs = self._take(self._hear(parsed.content))
             tool_step = False
         truncated = False
         if tool_step and self.max_turn_steps is not None and not self._over:
@@ -296,7 +491,7 @@ class EpisodeEnv(gym.Env[str, str]):
         split = options.get("split")
         if split not in (None, "train", "test"):
             raise ConfigError(f"options['split'] must be 'train' or 'test', got {split!r}")
-        pool = self._pool if split is None else [t for t in self._all_tasks if t.split == split]
+        pool = self._pool if split is None else in_split(self._all_tasks, split)
         if not pool:
             raise ConfigError(
                 f"no tasks to sample for {self._pool_name()}"
@@ -305,17 +500,43 @@ class EpisodeEnv(gym.Env[str, str]):
             )
         return pool[int(self.np_random.integers(len(pool)))]
 
+    def _task_by_id(self, task_id: str) -> Any:
+        """The task with id ``task_id``: of the pool or ``known``, else
+        :meth:`_unknown_task`'s."""
+        found = self._by_id.get(task_id)
+        return found if found is not None else self._unknown_task(task_id)
+
+    def _add(self, messages: Iterable[Mapping[str, Any]]) -> None:
+        """Add messages to the conversation (read-only, as ``info["messages"]`` hands them)."""
+        for m in messages:
+            self._messages.append(m if isinstance(m, FrozenDict) else FrozenDict(m))
+
     def _open_turn(self, index: int) -> str:
-        """Open turn ``index``: the subclass's :meth:`_begin_turn` adds its messages and
-        sets its tools; the turn's opening message is the first it added (or, when it
-        added none, the last message: a user's reply that moved the conversation on)."""
+        """Open turn ``index`` (:meth:`_begin_turn`: its tools and messages); the turn's
+        opening message is the first it added (or, when it added none, the last message: a
+        user's reply that moved the conversation on). Returns its observation."""
         self._turn = index
         self._turn_steps = 0
         self._turn_closed = False
         mark = len(self._messages)
-        obs = self._begin_turn(index)
-        self._turn_message = mark if len(self._messages) > mark else mark - 1
-        return obs
+        opening = self._begin_turn(index)
+        self._schemas = opening.tools
+        self._add(opening.messages)
+        self._turn_message = mark if opening.messages else mark - 1
+        return opening.observation
+
+    def _take(self, reply: Reply) -> str:
+        """Apply a :class:`Reply`: its messages, then its end or the next turn; returns the
+        observation."""
+        if reply.messages:
+            self._add(reply.messages)
+        if reply.end is not None:
+            if not self._over:
+                self._finish(reply.end)
+            return reply.observation
+        if reply.next_turn:
+            return reply.observation + self._end_turn()
+        return reply.observation
 
     def _run_calls(self, parsed: ParsedAction, log: list[dict[str, Any]]) -> str:
         """The assistant's message with its calls, then each call's reply as a tool
@@ -341,7 +562,7 @@ class EpisodeEnv(gym.Env[str, str]):
         )
         answered = self._calls_begin(parsed, ids)
         if answered is not None:
-            return answered
+            return self._take(answered)
         outputs: list[str] = []
         ran = 0
         for call, cid in zip(calls, ids, strict=True):
@@ -366,33 +587,49 @@ class EpisodeEnv(gym.Env[str, str]):
             if reply.end is not None:
                 self._finish(reply.end)
                 break
-        self._calls_end(ran)
+        end = self._calls_end(ran)
+        if end is not None and not self._over:
+            self._finish(end)
         if len(outputs) == 1:
             return outputs[0]
         return "\n".join(f"[{c.name or '?'}] {o}" for c, o in zip(calls, outputs, strict=False))
 
-    def _say(self, text: str) -> None:
-        """Add the user's message ``text`` to the conversation."""
-        self._messages.append(FrozenDict(role="user", content=text))
-
-    def _end_turn(self, stop: bool = False) -> str:
-        """Close the open turn; finish (``user_stop``) after the last turn or on a stop,
-        else open the next. Returns the next turn's observation ("" when finished)."""
-        self._close_open_turn()
-        if stop or self._turn + 1 >= self._n_turns:
+    def _end_turn(self) -> str:
+        """Close the open turn; finish (``user_stop``) after the last turn, else open the
+        next. Returns the next turn's observation ("" when finished)."""
+        self._close_open_turn(None)
+        if self._turn + 1 >= self._n_turns:
             self._finish("user_stop")
             return ""
         return self._open_turn(self._turn + 1)
 
-    def _close_open_turn(self) -> None:
+    def _close_open_turn(self, ending: str | None) -> None:
         if not self._turn_closed:
             self._turn_closed = True
-            self._close_turn()
+            score = self._close_turn(ending)
+            if score is not None:
+                self._results.append(
+                    {"turn": self._turn, **score.row, "message": self._turn_message}
+                )
+                self._progress = score.progress
 
     def _finish(self, reason: str) -> None:
-        """End the episode: the open turn is scored, then the episode (:meth:`_score`)."""
-        self._close_open_turn()
-        self._score(reason)
+        """End the episode: the open turn is scored, the turns not reached fail, then the
+        episode is scored (:meth:`_score`)."""
+        self._close_open_turn(reason)
+        for index in range(len(self._results), self._n_turns):
+            self._results.append(
+                {
+                    "turn": index,
+                    "passed": False,
+                    **self._unreached(index),
+                    "message": None,
+                    "failures": [dict(NOT_REACHED)],
+                }
+            )
+        outcome = self._score(reason)
+        self._success = outcome.success
+        self._progress = outcome.progress
         self._termination = reason
         self._over = True
 
@@ -411,10 +648,19 @@ class EpisodeEnv(gym.Env[str, str]):
             "policy": self._policy,
             "steps": self._steps,
         }
+        verdicts = self._verdicts()
+        if verdicts is not None:
+            info["verdicts"] = verdicts_info(verdicts)
         extra = self._extra_info()
         if extra:
             info.update(extra)
         return info
+
+    def seed_user(self, seed: int | None) -> None:
+        """Seed the user of the next episode when its replies are sampled
+        (:class:`SeededUser`, a model playing the user); otherwise nothing."""
+        if isinstance(self.user, SeededUser):
+            self.user.seed_episode(seed)
 
     # -- the parts a benchmark supplies ----------------------------------------------------
     @property
@@ -429,37 +675,46 @@ class EpisodeEnv(gym.Env[str, str]):
         return type(self).__name__
 
     def _resolve_task(self, choice: Any) -> Any:
-        """The task ``options["task"]`` names (a task, or its id).
+        """The task ``options["task"]`` names: by default an id (:meth:`_task_by_id`).
 
         Raises:
             ConfigError: for anything that is not one of the environment's tasks.
         """
+        if isinstance(choice, str):
+            return self._task_by_id(choice)
+        raise ConfigError(f"options['task'] must be a task id, got {type(choice).__name__}")
+
+    def _unknown_task(self, task_id: str) -> Any:
+        """The task of an id outside the pool and ``known`` (a benchmark may know more).
+
+        Raises:
+            ConfigError: by default.
+        """
+        raise ConfigError(f"unknown task id '{task_id}' for {self._pool_name()}")
+
+    def _open(self, task: Any) -> Opening:
+        """Open an episode of ``task`` (the core's per-episode state is already fresh): set
+        up the benchmark's own state; return how the conversation opens."""
         raise NotImplementedError
 
-    def _open(self, task: Any) -> str:
-        """Open an episode of ``task`` (the per-episode state is already fresh): set up the
-        state, the system prompt (``_policy``), the first messages and turn 0
-        (:meth:`_open_turn`); return the first observation. It may end the episode at
-        once (:meth:`_finish`)."""
+    def _begin_turn(self, index: int) -> TurnOpening:
+        """Turn ``index`` opens: its tools, and the messages that open it."""
         raise NotImplementedError
-
-    def _begin_turn(self, index: int) -> str:
-        """Turn ``index`` opens: add its messages, set the tools shown (``_schemas``);
-        return the observation that opens it ("" when its message is already there)."""
-        return ""
 
     def _call(self, call: ParsedCall, call_id: str) -> CallReply:
         """Run one readable call."""
         raise NotImplementedError
 
-    def _calls_begin(self, parsed: ParsedAction, ids: Sequence[str]) -> str | None:
+    def _calls_begin(self, parsed: ParsedAction, ids: Sequence[str]) -> Reply | None:
         """A message of calls arrives (its assistant message is in the conversation): a
-        benchmark that gives such a message a meaning of its own answers it here, adding
-        the tool messages itself, and returns the observation; None runs the calls."""
+        benchmark that gives such a message a meaning of its own answers it here (the
+        :class:`Reply` holds the tool messages); None runs the calls."""
         return None
 
-    def _calls_end(self, ran: int) -> None:
-        """After a message's calls (``ran`` of them reached :meth:`_call`)."""
+    def _calls_end(self, ran: int) -> str | None:
+        """After a message's calls (``ran`` of them reached :meth:`_call`): a termination
+        reason when the episode ends there, else None."""
+        return None
 
     def _hints(self, call: ParsedCall, reply: CallReply) -> list[Hint]:
         """The actionable hints for one call's reply (only with ``actionable_hints``; the
@@ -503,10 +758,9 @@ class EpisodeEnv(gym.Env[str, str]):
         """The id of the ``k``-th call of this step's message."""
         return f"call_{self._steps}_{k}"
 
-    def _hear(self, content: str) -> str:
+    def _hear(self, content: str) -> Reply:
         """The agent's text ``content`` (already in the conversation) reaches whoever
-        listens; returns their reply (the observation). Uses :meth:`_say`,
-        :meth:`_end_turn` and :meth:`_finish`."""
+        listens; returns what came back (their reply, a turn change, an end)."""
         raise NotImplementedError
 
     def _refusal(self, parsed: ParsedAction) -> str | None:
@@ -517,12 +771,25 @@ class EpisodeEnv(gym.Env[str, str]):
         """See every action as given, before it is read (a benchmark that scores what was
         only thought keeps it here)."""
 
-    def _close_turn(self) -> None:
-        """Score the open turn: append its result to ``_results``, update ``_progress``."""
+    def _close_turn(self, ending: str | None) -> TurnScore | None:
+        """Score the open turn as it closes (``ending``: why the episode ends with it, None
+        when the next turn opens); None: the turn has no result of its own."""
+        return None
 
-    def _score(self, reason: str) -> None:
-        """Score the episode that ends for ``reason`` (its open turn already scored): the
-        turns not reached, ``_success``, ``_progress``."""
+    def _unreached(self, index: int) -> Mapping[str, Any]:
+        """The benchmark's own fields of the result of turn ``index``, never reached (the
+        core adds ``turn``, ``passed``, ``message`` and the ``not_reached`` failure)."""
+        return {}
+
+    def _score(self, reason: str) -> Outcome:
+        """Score the episode that ends for ``reason`` (its open turn already scored, the
+        turns not reached already failed)."""
+        return Outcome(self._success, self._progress)
+
+    def _verdicts(self) -> Verdicts | None:
+        """The verdicts as they stand, for a benchmark judged twice (``info["verdicts"]``);
+        None: judged once."""
+        return None
 
     def _extra_info(self) -> dict[str, Any] | None:
         """The benchmark's own info keys (None: none)."""
@@ -615,15 +882,3 @@ def task_pool(tasks: Sequence[Any] | str | Any | None, seeds: Any, domain: str) 
     else:
         pool = list(tasks)
     return [t for t in pool if t.domain == domain]
-
-
-def split_of(pool: Sequence[Any], split: str | None) -> list[Any]:
-    """The tasks of ``pool`` that ``reset`` draws from for ``split`` (None: all; a task
-    without a split is in every split).
-
-    Raises:
-        ConfigError: for a split that is not ``train``, ``test`` or None.
-    """
-    if split is not None and split not in ("train", "test"):
-        raise ConfigError(f"split must be 'train', 'test' or None, got {split!r}")
-    return [t for t in pool if split is None or t.split == split or t.split is None]

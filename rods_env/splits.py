@@ -1,4 +1,10 @@
-"""Entity-disjoint splits: the test split's customers, and their records, are reserved.
+"""Splits: which tasks are test tasks, and entity-disjoint generation.
+
+**The split rule** (one, used everywhere: ``reset``'s pools, ``options["split"]``, training
+pools, synthesis): a task whose ``split`` is ``"test"`` is a test task; every other task is a
+train task, a task without a split (a pool task of unknown origin, a synthesized one)
+included (:func:`split_of`, :func:`in_split`). A test task is always labelled, because the
+test split is reserved; an unlabelled task is one training may use.
 
 A domain that declares :attr:`rods_env.domain.Domain.customers` (tables whose records
 belong to one customer, and the field naming the owner) has its customers divided once and
@@ -12,21 +18,20 @@ a test task's effect (same return of the same item of the same order):
   as products or flights stay whole). The gold calls still run on the full database.
 - :func:`task_customers` names the customers whose records a task touches, from its gold
   run, and :func:`leaked_customers` those outside the task's split; synthesis rejects such
-  a candidate (``split_leak``).
-
-A task whose split is None (a pool task of unknown origin) counts as train: it must not
-touch test customers either.
+  a candidate (``split_leak``). A task without a split must not touch test customers
+  either (it is a train task).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from threading import Lock
 from typing import Any
 
 from rods_env.database import Database, Tables, freeze_tables
 from rods_env.domain import Domain
+from rods_env.errors import ConfigError
 from rods_env.gold import Gold
 from rods_env.task import Task
 
@@ -40,8 +45,22 @@ _VIEWS_LOCK = Lock()
 
 
 def split_of(task: Task) -> str:
-    """The split whose customers ``task`` may touch: ``"test"`` or ``"train"`` (also for None)."""
+    """The split of ``task`` by the split rule (see the module doc): ``"test"`` for a test
+    task, ``"train"`` for any other, one without a split included."""
     return "test" if task.split == "test" else "train"
+
+
+def in_split(tasks: Iterable[Task], split: str | None) -> list[Task]:
+    """The tasks of ``split`` by the split rule (:func:`split_of`), in order; None: all.
+
+    Raises:
+        ConfigError: for a split that is not ``train``, ``test`` or None.
+    """
+    if split is None:
+        return list(tasks)
+    if split not in SPLITS:
+        raise ConfigError(f"split must be 'train', 'test' or None, got {split!r}")
+    return [t for t in tasks if ("test" if t.split == "test" else "train") == split]
 
 
 def customer_split(domain: str, customer: str) -> str:

@@ -68,7 +68,7 @@ function until revealed.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from typing import Any, ClassVar, Literal
 
@@ -92,8 +92,19 @@ from environments.bfcl.tasks import (
     reveal_message,
     task_index,
 )
-from environments.bfcl.verdicts import VERDICTS, Judge, explain, failure
-from rods_env.episode import CallReply, EpisodeEnv, started
+from environments.bfcl.verdicts import VERDICTS, Judge, explain
+from rods_env.episode import (
+    CallReply,
+    EpisodeEnv,
+    Judgement,
+    Opening,
+    Outcome,
+    Reply,
+    TurnOpening,
+    TurnScore,
+    Verdicts,
+    started,
+)
 from rods_env.errors import ConfigError, RodsError
 from rods_env.hints import Hint
 from rods_env.parsing import ParsedAction, ParsedCall
@@ -102,7 +113,7 @@ from rods_env.task import Task
 from rods_env.tools import FrozenDict
 
 Holdout = Literal["bfcl", "strict"]
-Verdicts = Literal["official", "strict"]
+VerdictName = Literal["official", "strict"]
 
 
 @cache
@@ -153,7 +164,7 @@ class BFCLEnv(EpisodeEnv):
         split: str | None = None,
         max_steps: int | None = None,
         holdout: Holdout = "bfcl",
-        verdicts: Verdicts = "official",
+        verdicts: VerdictName = "official",
         render_mode: str | None = None,
         max_action_chars: int = MAX_TEXT_CHARS,
         gold_cache: GoldCache | None = None,
@@ -172,28 +183,31 @@ class BFCLEnv(EpisodeEnv):
             raise ConfigError(f"holdout must be 'bfcl' or 'strict', got {holdout!r}")
         if verdicts not in VERDICTS:
             raise ConfigError(f"verdicts must be 'official' or 'strict', got {verdicts!r}")
-        super().__init__(
-            render_mode=render_mode,
-            max_steps=max_steps,
-            max_action_chars=max_action_chars,
-            actionable_hints=actionable_hints,
-        )
-        self.category = category
-        self.holdout: Holdout = holdout
-        self.verdicts: Verdicts = verdicts
-        self.max_steps = max_steps
-        pool = load_tasks(category, split)
-        if tasks is not None:
+        if split not in (None, "all", "train", "test"):
+            raise ConfigError(f"unknown BFCL split '{split}'; splits: train, test, all")
+        if tasks is None:
+            pool = load_tasks(category)
+        else:
             index = task_index()
             pool = [
                 bfcl_task(t)
                 for t in tasks
                 if isinstance(t, BFCLTask) or t.payload is not None or t.id in index
             ]
-        self._pool = self._all_tasks = pool
+        super().__init__(
+            render_mode=render_mode,
+            max_steps=max_steps,
+            max_action_chars=max_action_chars,
+            actionable_hints=actionable_hints,
+            tasks=pool,
+            split=None if split == "all" else split,
+        )
+        self.category = category
+        self.holdout: Holdout = holdout
+        self.verdicts: VerdictName = verdicts
+        self.max_steps = max_steps
         if not self._pool and tasks is None:
             raise ConfigError("no BFCL tasks to sample from")
-        self._by_id = {t.id: t for t in self._pool}
         self._gold_cache = gold_cache or GOLD_CACHE
         self._judges: dict[str, Judge] = {}
 
@@ -235,32 +249,34 @@ class BFCLEnv(EpisodeEnv):
         if isinstance(choice, Task):
             choice = choice.id
         if isinstance(choice, str):
-            return self._by_id.get(choice) or bfcl_task(choice)
+            return self._task_by_id(choice)
         raise ConfigError(
             f"options['task'] must be a BFCL task or a task id, got {type(choice).__name__}"
         )
+
+    def _unknown_task(self, task_id: str) -> BFCLTask:
+        return bfcl_task(task_id)
 
     @property
     def _limit(self) -> int:
         return self._step_limit
 
     # -- opening ---------------------------------------------------------------------------
-    def _open(self, task: BFCLTask) -> str:
+    def _open(self, task: BFCLTask) -> Opening:
         # every episode judges with fresh worlds: nothing outlives it but immutable gold
         self._judges = {
             name: Judge(task, quirks, self._gold_cache) for name, quirks in VERDICTS.items()
         }
         self._reader = reader(task.id, task.classes)
-        self._n_turns = len(task.turns)
         self._step_limit = self.max_steps or len(task.turns) * (MAX_STEPS_PER_TURN + 1)
         self._call_results: list[str] = []
         self._readings: list[list[Reading]] = []
         self._allowed_by_turn: list[frozenset[str]] = []
         self._successes = dict.fromkeys(VERDICTS, False)
         self._differences: list[dict[str, Any]] = []
-        return self._open_turn(0)
+        return Opening("", n_turns=len(task.turns))  # no system prompt: turn 0 opens it
 
-    def _begin_turn(self, index: int) -> str:
+    def _begin_turn(self, index: int) -> TurnOpening:
         task = self._task
         self._turn_called = False
         self._turn_calls: list[list[dict[str, Any]]] = []
@@ -268,21 +284,19 @@ class BFCLEnv(EpisodeEnv):
         hidden = frozenset(
             name for at, names in task.revealed.items() if at > index for name in names
         )
-        visible, self._schemas = _turn_tools(task.classes, hidden)
+        visible, tools = _turn_tools(task.classes, hidden)
         self._allowed = visible | hidden if self.holdout == "bfcl" else visible
         self._allowed_by_turn.append(self._allowed)
         messages = task.turns[index]
         if not messages:
             content = reveal_message(task.revealed[index]) if index in task.revealed else ""
             messages = (FrozenDict(role="user", content=content),)
-        for message in messages:
-            self._messages.append(
-                message if isinstance(message, FrozenDict) else FrozenDict(message)
-            )
-        return "\n".join(str(m.get("content") or "") for m in messages)
+        return TurnOpening(
+            tools, messages, "\n".join(str(m.get("content") or "") for m in messages)
+        )
 
     # -- calls -----------------------------------------------------------------------------
-    def _calls_begin(self, parsed: ParsedAction, ids: Sequence[str]) -> str | None:
+    def _calls_begin(self, parsed: ParsedAction, ids: Sequence[str]) -> Reply | None:
         self._decoded: list[dict[str, Any]] = []
         return None
 
@@ -311,52 +325,44 @@ class BFCLEnv(EpisodeEnv):
         shown = _turn_tools(self._task.classes, frozenset(self._withheld()))[0]
         return bfcl_hints(name, call.arguments or {}, reply.output, shown, owner)
 
-    def _calls_end(self, ran: int) -> None:
+    def _calls_end(self, ran: int) -> str | None:
         if self._decoded:
             self._turn_calls.append(self._decoded)
+        return None
 
     # -- the user: BFCL's next turn --------------------------------------------------------
-    def _hear(self, content: str) -> str:
-        return self._end_turn()
+    def _hear(self, content: str) -> Reply:
+        return Reply("", next_turn=True)
 
     # -- scoring ---------------------------------------------------------------------------
-    def _close_turn(self) -> None:
+    def _close_turn(self, ending: str | None) -> TurnScore:
         """Every judge checks the turn; the turn result is the chosen verdicts' judge's."""
         checks = {name: j.close(self._turn, self._turn_called) for name, j in self._judges.items()}
-        result: dict[str, Any] = {
-            "turn": self._turn,
+        row = {
             "reached": True,
             "called": self._turn_called,
             "calls": self._turn_calls,
-            "message": self._turn_message,
             "failures": [],
             **checks[self.verdicts],
         }
-        self._progress = self._judges[self.verdicts].progress
-        self._results.append(result)
+        return TurnScore(row, self._judges[self.verdicts].progress)
 
-    def _score(self, reason: str) -> None:
-        task = self._task
+    def _unreached(self, index: int) -> Mapping[str, Any]:
         gold = self._judge("strict").gold
-        for t in range(len(self._results), len(task.turns)):
-            self._results.append(
-                {
-                    "turn": t,
-                    "checked": gold.turns[t].checked,
-                    "passed": False,
-                    "reached": False,
-                    "called": False,
-                    "calls": [],
-                    "message": None,
-                    "failures": [failure("not_reached")],
-                }
-            )
+        return {
+            "checked": gold.turns[index].checked,
+            "reached": False,
+            "called": False,
+            "calls": [],
+        }
+
+    def _score(self, reason: str) -> Outcome:
+        task = self._task
         # BFCL's verdict: every turn reached (a conversation cut in its last turn still
         # counts them all, as in BFCL) and every checked turn passed.
         reached_all = self._turn == len(task.turns) - 1
         for name, judge in self._judges.items():
             self._successes[name] = reached_all and all(t["passed"] for t in judge.turns)
-        self._success = self._successes[self.verdicts]
         passes = {name: [bool(t["passed"]) for t in j.turns] for name, j in self._judges.items()}
         self._differences = explain(
             task,
@@ -366,19 +372,19 @@ class BFCLEnv(EpisodeEnv):
             passes["strict"],
             self._gold_cache,
         )
+        chosen = self.verdicts
+        return Outcome(self._successes[chosen], self._judges[chosen].progress)
+
+    def _verdicts(self) -> Verdicts:
+        return Verdicts(
+            {
+                name: Judgement(
+                    self._successes[name], judge.progress, [bool(t["passed"]) for t in judge.turns]
+                )
+                for name, judge in self._judges.items()
+            },
+            self._differences,
+        )
 
     def _extra_info(self) -> dict[str, Any]:
-        return {
-            "category": self._task.category,
-            "verdicts": {
-                **{
-                    name: {
-                        "success": self._successes[name],
-                        "progress": judge.progress,
-                        "turns": [bool(t["passed"]) for t in judge.turns],
-                    }
-                    for name, judge in self._judges.items()
-                },
-                "differences": list(self._differences),
-            },
-        }
+        return {"category": self._task.category}

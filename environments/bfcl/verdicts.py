@@ -45,6 +45,7 @@ from environments.bfcl.apis import (
 )
 from environments.bfcl.reading import Reading, reader
 from environments.bfcl.tasks import BFCLTask
+from rods_env.episode import difference
 from rods_env.task import ToolCall
 from rods_env.tools import FrozenDict
 
@@ -274,13 +275,5 @@ def explain(
             if causes
             else ("the quirks together: " + "; ".join(QUIRKS.values()))
         )
-        out.append(
-            {
-                "turn": t,
-                "official": official[t],
-                "strict": strict[t],
-                "quirks": causes or list(QUIRKS),
-                "why": why,
-            }
-        )
+        out.append(difference(t, official[t], strict[t], causes or list(QUIRKS), why))
     return out

@@ -86,7 +86,7 @@ class Tau2Domain(BenchmarkDomain):
     @functools.cached_property
     def _views(self) -> dict[str, Task]:
         tau2 = task_data.tau2_tasks(self.tau2_domain)
-        writes = self._write_tools()
+        writes = self.write_tools()
         return {
             task_data.rods_id(self.name, tid): task_data.rods_task(
                 self.name, self.tau2_domain, t, task_data.split_of(self.tau2_domain, tid), writes
@@ -94,7 +94,10 @@ class Tau2Domain(BenchmarkDomain):
             for tid, t in tau2.items()
         }
 
-    def _write_tools(self) -> frozenset[str]:
+    def write_tools(self) -> frozenset[str]:
+        """The tools that change τ²-bench's state (its ``ToolType.WRITE``), the agent's and
+        the user's: what a task's gold writes with, and what the exploit panel's spray
+        agent calls."""
         from environments.tau2.package import tau2_module
 
         toolkit = tau2_module("tau2.environment.toolkit")

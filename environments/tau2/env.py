@@ -59,7 +59,20 @@ from environments.tau2.trajectory import (
 )
 from environments.tau2.users import ScriptedStandIn
 from rods_env.benchmark import BenchmarkDomain
-from rods_env.episode import CallReply, EpisodeEnv, split_of, started, task_pool
+from rods_env.episode import (
+    CallReply,
+    EpisodeEnv,
+    Judgement,
+    Opening,
+    Outcome,
+    Reply,
+    TurnOpening,
+    TurnScore,
+    Verdicts,
+    difference,
+    started,
+    task_pool,
+)
 from rods_env.errors import ConfigError, RodsError
 from rods_env.parsing import (
     THINK_CLOSE,
@@ -102,7 +115,8 @@ class Tau2Env(EpisodeEnv):
             (``"tau2-airline"``).
         tasks: The task pool: None or ``"seeds"`` for τ²-bench's train and test tasks, a
             JSONL pool of rods task views, or a sequence of them.
-        split: Sample from this split (``"train"``/``"test"``); None samples from all.
+        split: Sample from this split (``"train"``/``"test"``, :mod:`rods_env.splits`); None
+            samples from all.
         max_steps: Agent actions before the episode is truncated (reward 0).
         user: Who plays the user: a :class:`rods_env.user.ScenarioUser` (e.g.
             :class:`rods_agent.user.LLMUser`); None uses the scripted stand-in (not a
@@ -147,11 +161,17 @@ class Tau2Env(EpisodeEnv):
     ) -> None:
         if isinstance(domain, str):
             domain = _tau2_domain(domain)
+        pool = task_pool(tasks, domain.seed_tasks, domain.name)
+        for task in pool:
+            domain.tau2_task(task.id)  # an unknown id fails here, not mid-rollout
         super().__init__(
             render_mode=render_mode,
             max_steps=max_steps,
             max_action_chars=max_action_chars,
             actionable_hints=actionable_hints,
+            tasks=pool,
+            split=split,
+            known=domain.seed_tasks(),
         )
         for name, value in (("tau2_max_steps", tau2_max_steps), ("max_errors", max_errors)):
             if value < 1:
@@ -175,18 +195,10 @@ class Tau2Env(EpisodeEnv):
         self.max_errors = int(max_errors)
         self.user: Any = None if self.solo else (user if user is not None else ScriptedStandIn())
 
-        pool = task_pool(tasks, domain.seed_tasks, domain.name)
-        for task in pool:
-            domain.tau2_task(task.id)  # an unknown id fails here, not mid-rollout
-        self._all_tasks = pool
-        self._pool = split_of(pool, split)
-        self._by_id = {t.id: t for t in domain.seed_tasks()}
-        self._by_id.update({t.id: t for t in pool})
-
         schemas = list(self.backend.tool_schemas)
         if self.solo:
             schemas += [*self.backend.user_tool_schemas, prompts.done_tool_schema()]
-        self._schemas = freeze(schemas)  # read-only all the way down: shared by every env
+        self._agent_schemas = freeze(schemas)  # read-only all the way down: shared by every env
         self._agent_tool_names = frozenset(s["function"]["name"] for s in schemas)
         self._user_schemas = list(self.backend.user_tool_schemas) or None
         policy = (self.backend.solo_proto if self.solo else self.backend.proto).policy
@@ -226,12 +238,11 @@ class Tau2Env(EpisodeEnv):
     def _resolve_task(self, choice: Any) -> Task:
         return resolve_task(choice, self.domain.name, self._task_by_id)
 
-    def _task_by_id(self, task_id: str) -> Task:
-        found = self._by_id.get(task_id)
-        return found if found is not None else self.domain.task(task_id)
+    def _unknown_task(self, task_id: str) -> Task:
+        return self.domain.task(task_id)
 
     # -- opening ---------------------------------------------------------------------------
-    def _open(self, task: Task) -> str:
+    def _open(self, task: Task) -> Opening:
         tau2_task = self.domain.tau2_task(task.id)
         if self._state is None:
             self._state = self.backend.new_state(solo=self.solo)
@@ -246,16 +257,13 @@ class Tau2Env(EpisodeEnv):
         self._user_view: list[dict[str, Any]] = []
         self._call_count = 0
         self._solo_started = False
-        self._n_turns = 1
         if self.solo:
             ticket = str(tau2_task.ticket or "")
-            self._policy = prompts.solo_system_prompt(self._policy_text, ticket)
+            policy = prompts.solo_system_prompt(self._policy_text, ticket)
             first = clip_text(ticket, MAX_TEXT_CHARS)
-            self._messages.append(FrozenDict(role="system", content=self._policy))
-            self._say(first)
-            return first
-        self._policy = prompts.agent_system_prompt(self._policy_text)
-        self._messages.append(FrozenDict(role="system", content=self._policy))
+            system = FrozenDict(role="system", content=policy)
+            return Opening(first, (system, FrozenDict(role="user", content=first)), policy)
+        policy = prompts.agent_system_prompt(self._policy_text)
         begin = getattr(self.user, "begin_scenario", None)
         if callable(begin):
             begin(tau2_task)
@@ -264,8 +272,21 @@ class Tau2Env(EpisodeEnv):
         )
         greeting = self._first_agent_message
         self._traj.append(text_message("assistant", greeting))
-        self._messages.append(FrozenDict(role="assistant", content=greeting))
-        return self._user_turn(greeting)
+        reply = self._user_turn(greeting)
+        return Opening(
+            reply.observation,
+            (
+                FrozenDict(role="system", content=policy),
+                FrozenDict(role="assistant", content=greeting),
+                *reply.messages,
+            ),
+            policy,
+            end=reply.end,
+        )
+
+    def _begin_turn(self, index: int) -> TurnOpening:
+        """The one turn: the whole conversation, with the same tools throughout."""
+        return TurnOpening(self._agent_schemas)
 
     def _note_action(self, action: Any) -> None:
         thought = _reasoning(action)
@@ -296,21 +317,20 @@ class Tau2Env(EpisodeEnv):
         self._call_count += 1
         return f"call_{self._steps}_{self._call_count}"
 
-    def _calls_begin(self, parsed: ParsedAction, ids: Sequence[str]) -> str | None:
+    def _calls_begin(self, parsed: ParsedAction, ids: Sequence[str]) -> Reply | None:
         """A message of calls: in solo mode a ``done`` call makes it a stop (the other
         calls of that message do not run); otherwise its readable calls are one message of
         τ²-bench's trajectory, run in order."""
         if self.solo and any(c.name == prompts.STOP_FUNCTION for c in parsed.calls):
             self._traj.append(text_message("assistant", self._stop_token))
-            for cid, c in zip(ids, parsed.calls, strict=True):
-                self._messages.append(
-                    FrozenDict(
-                        role="tool", tool_call_id=cid, name=c.name or "?", content=self._stop_token
-                    )
+            answers = tuple(
+                FrozenDict(
+                    role="tool", tool_call_id=cid, name=c.name or "?", content=self._stop_token
                 )
+                for cid, c in zip(ids, parsed.calls, strict=True)
+            )
             self._count_agent_message()
-            self._check_limits("agent_stop")
-            return self._stop_token
+            return Reply(self._stop_token, answers, end=self._ending("agent_stop"))
         readable = [(cid, c) for cid, c in zip(ids, parsed.calls, strict=True) if c.error is None]
         if readable:
             self._traj.append(
@@ -336,10 +356,10 @@ class Tau2Env(EpisodeEnv):
         ok = not reply.error
         return CallReply(str(reply.content or ""), ok, None if ok else "ToolError")
 
-    def _calls_end(self, ran: int) -> None:
+    def _calls_end(self, ran: int) -> str | None:
         if ran:
             self._tau2_steps += 1  # the replies, back to the agent
-        self._check_limits()
+        return self._ending()
 
     def _run_tool(
         self, call_id: str, name: str, arguments: Mapping[str, Any], requestor: str
@@ -357,22 +377,26 @@ class Tau2Env(EpisodeEnv):
         self._traj.append(tool_message(reply))
         return reply
 
-    def _hear(self, content: str) -> str:
+    def _hear(self, content: str) -> Reply:
         """A message to the user (solo mode: a stop, or an agent error)."""
         self._traj.append(text_message("assistant", content))
         self._count_agent_message()
         if self.solo:
             stopped = self._stop_token in content
-            self._check_limits("agent_stop" if stopped else "agent_error")
+            end = self._ending("agent_stop" if stopped else "agent_error")
             if stopped:
-                return "(the episode is over)"
-            return "Error: in solo mode every message must call a tool (call done to finish)."
-        if self._check_limits():
-            return "(the conversation was cut at τ²-bench's step limit)"
+                return Reply("(the episode is over)", end=end)
+            return Reply(
+                "Error: in solo mode every message must call a tool (call done to finish).",
+                end=end,
+            )
+        cut = self._ending()
+        if cut is not None:
+            return Reply("(the conversation was cut at τ²-bench's step limit)", end=cut)
         return self._user_turn(content)
 
     # -- the user --------------------------------------------------------------------------
-    def _user_turn(self, agent_text: str) -> str:
+    def _user_turn(self, agent_text: str) -> Reply:
         """The user's answer to the agent's text, after any tool calls of their own.
 
         As in τ²-bench's orchestrator, a user's tool calls run and their replies go back to
@@ -385,8 +409,7 @@ class Tau2Env(EpisodeEnv):
             reply = self._user_reply()
             if isinstance(reply, str):
                 self._user_error = reply
-                self._finish("user_error")
-                return f"(the conversation ended: {reply})"
+                return Reply(f"(the conversation ended: {reply})", end="user_error")
             text, calls = reply
             if calls:
                 ids = [self._new_call_id() for _ in calls]
@@ -425,16 +448,16 @@ class Tau2Env(EpisodeEnv):
                         }
                     )
                 self._tau2_steps += 1
-                if self._check_limits():
-                    return "(the conversation was cut at τ²-bench's limits)"
+                cut = self._ending()
+                if cut is not None:
+                    return Reply("(the conversation was cut at τ²-bench's limits)", end=cut)
                 continue
             self._traj.append(text_message("user", text))
             self._user_view.append({"role": "assistant", "content": text})
             shown = clip_text(text, MAX_TEXT_CHARS)
-            self._say(shown)
             self._tau2_steps += 1
-            self._check_limits("user_stop" if any(t in text for t in self._stops) else None)
-            return shown
+            stop = "user_stop" if any(t in text for t in self._stops) else None
+            return Reply(shown, (FrozenDict(role="user", content=shown),), end=self._ending(stop))
 
     def _user_reply(self) -> tuple[str, tuple[ParsedCall, ...]] | str:
         """The user's next message as ``(text, calls)``, or why there is none.
@@ -468,25 +491,24 @@ class Tau2Env(EpisodeEnv):
         return visible_text(action) or "", ()
 
     # -- the end ---------------------------------------------------------------------------
-    def _check_limits(self, stop: str | None = None) -> bool:
-        """End the episode by ``stop`` (a stop the message carried) or by τ²-bench's
+    def _ending(self, stop: str | None = None) -> str | None:
+        """Why the episode ends here: ``stop`` (a stop the message carried) or τ²-bench's
         limits, checked where its orchestrator checks them: after any message not
         addressed to the tools. As there, a limit reached by the very message that stops
-        overrides the stop. True when the episode ended."""
-        if self._over:
-            return True
+        overrides the stop. None: it goes on."""
         reason = stop
         if self._tau2_steps >= self.tau2_max_steps:
             reason = "max_steps"
         if self._errors >= self.max_errors:
             reason = "too_many_errors"
-        if reason is not None:
-            self._finish(reason)
-        return self._over
+        return reason
 
-    def _score(self, reason: str) -> None:
+    def _close_turn(self, ending: str | None) -> TurnScore:
+        """The one turn closes as the conversation ends: τ²-bench scores it (:mod:`.scoring`)."""
         assert self._state is not None and self._tau2_task is not None
-        verdict = score(self.backend, self._tau2_task, self._traj, reason, self._state)
+        if ending is None:
+            raise RodsError("a τ²-bench conversation is one turn: it closes only as it ends")
+        verdict = score(self.backend, self._tau2_task, self._traj, ending, self._state)
         if self._reasoning and verdict.communicate and not all(verdict.communicate):
             infos = self._tau2_task.evaluation_criteria.communicate_info or []
             unsaid = [i for i, ok in zip(infos, verdict.communicate, strict=True) if not ok]
@@ -494,25 +516,26 @@ class Tau2Env(EpisodeEnv):
                 verdict = replace(verdict, quirks=(*verdict.quirks, "said_in_reasoning"))
         self._verdict = verdict
         chosen = self._chosen(verdict)
-        self._progress = chosen
-        self._success = is_successful(chosen)
+        passed = is_successful(chosen)
         failures = verdict.failures(self._tau2_task)
-        if not self._success and not failures:  # strict only
+        if not passed and not failures:  # strict only
             failures = [
                 {"rule": f"tau2_strict_{q}", "values": [], "text": QUIRKS[q]}
                 for q in verdict.quirks
                 if q in PARTING
             ]
-        self._results.append(
-            {
-                "turn": 0,
-                "passed": self._success,
-                "reward": chosen,
-                "checks": verdict.breakdown(),
-                "failures": failures,
-                "message": 1 if self.solo else 2,  # the message that opened the turn
-            }
-        )
+        row = {
+            "passed": passed,
+            "reward": chosen,
+            "checks": verdict.breakdown(),
+            "failures": failures,
+        }
+        return TurnScore(row, chosen)
+
+    def _score(self, reason: str) -> Outcome:
+        assert self._verdict is not None  # scored as its one turn closed
+        chosen = self._chosen(self._verdict)
+        return Outcome(is_successful(chosen), chosen)
 
     def _chosen(self, verdict: Verdict) -> float:
         """The reward of the chosen verdicts (``verdicts=``)."""
@@ -520,40 +543,28 @@ class Tau2Env(EpisodeEnv):
             return float(verdict.strict_reward)
         return float(verdict.reward)
 
-    def _verdicts(self) -> dict[str, Any]:
-        """``info["verdicts"]``: τ²-bench's and the strict verdict, and where they part."""
+    def _verdicts(self) -> Verdicts:
+        """τ²-bench's and the strict verdict, and where they part."""
         verdict = self._verdict
         official = verdict.reward if verdict is not None else 0.0
         strict = verdict.strict_reward if verdict is not None else None
         strict = official if strict is None else strict
-        out: dict[str, Any] = {
-            name: {
-                "success": is_successful(value),
-                "progress": value,
-                "turns": [is_successful(value)],
-            }
+        judgements = {
+            name: Judgement(is_successful(value), value, [is_successful(value)])
             for name, value in (("official", official), ("strict", strict))
         }
+        if is_successful(official) == is_successful(strict):
+            return Verdicts(judgements)
         parting = [q for q in (verdict.quirks if verdict is not None else ()) if q in PARTING]
-        out["differences"] = (
-            [
-                {
-                    "turn": 0,
-                    "official": is_successful(official),
-                    "strict": is_successful(strict),
-                    "quirks": parting,
-                    "why": "; ".join(QUIRKS[q] for q in parting),
-                }
-            ]
-            if is_successful(official) != is_successful(strict)
-            else []
+        why = "; ".join(QUIRKS[q] for q in parting)
+        return Verdicts(
+            judgements,
+            [difference(0, is_successful(official), is_successful(strict), parting, why)],
         )
-        return out
 
     def _extra_info(self) -> dict[str, Any]:
         verdict = self._verdict
         return {
-            "verdicts": self._verdicts(),
             "reward_info": verdict.to_dict() if verdict is not None else None,
             "tau2_steps": self._tau2_steps,
             "tool_errors": self._errors,

@@ -24,8 +24,9 @@ def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
     """The starting pool and the test split (reserved from synthesis, used for evaluation;
     ``data.eval_pool`` replaces the latter with held-out tasks of the caller's choosing).
 
-    ``data.pool`` is ``seeds`` (each domain's seed tasks) or a JSONL task pool; a pool's
-    tasks without a split (synthesized pools) count as train tasks. A benchmark domain
+    ``data.pool`` is ``seeds`` (each domain's seed tasks) or a JSONL task pool, whose tasks
+    are split by rods' one split rule (:mod:`rods_env.splits`: a task without a split, as
+    in synthesized pools, is a train task). A benchmark domain
     gives its train split only, without the tasks an agent of its exploit panel passes
     (unless ``data.keep_exploitable``), and refuses a pool that holds one of its test tasks. A
     benchmark without a train split (BFCL) trains on its stand-in rods domain
@@ -34,6 +35,7 @@ def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
     """
     from rods_env.benchmark import BenchmarkDomain
     from rods_env.registry import load_any_domain, load_domain
+    from rods_env.splits import in_split
     from rods_env.task import load_tasks
 
     data = config.data
@@ -53,7 +55,7 @@ def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
             if pool_file is None:
                 tasks = stand_in.seed_tasks("train")
             else:
-                tasks = [t for t in pool_file if t.domain == stand_in.name and t.split != "test"]
+                tasks = in_split((t for t in pool_file if t.domain == stand_in.name), "train")
             domain.check_training_pool(tasks)
             train.extend(tasks)
             test.extend(domain.seed_tasks())
@@ -75,10 +77,8 @@ def load_pools(config: TrainConfig) -> tuple[list[Task], list[Task]]:
         if pool_file is None:
             tasks = domain.seed_tasks(None if data.split == "all" else data.split)
         else:
-            wanted = {"train": ("train", None), "test": ("test",), "all": ("train", "test", None)}
-            tasks = [
-                t for t in pool_file if t.domain == domain.name and t.split in wanted[data.split]
-            ]
+            split = None if data.split == "all" else data.split
+            tasks = in_split((t for t in pool_file if t.domain == domain.name), split)
         train.extend(tasks)
         if data.split == "train":
             test.extend(domain.seed_tasks("test"))

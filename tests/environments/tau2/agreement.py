@@ -86,7 +86,7 @@ class _Plans:
 
     def __init__(self, domain: Tau2Domain, solo: bool) -> None:
         self.domain, self.solo = domain, solo
-        self.writes = domain._write_tools()
+        self.writes = domain.write_tools()
         self.tasks = list(domain.tau2_tasks().values())
         self.values: dict[tuple[str, str], list[Any]] = {}
         for task in self.tasks:
