@@ -41,7 +41,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="rods/Retail-v0", help="rods env id")
-    parser.add_argument("--mode", choices=["static", "filter", "rods"], default="rods")
+    parser.add_argument(
+        "--mode", choices=["static", "filter", "rods", "rods-expand", "envtuning"], default="rods"
+    )
     parser.add_argument("--max-steps", type=int, default=4, help="optimizer steps")
     parser.add_argument("--output-dir", default="results/trl_grpo")
     parser.add_argument(
@@ -115,9 +117,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rows_per_round,
     )
     from rods_agent.integrations.trl.model import load_chat_template, trl_template_problem
+    from rods_env.benchmark import BenchmarkDomain
     from rods_env.errors import ConfigError
     from rods_env.fileio import write_json
-    from rods_env.registry import load_domain
+    from rods_env.registry import load_any_domain
 
     torch.set_num_threads(args.threads)
     bad = [o for o in args.overrides if not o.startswith("data.")]
@@ -187,11 +190,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         raise SystemExit(f"trl_grpo.py: error: {model_path}: {problem}")
     model = AutoModelForCausalLM.from_pretrained(model_path)
 
-    domain = load_domain(args.env)
+    domain = load_any_domain(args.env)  # a rods domain or a benchmark with a train split
+    train_tasks = (
+        domain.training_tasks("train")
+        if isinstance(domain, BenchmarkDomain)
+        else domain.seed_tasks("train")
+    )
     engine = DataEngine(
         data_config,
         mode=args.mode,
-        tasks=domain.seed_tasks("train"),
+        tasks=train_tasks,
         reserved=domain.seed_tasks("test"),
         seed=args.seed,
     )
