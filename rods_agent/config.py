@@ -103,6 +103,15 @@ class ModelConfig(Section):
         description="transformers generator: keep each episode's keys and values between "
         "turns and share a domain's prompt head, so a turn prefills only its new tokens.",
     )
+    memory_budget_gb: float = Field(
+        8.0,
+        ge=0.0,
+        description="What the run may hold in memory (CPU): before it starts, a run whose "
+        "worst case (weights + optimizer + keys/values of a generation batch at "
+        "rollout.max_tokens, or vLLM's copy and cache) exceeds it says so in one line and "
+        "goes on; the transformers engine keeps at most what the budget leaves after the "
+        "weights and optimizer. 0: no check, no bound.",
+    )
     share_heads: bool = Field(
         True,
         description="Learner: run the forward pass of a prompt head that many episodes "

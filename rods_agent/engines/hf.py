@@ -400,6 +400,12 @@ class TransformersEngine:
         return out, attention, positions[:, -1:]
 
     # -- keys and values kept between calls ----------------------------------------------------
+    def set_cache_budget(self, max_bytes: int) -> None:
+        """Bound the keys and values kept between calls to ``max_bytes`` (a run's memory
+        budget less its weights and optimizer; least recently used dropped first)."""
+        bound = max(0, int(max_bytes)) // max(1, self.kv_token_bytes)
+        self.max_cached_tokens = min(self.max_cached_tokens, bound)
+
     def reset_kv(self) -> None:
         """Forget every kept key/value (the weights changed)."""
         self._kv.clear()

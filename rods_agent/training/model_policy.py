@@ -40,6 +40,7 @@ from typing import Any
 from rods_agent.config import TrainConfig
 from rods_agent.engines import quiet_transformers
 from rods_agent.engines.base import SamplingParams, derive_seed
+from rods_agent.engines.memory import GB, MemoryEstimate, budget_warning, estimate, model_sizes
 from rods_agent.grpo import (
     LossConfig,
     Sampling,
@@ -143,6 +144,29 @@ class ModelPolicy:
             micro_batch_size=g.micro_batch_size,
         )
         self._users: Any = None
+        self.memory = self._memory_estimate()
+        """The run's worst case in memory (:mod:`rods_agent.engines.memory`)."""
+        warning = budget_warning(self.memory, config.model.memory_budget_gb)
+        if warning is not None and self.device.startswith("cpu"):
+            log.warning(warning)
+
+    def _memory_estimate(self) -> MemoryEstimate:
+        import os
+
+        rc, mc = self.config.rollout, self.config.model
+        params = list(self.learner.parameters())
+        space = os.environ.get("VLLM_CPU_KVCACHE_SPACE")  # GiB, vLLM-CPU's own setting
+        return estimate(
+            params=sum(p.numel() for p in params),
+            kv_per_token=model_sizes(self.learner.config)[1],
+            dtype_bytes=params[0].element_size() if params else 4,
+            trainable=sum(p.numel() for p in params if p.requires_grad),
+            master_weights=mc.master_weights,
+            batch=rc.batch_size or rc.tasks_per_step * rc.group_size,
+            max_tokens=rc.max_tokens,
+            engine=mc.engine,
+            vllm_kv_bytes=float(int(space) << 30) if space else float(1 << 30),
+        )
 
     @property
     def engine(self) -> Any:
@@ -154,6 +178,10 @@ class ModelPolicy:
                 self.lora,
             )  # fmt: skip
             self._engine = make_engine(self.config, learner)
+            budget = self.config.model.memory_budget_gb * GB
+            set_budget = getattr(self._engine, "set_cache_budget", None)
+            if budget > 0 and callable(set_budget):
+                set_budget(budget - self.memory.weights - self.memory.optimizer)
             # the learner may have left its folder's weights (a warm start, a checkpoint)
             self._sync_generator()
         return self._engine

@@ -119,3 +119,44 @@ def test_unsupported_models_decode_through_their_forward(tiny_model_dir):
     assert unsupported(engine.model) is None
     engine.model.config.model_type = "gemma3_text"
     assert "not one of" in (unsupported(engine.model) or "")
+
+
+def test_the_memory_estimate_and_its_one_line_warning():
+    from rods_agent.engines.memory import GB, budget_warning, estimate
+
+    # SmolLM2-135M in bf16, AdamW with float32 master weights, 8 conversations at 16k
+    est = estimate(
+        params=134_515_008, kv_per_token=11_520, dtype_bytes=2, trainable=134_515_008,
+        master_weights=True, batch=8, max_tokens=16_384, engine="transformers",
+    )  # fmt: skip
+    assert est.weights == pytest.approx(0.269 * GB, rel=0.01)
+    assert est.optimizer == pytest.approx(134_515_008 * 14)
+    assert est.kv == pytest.approx(8 * 16_384 * 11_520 * 2)
+    assert budget_warning(est, 8.0) is None
+    line = budget_warning(est, 4.0)
+    assert line is not None and "\n" not in line and "model.memory_budget_gb 4" in line
+    assert budget_warning(est, 0.0) is None  # 0: no check
+    vllm = estimate(
+        params=134_515_008, kv_per_token=11_520, dtype_bytes=2, trainable=134_515_008,
+        master_weights=True, batch=8, max_tokens=16_384, engine="vllm", vllm_kv_bytes=2 << 30,
+    )  # fmt: skip
+    assert vllm.kv == 0 and vllm.generator == pytest.approx(est.weights + (2 << 30))
+
+
+def test_a_run_over_its_budget_says_so_and_bounds_its_cache(tiny_model_dir, tmp_path, caplog):
+    from rods_agent.config import load_config
+    from rods_agent.training.model_policy import ModelPolicy
+
+    base = [f"model.path={tiny_model_dir}", f"out={tmp_path}", "rollout.temperature=1.0"]
+    with caplog.at_level("WARNING"):
+        fits = ModelPolicy(load_config(None, base), tmp_path)
+    assert "memory:" not in caplog.text
+    assert fits.engine.max_cached_tokens == 1 << 20  # 8 GB leaves room for all of it
+    small = (fits.memory.weights + fits.memory.optimizer) / 1e9 + 0.001
+    with caplog.at_level("WARNING"):
+        policy = ModelPolicy(
+            load_config(None, [*base, f"model.memory_budget_gb={small}"]), tmp_path
+        )
+    assert "over model.memory_budget_gb" in caplog.text
+    kv = policy.engine.kv_token_bytes
+    assert policy.engine.max_cached_tokens == pytest.approx(1e6 / kv, abs=2)
