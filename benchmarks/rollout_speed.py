@@ -233,6 +233,9 @@ def model_facts(model: str) -> dict[str, float]:
 
 # -- the orchestrator ----------------------------------------------------------------------------
 def child(kind: str, engine: str, args: argparse.Namespace) -> dict[str, Any]:
+    if args.in_process:  # a quick check of the mechanics (peak memory is then the process's)
+        ns = argparse.Namespace(**{**vars(args), "engine": engine})
+        return worker_rollout(ns) if kind == "rollout" else worker_decode(ns)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, "--engine", engine]
     for name in ("model", "tasks", "group", "turns", "new_tokens", "max_tokens", "batch",
                  "decode_tasks", "decode_steps", "reps"):  # fmt: skip
@@ -264,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=2, help="alternations of the two paths")
     p.add_argument("--skip-decode", action="store_true")
     p.add_argument("--timeout", type=float, default=1800)
+    p.add_argument("--in-process", action="store_true",
+                   help="run the measurements in this process (tests; not for figures)")  # fmt: skip
     p.add_argument("--worker", choices=["rollout", "decode"], help=argparse.SUPPRESS)
     p.add_argument("--engine", help=argparse.SUPPRESS)
     args = p.parse_args(argv)

