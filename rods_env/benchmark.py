@@ -15,8 +15,9 @@ needs only what this class declares:
 * :meth:`~BenchmarkDomain.make_env`: an environment with :class:`~rods_env.env.ToolEnv`'s
   contract: ``reset(options={"task": ..., "split": ...})``; ``step`` taking raw text or a
   message dict; ``info`` with ``task_id``, ``messages``, ``tools``, ``policy``,
-  ``progress``, ``success``, ``turn_results`` and ``termination``; ``truncate(reason)``;
-  and, in the final ``info``, optionally ``benchmark_record``: the episode in the
+  ``progress``, ``success``, ``turn_results`` and ``termination``; ``truncate(reason)``
+  (:class:`~rods_env.episode.Truncatable`: a rollout that stops the episode by a limit of
+  its own calls it); and, in the final ``info``, optionally ``benchmark_record``: the episode in the
   benchmark's own format (JSON), which rollouts keep with the episode;
 * :meth:`~BenchmarkDomain.check_tasks`: whether the tasks' gold is sound (``rods eval``
   refuses to score tasks nobody can pass);
