@@ -35,7 +35,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
 # GPU_CHECK_VENDORED=1 uses the bundled dependencies even where they are installed (to test
 # the bundle on a machine that has them).
-if [[ "${GPU_CHECK_VENDORED:-}" == 1 ]] || ! "$PYTHON" -c "import gymnasium, pydantic, faker, omegaconf" 2>/dev/null; then
+if [[ "${GPU_CHECK_VENDORED:-}" == 1 ]] || ! "$PYTHON" -c "import gymnasium, pydantic, faker, omegaconf, bfcl_eval, mpmath" 2>/dev/null; then
     tag="$("$PYTHON" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
     SITE="$ROOT/.gpu-check/site-$tag"
     if [[ ! -f "$SITE/.complete" ]]; then

@@ -10,7 +10,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WHEELS="$ROOT/.gpu-check/wheels"
 DEPS=(gymnasium cloudpickle farama-notifications pydantic pydantic-core annotated-types
-      typing-inspection typing-extensions faker omegaconf)
+      typing-inspection typing-extensions faker omegaconf
+      bfcl-eval mpmath)  # BFCL multi-turn for `gpu_check.sh --paper` (bfcl-eval without its deps, as setup_bfcl.sh)
 
 PIP="${PIP:-$ROOT/.venv/bin/pip}"
 pins=()
