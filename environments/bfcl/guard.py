@@ -26,7 +26,13 @@ from statistics import mean
 from typing import Any
 
 from environments.bfcl.tasks import BFCLTask, load_tasks
-from environments.bfcl.world.contamination import NEAR_DUPLICATE, calls_key, normalize, shingles
+from environments.bfcl.world.contamination import (
+    NEAR_DUPLICATE,
+    calls_key,
+    nearest_question,
+    normalize,
+    shingles,
+)
 
 __all__ = ["NEAR_DUPLICATE", "TestIndex", "nearest", "report", "test_index", "violations"]
 
@@ -52,17 +58,7 @@ class TestIndex:
         mine = shingles(normalize(text))
         if not mine:
             return 0.0, None
-        counts: dict[int, int] = {}
-        for gram in mine:
-            for q in self.grams.get(gram, ()):
-                counts[q] = counts.get(q, 0) + 1
-        best, where = 0.0, None
-        for q, shared in counts.items():
-            other = self.questions[q][1]
-            sim = shared / (len(mine) + len(other) - shared)
-            if sim > best:
-                best, where = sim, self.questions[q][0]
-        return best, where
+        return nearest_question(mine, self.grams, self.questions)
 
 
 def _calls(task: BFCLTask) -> str:

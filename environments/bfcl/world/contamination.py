@@ -54,6 +54,32 @@ def jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
     return len(a & b) / union if union else 0.0
 
 
+def nearest_question(
+    mine: frozenset[tuple[str, ...]],
+    grams: Mapping[tuple[str, ...], Sequence[int]],
+    questions: Sequence[tuple[str, frozenset[tuple[str, ...]]]],
+) -> tuple[float, str | None]:
+    """The highest Jaccard similarity of the shingles ``mine`` to an indexed question, and
+    that question's task id (``0.0, None`` when none shares a shingle).
+
+    Args:
+        mine: The shingles of the text looked up.
+        grams: Each shingle to the indices of the questions that have it.
+        questions: Each question's task id and shingles, by index.
+    """
+    counts: dict[int, int] = {}
+    for gram in mine:
+        for q in grams.get(gram, ()):
+            counts[q] = counts.get(q, 0) + 1
+    best, where = 0.0, None
+    for q, shared in counts.items():
+        other = questions[q][1]
+        sim = shared / (len(mine) + len(other) - shared)
+        if sim > best:
+            best, where = sim, questions[q][0]
+    return best, where
+
+
 def calls_key(calls: Iterable[ToolCall]) -> str:
     """Canonical text of a call sequence (names and sorted JSON arguments)."""
     return "\x1e".join(c.key() for c in calls)
@@ -136,18 +162,7 @@ class BFCLIndex:
         words = normalize(text)
         if words in self.exact:
             return 1.0, self.exact[words]
-        mine = shingles(words)
-        counts: dict[int, int] = {}
-        for gram in mine:
-            for q in self.grams.get(gram, ()):
-                counts[q] = counts.get(q, 0) + 1
-        best, where = 0.0, None
-        for q, shared in counts.items():
-            other = self.questions[q][1]
-            sim = shared / (len(mine) + len(other) - shared)
-            if sim > best:
-                best, where = sim, self.questions[q][0]
-        return best, where
+        return nearest_question(shingles(words), self.grams, self.questions)
 
 
 _NEAREST: OrderedDict[str, tuple[float, str | None]] = OrderedDict()
