@@ -80,6 +80,7 @@ from rods_agent.evaluation.scores import (
     user_line,
     verdict_scores,
 )
+from rods_agent.progress import Progress
 from rods_agent.rollout import (
     EpisodeRecord,
     EpisodeSpec,
@@ -258,6 +259,7 @@ def evaluate(
         user_owned = user_engine is not None and not isinstance(user_engine, Engine)
         users: Engine | None = None
         bar: _Bar | None = None
+        parent = Progress(len(specs), "evaluation", "episode", show=False)
         try:
             if user_name == "llm":
                 users = (
@@ -275,7 +277,7 @@ def evaluate(
             elif progress:
                 bar = _Bar(len(specs))
                 report = bar
-            tracker = _Tracker(report, len(tasks), len(resumed.done), len(specs))
+            tracker = _Tracker(_also_to(parent, report), len(tasks), len(resumed.done), len(specs))
             results.update(
                 _run(
                     model,
@@ -296,6 +298,7 @@ def evaluate(
         finally:
             if bar is not None:
                 bar.close()
+            parent.close()
             if owned:
                 model.close()
             if user_owned and users is not None:
@@ -311,6 +314,17 @@ def evaluate(
         summary = replace(summary, benchmark_files=files)
         folder.write_summary(summary)
     return summary
+
+
+def _also_to(parent: Progress, report: ProgressCallback) -> ProgressCallback:
+    """``report``, and the trials done to ``parent`` (the progress file a parent process
+    reads, ``rods experiment``'s; nothing without one)."""
+
+    def both(p: EvalProgress) -> None:
+        report(p)
+        parent.to(p.trials_done)
+
+    return both
 
 
 def _run(

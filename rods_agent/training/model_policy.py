@@ -50,7 +50,7 @@ from rods_agent.grpo import (
     mismatch_metrics,
     score_sequences,
 )
-from rods_agent.progress import is_terminal
+from rods_agent.progress import Progress, is_terminal
 from rods_agent.rollout import (
     DomainRouter,
     EpisodeRecord,
@@ -276,13 +276,10 @@ class ModelPolicy:
             **self.env_kwargs(training=training),
         )
 
-    def _bar(self, total: int, desc: str, unit: str) -> Any:
-        """A tqdm bar on stderr (None when ``log.progress`` is off; hidden off a terminal)."""
-        if not self.config.log.progress:
-            return None
-        from tqdm.auto import tqdm
-
-        return tqdm(total=total, desc=desc, unit=unit, leave=False, disable=None, file=sys.stderr)
+    def _bar(self, total: int, desc: str, unit: str) -> Progress:
+        """A bar on stderr when ``log.progress`` is on (hidden off a terminal); reported to
+        a parent process (``rods experiment``) either way."""
+        return Progress(total, desc, unit, lines=0, leave=False, show=self.config.log.progress)
 
     def _run(
         self,
@@ -302,11 +299,10 @@ class ModelPolicy:
                 self.rollout_config(batch),
                 stats=stats,
                 users=self.users,
-                on_record=(lambda record: bar.update(1)) if bar is not None else None,
+                on_record=lambda record: bar.update(1),
             )
         finally:
-            if bar is not None:
-                bar.close()
+            bar.close()
 
     def reward(self, record: EpisodeRecord) -> float:
         """The episode's reward for advantages: its progress, or 0/1 success."""

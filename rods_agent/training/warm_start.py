@@ -48,6 +48,7 @@ def oracle_transcripts(
     max_turns: int = 60,
     batch_size: int = 32,
     prompt: str = "full",
+    on_record: Callable[[EpisodeRecord], None] | None = None,
 ) -> list[EpisodeRecord]:
     """The oracle's episode of each task, tokenized with ``chat`` as a rollout is.
 
@@ -61,6 +62,7 @@ def oracle_transcripts(
         prompt: What the environments show (``full`` or ``brief``; see
             :class:`rods_env.env.ToolEnv`): the transcripts carry the prompt the model will
             see in its rollouts.
+        on_record: Called with each transcript as soon as its episode ends.
     """
     from rods_agent.engines import oracle_agents
     from rods_agent.engines.scripted import ScriptedEngine
@@ -78,6 +80,7 @@ def oracle_transcripts(
         lambda: DomainRouter(max_steps=max_turns, prompt=prompt),
         [EpisodeSpec(t) for t in tasks],
         config,
+        on_record=on_record,
     )
 
 
@@ -325,7 +328,12 @@ def warm_start(
     if not pool:
         raise ConfigError("warm_start: no tasks to transcribe")
     t0 = time.perf_counter()
-    records = oracle_transcripts(pool, chat, max_tokens=ws.max_tokens, prompt=config.rollout.prompt)
+    collected = Progress(len(pool), "oracle transcripts", "episode", show=False)  # to a parent
+    records = oracle_transcripts(
+        pool, chat, max_tokens=ws.max_tokens, prompt=config.rollout.prompt,
+        on_record=lambda record: collected.update(),
+    )  # fmt: skip
+    collected.close()
     whole = [i for i, r in enumerate(records) if complete(r)]
     cut = len(pool) - len(whole)
     if not whole:
@@ -359,11 +367,11 @@ def warm_start(
     if ws.measure:
         out["progress_before"] = progress()
     n_steps = ws.epochs * -(-len(records) // ws.batch_size)
-    bar = Progress(n_steps, "warm start", "step", leave=False) if config.log.progress else None
+    # shown unless log.progress is off; reported to a parent (rods experiment) either way
+    bar = Progress(n_steps, "warm start (SFT)", "batch", leave=False, show=config.log.progress)
 
     def on_step(step: int, loss: float) -> None:
-        if bar is not None:
-            bar.update(loss=f"{loss:.3f}")
+        bar.update(loss=f"{loss:.3f}")
 
     result = supervised_finetune(
         model,
@@ -379,8 +387,7 @@ def warm_start(
         share_heads=config.model.share_heads,
         master_weights=master_weights,
     )
-    if bar is not None:
-        bar.close()
+    bar.close()
     model.train()
     on_fitted()
     out.update(result.metrics())
