@@ -753,13 +753,16 @@ def _results(task: BFCLTask) -> list[str]:
 
 
 @cache
-def _parent_facts(task_id: str) -> tuple[list[str], set[tuple[int, int, str]], str]:
-    """A parent's gold results, flow edges and everything its world holds, as text."""
+def _parent_facts(
+    task_id: str,
+) -> tuple[tuple[str, ...], frozenset[tuple[int, int, str]], str]:
+    """A parent's gold results, flow edges and everything its world holds, as text
+    (immutable: the cache shares them across variants and processes' rounds)."""
     task = task_index()[task_id]
     results = _results(task)
     world = new_world(task.scenario)
     text = json.dumps(world.state(), default=str) if task.long_context else task.config
-    return results, _flow(task, results), text
+    return tuple(results), frozenset(_flow(task, results)), text
 
 
 def passes_checker(task: BFCLTask) -> tuple[bool, str]:
@@ -841,7 +844,7 @@ def draw_mapping(task: BFCLTask, rng: random.Random, world_text: str) -> Mapping
             if spaced != stem and len(spaced) >= 4:
                 mapping.aliases.setdefault(spaced, _ALIAS_SEPARATORS.sub(" ", new_stem))
     # numbers the user states and the gold passes on (not read from a result)
-    results, _, _ = _parent_facts(task.id) if task.id in task_index() else ([], set(), "")
+    results, _, _ = _parent_facts(task.id) if task.id in task_index() else ((), frozenset(), "")
     stated = _number_tokens(questions)
     shown = " ".join(results)
     for turn in task.gold:
