@@ -121,6 +121,34 @@ def test_variants_pass_bfcls_own_checker(outcomes):
         assert official_verdict(variant, info["turn_results"])["valid"], variant.id
 
 
+def test_the_cheapest_agents_do_not_pass_a_variant(outcomes):
+    """An agent that memorized the seed (the parent's gold replayed on the variant) fails
+    every variant whose gold calls changed; an agent that does nothing passes a variant
+    only where it passes the parent (BFCL's own empty-gold turns), never more."""
+    from environments.bfcl.agents import PlanAgent, gold_plan, silent_plan
+    from environments.bfcl.env import BFCLEnv
+
+    def success(plan, task) -> bool:
+        env = BFCLEnv(tasks=[task])
+        agent = PlanAgent(plan)
+        obs, info = env.reset(options={"task": task})
+        done = False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(agent.act(obs, info))
+            done = terminated or truncated
+        return bool(info["success"])
+
+    changed = 0
+    for parent, variant, _ in _accepted(outcomes):
+        if variant.gold != parent.gold:
+            changed += 1
+            assert not success(gold_plan(parent), variant), (
+                f"{variant.id}: the seed's answer passes"
+            )
+        assert success(silent_plan(variant), variant) <= success(silent_plan(parent), parent)
+    assert changed  # the memorizing agent was tried on some variant
+
+
 def test_a_variant_runs_from_its_view_after_a_json_round_trip(outcomes):
     from environments.bfcl import BFCL
     from environments.bfcl.env import BFCLEnv
