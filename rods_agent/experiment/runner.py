@@ -737,13 +737,7 @@ class Experiment:
             f"{mode}-s{seed}" for seed in cfg.runs.seeds for mode in cfg.runs.modes
         ]
         done = _done(steps)
-        # done when it scored these tasks with every model due (seeds added to a resumed
-        # experiment's experiment.yaml are evaluated; each evaluation already done is kept)
-        if (
-            done is not None
-            and done.get("tasks") == count
-            and set(names) <= set(done.get("evaluations", ()))
-        ):
+        if done is not None and _scored_all(done, count, names):
             return done
         threads = cfg.train.model.threads if cfg.runs.parallel > 1 else None
 
@@ -774,11 +768,7 @@ class Experiment:
         count = min(cfg.eval.test_tasks, held) if cfg.eval.test_tasks else held
         names = [f"{mode}-s{seed}" for seed in cfg.runs.seeds for mode in cfg.runs.modes]
         done = _done(steps)
-        if (
-            done is not None
-            and done.get("tasks") == count
-            and set(names) <= set(done.get("evaluations", ()))
-        ):
+        if done is not None and _scored_all(done, count, names):
             return done
         threads = cfg.train.model.threads if cfg.runs.parallel > 1 else None
 
@@ -920,6 +910,13 @@ def _synthesize(synthesis: Any, domain: Any, seeds: Sequence[Any], pool: Any) ->
         for outcome in engine.variants(seed_task):
             if outcome.accepted:
                 pool.add(outcome.task, key=outcome.key)
+
+
+def _scored_all(done: dict[str, Any], count: int, names: Sequence[str]) -> bool:
+    """Whether a final stage's marker says it scored these ``count`` tasks with every model
+    in ``names`` (seeds added to a resumed experiment are evaluated; each evaluation already
+    done is kept)."""
+    return done.get("tasks") == count and set(names) <= set(done.get("evaluations", ()))
 
 
 def _fresh_of(meta: Path) -> int:
