@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rollout_speed import openings  # the same openings as the rollout-speed measurement
 
 ROOT = Path(__file__).resolve().parents[1]
 THREADS = int(os.environ.get("RODS_BENCH_THREADS", "2"))
@@ -90,18 +91,6 @@ def smollm2(torch_threads: Any) -> tuple[Any, Any, Path]:
     return model, AutoTokenizer.from_pretrained(path), path
 
 
-def _openings(n_tasks: int, group: int) -> list[tuple[list[dict[str, Any]], list[Any]]]:
-    """The brief retail openings of ``n_tasks`` train seeds, each ``group`` times."""
-    from rods_env.env import ToolEnv
-
-    env = ToolEnv("retail", prompt="brief", split="train")
-    out = []
-    for task in env.tasks[:n_tasks]:
-        _, info = env.reset(options={"task": task})
-        out += [([dict(m) for m in info["messages"]], list(info["tools"]))] * group
-    return out
-
-
 def test_training_throughput(benchmark: Any, ceilings: dict[str, float], smollm2: Any) -> None:
     """Tokens/s of forward + backward and their share of the bf16 peak, head shared or not."""
     import torch
@@ -112,7 +101,7 @@ def test_training_throughput(benchmark: Any, ceilings: dict[str, float], smollm2
     model, tokenizer, _ = smollm2
     model.train()
     chat = ChatTemplate(tokenizer)
-    messages, tools = _openings(1, 1)[0]
+    messages, tools = openings(1, 1)[0]
     head = torch.tensor(chat.prompt_ids(messages, tools))
     g = torch.Generator().manual_seed(0)
     rows, masks, suffix = [], [], 1200
@@ -167,7 +156,7 @@ def test_decode_throughput(benchmark: Any, ceilings: dict[str, float], smollm2: 
 
     model, tokenizer, _ = smollm2
     engine = TransformersEngine(model, tokenizer, reuse_kv=True)
-    batch = _openings(4, 4)
+    batch = openings(4, 4)
     requests = [GenerationRequest(m, t, key=f"e{i}", seed=i) for i, (m, t) in enumerate(batch)]
     params = SamplingParams(max_tokens=64, temperature=1.0)
     made: dict[str, int] = {}
