@@ -69,7 +69,7 @@ BFCL_VERSION = "2026.3.23"
 """The bfcl-eval release the agreement with BFCL's checker was measured on (pinned in
 constraints/cpu.txt)."""
 
-INSTALL = f"bash scripts/setup_bfcl.sh, or pip install --no-deps bfcl-eval=={BFCL_VERSION} mpmath"
+INSTALL = f"bash scripts/setup.sh bfcl, or pip install --no-deps bfcl-eval=={BFCL_VERSION} mpmath"
 """How to install what this module needs (bfcl-eval's declared dependencies are not needed)."""
 
 CLASS_MODULES: Mapping[str, str] = FrozenDict(
@@ -438,6 +438,30 @@ def kept_precision() -> Iterator[None]:
         context.prec = digits
 
 
+@contextmanager
+def kept_weather() -> Iterator[None]:
+    """Run a block, then put back the top level of BFCL's long-context weather dict.
+
+    In long-context mode VehicleControlAPI's ``get_outside_temperature_from_google`` writes
+    ``outsideTemperature`` into the module-level ``LONG_WEATHER_EXTENSION`` and returns that
+    dict, so every later episode in the process would start with the key set. The result
+    text is written inside the block (it is the same text), and the module keeps what its
+    source wrote.
+    """
+    module = importlib.import_module(f"{_SOURCE}.long_context")
+    weather = module.LONG_WEATHER_EXTENSION
+    kept = dict(weather)
+    try:
+        yield
+    finally:
+        weather.clear()
+        weather.update(kept)
+
+
+_MODULE_WRITERS = {"get_outside_temperature_from_google": kept_weather}
+"""BFCL functions that write a module-level container, and the guard that puts it back."""
+
+
 # -- worlds --------------------------------------------------------------------------------
 State = Mapping[str, Mapping[str, Any]]
 """Class name -> public attribute -> value: what BFCL's state check compares."""
@@ -517,6 +541,10 @@ class World:
             if refusal is not None:
                 return CallResult(name, json.dumps({"error": refusal}), ran=False, error="refused")
             with kept_precision():  # the result text too: mpmath prints at its precision
+                return _run(name, method, kwargs)
+        guard = _MODULE_WRITERS.get(name)
+        if guard is not None:
+            with guard():  # the result text too: it is the module's dict
                 return _run(name, method, kwargs)
         return _run(name, method, kwargs)
 

@@ -212,3 +212,24 @@ def test_the_gold_cache_is_immutable_and_unchanged_by_episodes():
     tweets = state["TwitterAPI"]["tweets"]
     with pytest.raises(TypeError):
         tweets[max(tweets)]["mentions"].append("@eve")  # type: ignore[union-attr]
+
+
+def test_the_weather_call_leaves_bfcls_module_dict_as_its_source_writes_it():
+    """Long-context VehicleControlAPI writes ``outsideTemperature`` into the module-level
+    weather dict it returns; a rods world puts the dict back after the call, and the result
+    text still carries the temperature (BFCL's text)."""
+    from bfcl_eval.eval_checker.multi_turn_eval.func_source_code import long_context
+
+    from environments.bfcl.apis import new_world
+    from tests.environments.bfcl.official import _pristine_long_context, restore_bfcl_module_state
+
+    restore_bfcl_module_state()  # whatever BFCL's own executor left in earlier tests
+    pristine = _pristine_long_context()["LONG_WEATHER_EXTENSION"]
+    task = get_task("multi_turn_long_context_91")
+    world = new_world(task.scenario)
+    name = "get_outside_temperature_from_google"
+    texts = [world.call(name, {}, {name}).text for _ in range(2)]
+    assert all('"outsideTemperature"' in text for text in texts)
+    weather = long_context.LONG_WEATHER_EXTENSION
+    assert weather == pristine
+    assert "outsideTemperature" not in weather
