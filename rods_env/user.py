@@ -131,6 +131,12 @@ _CONFIRM = re.compile(
 )
 
 
+def _is_question(message: str) -> bool:
+    """Whether ``message`` asks something (:data:`_QUESTION`); a question mark, the common
+    case, is found without running the pattern over the whole message."""
+    return "?" in message or _QUESTION.search(message) is not None
+
+
 @dataclass(frozen=True)
 class TurnView:
     """What the environment tells the user simulator about the current turn.
@@ -381,13 +387,9 @@ class ScriptedUser:
         task = self._task
         if task is None:
             raise RuntimeError("ScriptedUser.reply called before start()")
-        is_question = bool(_QUESTION.search(message))
-        if (
-            is_question
-            and _CONFIRM.search(message)
-            and view.needs_write
-            and not view.effect_present
-        ):
+        is_question = _is_question(message)
+        confirming = is_question and _CONFIRM.search(message) is not None
+        if confirming and view.needs_write and not view.effect_present:
             return UserReply(self._rng.choice(self._YES), kind="confirm")
         if is_question:
             asked = _asked_labels(message, task.user.facts)
@@ -402,7 +404,7 @@ class ScriptedUser:
                 return UserReply("As I said, " + "; ".join(parts) + ".", kind="answer")
         if view.goal_reached:
             return self._advance(view, abandoned=False)
-        if is_question and _CONFIRM.search(message):
+        if confirming:
             turn = task.turns[view.turn]
             if not view.needs_write and not turn.withheld_tools:
                 # permission for a look-up: harmless, and what the user wants
@@ -475,7 +477,7 @@ class TurnTakingUser:
         task = self._task
         if task is None:
             raise RuntimeError("TurnTakingUser.reply called before start()")
-        if _QUESTION.search(message):
+        if _is_question(message):
             asked = [a for a in _asked_labels(message, task.user.facts) if a not in self._told]
             if asked:
                 self._told.update(asked)
