@@ -1,4 +1,4 @@
-"""Benchmarks: run with ``pytest benchmarks --benchmark-only`` (pytest-benchmark).
+"""Speed suites: run with ``pytest benchmarks --benchmark-only`` (pytest-benchmark).
 
 Torch threads are pinned to one: with the other core busy, two threads run 5-10x slower.
 """

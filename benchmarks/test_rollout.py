@@ -1,4 +1,4 @@
-"""Rollout benchmarks on the tiny local model (CPU, one thread), retail test tasks.
+"""Rollout speed suite on the tiny local model (CPU, one thread), retail test tasks.
 
 * The share of rollout wall time spent in the environment and the user simulator (target
   below 2%); the rest is generation and token accounting.

@@ -6,7 +6,7 @@ runs, the critique runs (every check, the policy checks and the no-ask check inc
 accepted or rejected. Reported per domain and mode, single process and thread: candidates
 and accepted (validated) variants per second of *CPU time* of this process (per core: a
 shared machine's other jobs do not count) and of wall time, the acceptance rate,
-rejections by reason and distinct request skeletons (in ``extra_info`` of the benchmark
+rejections by reason and distinct request skeletons (in ``extra_info`` of pytest-benchmark's
 JSON, and printed). Targets: >= 500 validated variants per CPU-second in retail and
 airline, >= 250 in the BFCL API world (issue 28), with the template rewrite.
 

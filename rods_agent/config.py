@@ -62,7 +62,7 @@ class ModelConfig(Section):
     tiny_family: Literal["qwen3", "qwen2_5", "llama3_1", "gemma3", "gptoss"] | None = Field(
         None,
         description="With path null: build the tiny model with this real family's "
-        "architecture, tokenizer and chat template (bash scripts/setup_tokenizers.sh) "
+        "architecture, tokenizer and chat template (bash scripts/setup.sh tokenizers) "
         "instead of the small Qwen2 one.",
     )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
@@ -668,7 +668,25 @@ def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -
     try:
         return TrainConfig.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_error_line(exc)) from None
+        raise ConfigError(_experiment_config_line(path) or _error_line(exc)) from None
+
+
+EXPERIMENT_KEYS = frozenset({"eval", "pool", "runs", "train"})
+"""The top-level keys that only a ``rods experiment`` config has (a test holds them equal to
+:class:`~rods_agent.experiment.config.ExperimentConfig`'s fields less :class:`TrainConfig`'s)."""
+
+
+def _experiment_config_line(path: str | Path | None) -> str | None:
+    """One line saying that the file ``path`` is a ``rods experiment`` config, or None."""
+    if path is None:
+        return None
+    keys = [key for key in merge_config_layers(path, ()) if key in EXPERIMENT_KEYS]
+    if not keys:
+        return None
+    return (
+        f"{path} is a `rods experiment` config (it has {', '.join(keys[:3])}), not a "
+        f"`rods train` one: run `rods experiment {path}`"
+    )
 
 
 def config_yaml(config: TrainConfig) -> str:

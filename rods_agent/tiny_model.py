@@ -6,7 +6,7 @@ They emit nonsense (their weights are random), which is what the error paths nee
   template with tools (a few MB, no asset needed);
 * ``family=``: a model of a real family's architecture with that family's **real** tokenizer
   and official chat template (``qwen3``, ``qwen2_5``, ``llama3_1``, ``gemma3``, ``gptoss``),
-  taken from ``.assets/tokenizers/<family>`` (``bash scripts/setup_tokenizers.sh``) or a
+  taken from ``.assets/tokenizers/<family>`` (``bash scripts/setup.sh tokenizers``) or a
   folder given as ``tokenizer=``. At hidden size 64 and 2 layers a model is 8-17M parameters,
   nearly all of them the embedding of a 128k-262k vocabulary; every layer uses full attention
   (the real Gemma 3 and gpt-oss interleave sliding-window layers).
@@ -78,7 +78,7 @@ def _corpus(seed: int = 0, n: int = 1500) -> Iterator[str]:
 
 def tokenizers_dir() -> Path:
     """Where the real tokenizers are: ``$RODS_TOKENIZERS_DIR``, else ``.assets/tokenizers`` of
-    the source checkout (``bash scripts/setup_tokenizers.sh`` fills it)."""
+    the source checkout (``bash scripts/setup.sh tokenizers`` fills it)."""
     env = os.environ.get("RODS_TOKENIZERS_DIR")
     if env:
         return Path(env)
@@ -96,7 +96,7 @@ def family_tokenizer(family: str) -> Path:
     path = tokenizers_dir() / family
     if not (path / "tokenizer.json").is_file():
         raise ConfigError(
-            f"no {family} tokenizer at {path}: run `bash scripts/setup_tokenizers.sh` "
+            f"no {family} tokenizer at {path}: run `bash scripts/setup.sh tokenizers` "
             "(or set RODS_TOKENIZERS_DIR)"
         )
     return path

@@ -5,7 +5,7 @@ own and the benchmarks brought in with their own environment and scorer::
 
     import gymnasium, rods_env
     env = gymnasium.make("rods/Retail-v0")
-    env = gymnasium.make("rods/Tau2-Airline-v0")  # τ²-bench (bash scripts/setup_tau2.sh)
+    env = gymnasium.make("rods/Tau2-Airline-v0")  # τ²-bench (bash scripts/setup.sh tau2)
 """
 
 from rods_env.benchmark import BenchmarkDomain

@@ -102,7 +102,7 @@ class BenchmarkDomain(ABC):
     def missing(self) -> str | None:
         """None when the benchmark's own package is usable; otherwise one line saying what is
         missing and the command that installs it (e.g. ``"bfcl-eval is not installed: bash
-        scripts/setup_bfcl.sh"``). Must not import the package at module level."""
+        scripts/setup.sh bfcl"``). Must not import the package at module level."""
         return None
 
     def require(self) -> None:

@@ -4,8 +4,8 @@ whether the path is healthy.
 
     python scripts/gpu_check.py --device cuda --tokenizer .assets/tokenizers/qwen3
     python scripts/gpu_check.py --device cpu  ...   # the same path, small, on a CPU
-    python scripts/gpu_check.py --experiment ...    # configs/gpu.yaml's protocol, in miniature
-    python scripts/gpu_check.py --paper --model DIR # configs/paper.yaml's first steps with DIR
+    python scripts/gpu_check.py --experiment ...    # configs/experiment/gpu.yaml's protocol, in miniature
+    python scripts/gpu_check.py --paper --model DIR # configs/experiment/paper.yaml's first steps with DIR
     python scripts/gpu_check.py --paper --device cpu  # the same path with the tiny model
 
 Prints one ``gpu_check:`` line per measurement and writes them to ``<out>/gpu_check.json``
@@ -161,18 +161,18 @@ EXPERIMENT_SIZES = [
     "train.warm_start.max_tokens=8192", "train.model.gradient_checkpointing=false",
     "train.grpo.max_untrained_steps=0", "train.log.tensorboard=false",
 ]  # fmt: skip
-"""configs/gpu.yaml scaled down to minutes: what ``--experiment`` overrides."""
+"""configs/experiment/gpu.yaml scaled down to minutes: what ``--experiment`` overrides."""
 
 
 def run_experiment(device: str, model: Path, out: Path, steps: int | None) -> int:
-    """``rods experiment configs/gpu.yaml`` with the tiny model on ``device``: every stage
+    """``rods experiment configs/experiment/gpu.yaml`` with the tiny model on ``device``: every stage
     runs and the summary is written (the tiny model learns nothing; the path is checked)."""
     from rods_agent.experiment.config import load_experiment
     from rods_agent.experiment.runner import Experiment
     from rods_env.errors import RodsError
 
     config = load_experiment(
-        ROOT / "configs" / "gpu.yaml",
+        ROOT / "configs" / "experiment" / "gpu.yaml",
         [*EXPERIMENT_SIZES, f"out={out / 'experiment'}", f"train.model.path={model}",
          f"train.model.device={device}", f"runs.steps={steps or 2}",
          # on a CPU the brief prompt: the full one's 4.4k-token openings through a 151k
@@ -203,7 +203,7 @@ def run_experiment(device: str, model: Path, out: Path, steps: int | None) -> in
 
 
 PAPER_SIZES = {
-    # configs/paper.yaml's arms, its model and its caps; a couple of steps of a few tasks,
+    # configs/experiment/paper.yaml's arms, its model and its caps; a couple of steps of a few tasks,
     # and the test split's first tasks taken in turns from the four categories
     "cuda": [
         "runs.seeds=[0]", "pool.rl_tasks=8", "eval.test_tasks=8",
@@ -223,12 +223,12 @@ PAPER_SIZES = {
         "train.log.checkpoint_every=0",
     ],
 }  # fmt: skip
-"""configs/paper.yaml scaled down to its first steps: what ``--paper`` overrides (on a CPU
+"""configs/experiment/paper.yaml scaled down to its first steps: what ``--paper`` overrides (on a CPU
 with the tiny random model, whose tokenizer takes BFCL's openings in 3.3-7.8k tokens)."""
 
 
 def paper_overrides(device: str, model: Path | None, out: Path, steps: int | None) -> list[str]:
-    """The ``rods experiment configs/paper.yaml`` overrides of ``--paper``."""
+    """The ``rods experiment configs/experiment/paper.yaml`` overrides of ``--paper``."""
     sizes = PAPER_SIZES["cuda" if device.startswith("cuda") else "cpu"]
     path = "null" if model is None else str(model)  # null: the tiny model, built once
     return [*sizes, f"out={out / 'paper'}", f"train.model.path={path}",
@@ -236,7 +236,7 @@ def paper_overrides(device: str, model: Path | None, out: Path, steps: int | Non
 
 
 def run_paper(device: str, model: Path | None, out: Path, steps: int | None) -> int:
-    """``rods experiment configs/paper.yaml`` for its first steps: pools, the base model on
+    """``rods experiment configs/experiment/paper.yaml`` for its first steps: pools, the base model on
     a few test tasks, every arm (static, envtuning, rods), each run's last checkpoint scored,
     the summary with BFCL's table and the paper's rows."""
     from environments.bfcl.apis import bfcl_missing
@@ -252,7 +252,8 @@ def run_paper(device: str, model: Path | None, out: Path, steps: int | None) -> 
     started = time.perf_counter()
     try:
         config = load_experiment(
-            ROOT / "configs" / "paper.yaml", paper_overrides(device, model, out, steps)
+            ROOT / "configs" / "experiment" / "paper.yaml",
+            paper_overrides(device, model, out, steps),
         )
         summary = Experiment(
             config, write=lambda line: print(f"gpu_check: {line}", flush=True)
@@ -298,13 +299,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--experiment",
         action="store_true",
-        help="run configs/gpu.yaml's protocol (rods experiment) with the tiny model and small "
+        help="run configs/experiment/gpu.yaml's protocol (rods experiment) with the tiny model and small "
         "sizes instead: every stage on the device, the summary and its figures",
     )
     parser.add_argument(
         "--paper",
         action="store_true",
-        help="run configs/paper.yaml's first steps (rods experiment on bfcl-paper: every arm "
+        help="run configs/experiment/paper.yaml's first steps (rods experiment on bfcl-paper: every arm "
         "for --steps steps, a few test tasks) with the model in --model (on a CPU without "
         "--model: the tiny random model)",
     )
@@ -344,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (tokenizer / "tokenizer.json").is_file():
         print(
             f"gpu_check: error: no tokenizer.json in {tokenizer} (bash "
-            "scripts/setup_tokenizers.sh, or --tokenizer DIR)",
+            "scripts/setup.sh tokenizers, or --tokenizer DIR)",
             file=sys.stderr,
         )
         return 2

@@ -5,22 +5,22 @@
 # prints tokens/s, the share of step time outside the model, peak GPU memory and how the
 # episodes ended, and exits non-zero when any episode ended in `error` (or nothing trained).
 #
-#   bash scripts/setup_gpu_check.sh                    # here, once: wheels for the GPU machine
+#   bash scripts/setup.sh gpu-check                    # here, once: wheels for the GPU machine
 #   bash scripts/gpu_check.sh                          # there: --device cuda, 5 steps
 #   bash scripts/gpu_check.sh --device cpu             # the same path, small, on a CPU
-#   bash scripts/gpu_check.sh --experiment             # configs/gpu.yaml's protocol (rods experiment), in minutes
-#   bash scripts/gpu_check.sh --paper --model DIR      # configs/paper.yaml's first steps (bfcl-paper: static,
+#   bash scripts/gpu_check.sh --experiment             # configs/experiment/gpu.yaml's protocol (rods experiment), in minutes
+#   bash scripts/gpu_check.sh --paper --model DIR      # configs/experiment/paper.yaml's first steps (bfcl-paper: static,
 #                                                      #   envtuning, rods, 2 steps each, 8 test tasks) with DIR,
 #                                                      #   e.g. a Qwen3-4B-Instruct-2507 folder; needs bfcl-eval
 #   bash scripts/gpu_check.sh --paper --device cpu     # the same path with the tiny random model, 1 step each
 #   bash scripts/gpu_check.sh --tokenizer DIR --out DIR --steps N
 #
 # The GPU machines have torch (CUDA), transformers, peft and accelerate, but neither vLLM nor
-# network nor rods' other dependencies. scripts/setup_gpu_check.sh downloads those (14 MB)
+# network nor rods' other dependencies. scripts/setup.sh gpu-check downloads those (14 MB)
 # into .gpu-check/wheels; on the GPU machine, when they are not importable, this script
 # unpacks them into .gpu-check/site-cpXY and puts that and the repository on PYTHONPATH
 # (nothing is installed). Carry .gpu-check/wheels and
-# .assets/tokenizers/qwen3 (bash scripts/setup_tokenizers.sh) with the repository: ~20 MB.
+# .assets/tokenizers/qwen3 (bash scripts/setup.sh tokenizers) with the repository: ~20 MB.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,7 +39,7 @@ if [[ "${GPU_CHECK_VENDORED:-}" == 1 ]] || ! "$PYTHON" -c "import gymnasium, pyd
     tag="$("$PYTHON" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')"
     SITE="$ROOT/.gpu-check/site-$tag"
     if [[ ! -f "$SITE/.complete" ]]; then
-        [[ -d "$WHEELS" ]] || { echo "gpu_check: error: rods' dependencies are missing and there is no $WHEELS (run \`bash scripts/setup_gpu_check.sh\` on a machine with the project's .venv, and carry .gpu-check/wheels)" >&2; exit 2; }
+        [[ -d "$WHEELS" ]] || { echo "gpu_check: error: rods' dependencies are missing and there is no $WHEELS (run \`bash scripts/setup.sh gpu-check\` on a machine with the project's .venv, and carry .gpu-check/wheels)" >&2; exit 2; }
         "$PYTHON" - "$WHEELS" "$SITE" "$tag" <<'EOF'
 import sys, zipfile
 from pathlib import Path

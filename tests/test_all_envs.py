@@ -259,7 +259,7 @@ def _benchmark(env_id):
 
     domain = rods_env.load_any_domain(env_id)
     reason = domain.missing()
-    require(reason is None, f"benchmark '{domain.name}': {reason}", "bash scripts/setup_tests.sh")
+    require(reason is None, f"benchmark '{domain.name}': {reason}", "bash scripts/setup.sh tests")
     return domain
 
 

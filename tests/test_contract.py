@@ -69,7 +69,7 @@ def case(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
         if reason is not None:
             from tests.requires import require
 
-            require(False, f"{env_id}: {reason}", "bash scripts/setup_tests.sh")
+            require(False, f"{env_id}: {reason}", "bash scripts/setup.sh tests")
     return env_id, kwargs
 
 

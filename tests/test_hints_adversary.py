@@ -63,7 +63,7 @@ def env_id(request: pytest.FixtureRequest) -> str:
     if reason is not None:
         from tests.requires import require
 
-        require(False, f"{env_id}: {reason}", "bash scripts/setup_tests.sh")
+        require(False, f"{env_id}: {reason}", "bash scripts/setup.sh tests")
     return env_id
 
 

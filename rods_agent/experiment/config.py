@@ -158,7 +158,7 @@ class RunsPlan(Section):
 
 class ExperimentConfig(Section):
     """``rods experiment``: static vs filter vs rods from one warm start (docs/learning.md),
-    or, on a benchmark with its own train split (``env: bfcl-paper``, configs/paper.yaml),
+    or, on a benchmark with its own train split (``env: bfcl-paper``, configs/experiment/paper.yaml),
     every arm from the base model, scored by the benchmark's own numbers."""
 
     out: str = Field("results/learning", description="Experiment directory (a rerun resumes it).")
@@ -274,6 +274,11 @@ def is_benchmark(env: str) -> bool:
     return name in benchmark_names()
 
 
+TRAIN_KEYS = frozenset(TrainConfig.model_fields) - frozenset(ExperimentConfig.model_fields)
+"""The top-level keys that only a ``rods train`` config has (an experiment nests them in
+``train``)."""
+
+
 def load_experiment(path: str | Path | None, overrides: Sequence[str] = ()) -> ExperimentConfig:
     """Load an experiment configuration (YAML plus dotted ``key=value`` overrides).
 
@@ -286,6 +291,12 @@ def load_experiment(path: str | Path | None, overrides: Sequence[str] = ()) -> E
     try:
         return ExperimentConfig.model_validate(merged)
     except ValidationError as exc:
+        train_keys = [key for key in merge_config_layers(path, ()) if key in TRAIN_KEYS]
+        if path is not None and train_keys:
+            raise ConfigError(
+                f"{path} is a `rods train` config (it has {', '.join(train_keys[:3])}), not a "
+                f"`rods experiment` one: run `rods train --config {path}`"
+            ) from None
         error = exc.errors()[0]
         where = ".".join(str(p) for p in error["loc"]) or "config"
         if error["type"] == "extra_forbidden":

@@ -25,7 +25,7 @@ starts, and a rerun skips what is done (a run killed mid-way resumes from its ch
 Without a warm start (``train.warm_start.enabled: false``) stage 2 is the base model's
 evaluation on the test split at every run seed, and the runs start from ``train.model.path``.
 On a benchmark with a train split of its own (``env: bfcl-paper``, the RODS paper's setting;
-configs/paper.yaml) there is no warm start: the pools are its train half (the runs' starting
+configs/experiment/paper.yaml) there is no warm start: the pools are its train half (the runs' starting
 pool) and its test half, nothing is synthesized before the runs, and the final stage always
 runs: each run's last checkpoint scored on the test split at its seed, so the summary gives
 the benchmark's own numbers (BFCL's accuracy per category and overall) per arm beside the
@@ -302,7 +302,7 @@ class Experiment:
         if not vllm_available():
             raise ConfigError(
                 "train.model.engine: vllm needs vLLM in the Python that runs the experiment; "
-                "on CPU run `bash scripts/setup_vllm.sh`, then `.venv-vllm/bin/rods experiment ...`"
+                "on CPU run `bash scripts/setup.sh vllm`, then `.venv-vllm/bin/rods experiment ...`"
             )
 
     def _check_resume(self) -> None:

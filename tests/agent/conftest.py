@@ -80,7 +80,7 @@ def retail_tasks(retail):
     return picked[:6]
 
 
-# -- real model families (tokenizers from scripts/setup_tokenizers.sh) ------------------------
+# -- real model families (tokenizers from scripts/setup.sh tokenizers) ------------------------
 FAMILY_CASES = [
     ("qwen3", True),
     ("qwen3", False),
@@ -106,7 +106,7 @@ def require_tokenizer(family: str) -> Path:
     require(
         (path / "tokenizer.json").is_file(),
         f"no {family} tokenizer at {path}",
-        "bash scripts/setup_tokenizers.sh",
+        "bash scripts/setup.sh tokenizers",
     )
     return path
 

@@ -19,11 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def require_openenv() -> None:
-    """Skip (fail in CI) unless OpenEnv is installed (scripts/setup_openenv.sh)."""
+    """Skip (fail in CI) unless OpenEnv is installed (scripts/setup.sh openenv)."""
     try:
         import openenv.core  # noqa: F401
     except ModuleNotFoundError:
-        require(False, "OpenEnv is not installed", "bash scripts/setup_openenv.sh")
+        require(False, "OpenEnv is not installed", "bash scripts/setup.sh openenv")
 
 
 def free_port() -> int:

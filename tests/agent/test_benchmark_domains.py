@@ -84,7 +84,7 @@ def test_rods_train_runs_static_and_filter_on_a_benchmark(toy, tmp_path):
 
     for mode in ("static", "filter"):
         config = load_config(
-            "configs/simulated.yaml",
+            "configs/train/simulated.yaml",
             [
                 "env=[toy-bench]",
                 f"mode={mode}",

@@ -1,7 +1,7 @@
 """The token accounting on the real tokenizers and chat templates of six model setups.
 
 Qwen3 (thinking on and off), Qwen2.5, Llama 3.1, Gemma 3 and gpt-oss, each with its real
-tokenizer and official chat template (``bash scripts/setup_tokenizers.sh``). Random models
+tokenizer and official chat template (``bash scripts/setup.sh tokenizers``). Random models
 never call tools, so the oracle drives the episodes, writing every message in the family's
 own format (:meth:`ChatTemplate.write`): tool calls, tool results, later user turns, and
 error observations (an agent that first sends an unreadable action and a call to a tool that

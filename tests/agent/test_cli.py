@@ -228,6 +228,15 @@ def test_a_pool_whose_gold_fails_says_so(tmp_path, retail_tasks):
     assert not out.exists()
 
 
+def test_a_config_of_the_other_command_is_one_line_naming_the_right_one():
+    quickstart = ROOT / "configs" / "experiment" / "quickstart.yaml"
+    proc = rods("train", "--config", str(quickstart))
+    _one_line_error(proc, "is a `rods experiment` config", f"run `rods experiment {quickstart}`")
+    simulated = ROOT / "configs" / "train" / "simulated.yaml"
+    proc = rods("experiment", str(simulated))
+    _one_line_error(proc, "is a `rods train` config", f"run `rods train --config {simulated}`")
+
+
 def test_engine_vllm_without_vllm_leaves_no_folder(tmp_path, tiny_model_dir):
     # vLLM made unimportable in the child (sys.modules[name] = None is how Python marks a
     # module that cannot be imported), so this runs alike with and without vLLM installed
@@ -241,7 +250,7 @@ def test_engine_vllm_without_vllm_leaves_no_folder(tmp_path, tiny_model_dir):
          "--model", str(tiny_model_dir), "--out", str(out)],
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
-    _one_line_error(proc, "needs vLLM", "setup_vllm.sh")
+    _one_line_error(proc, "needs vLLM", "setup.sh vllm")
     assert not out.exists()
 
 

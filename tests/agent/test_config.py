@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from rods_agent.config import TrainConfig, config_yaml, describe_config, load_config
+from rods_agent.config import (
+    EXPERIMENT_KEYS,
+    TrainConfig,
+    config_yaml,
+    describe_config,
+    load_config,
+)
+from rods_agent.experiment.config import ExperimentConfig, load_experiment
 from rods_env.errors import ConfigError
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def test_defaults_without_a_file():
@@ -86,3 +97,46 @@ def test_zone_thresholds_must_be_ordered():
     with pytest.raises(ConfigError) as info:
         load_config(None, ["data.hard=0.95"])
     assert str(info.value) == "data.hard (0.95) must be below data.mastered (0.85)"
+
+
+@pytest.mark.parametrize("path", sorted((CONFIGS / "train").glob("*.yaml")), ids=lambda p: p.name)
+def test_a_train_config_loads_and_rods_experiment_names_its_command(path):
+    """configs/train/ holds ``rods train`` configs; ``rods experiment`` given one says so."""
+    load_config(path)
+    with pytest.raises(ConfigError) as info:
+        load_experiment(path)
+    text = str(info.value)
+    assert "\n" not in text
+    assert text.startswith(f"{path} is a `rods train` config (it has ")
+    assert text.endswith(f"run `rods train --config {path}`")
+
+
+@pytest.mark.parametrize(
+    "path", sorted((CONFIGS / "experiment").glob("*.yaml")), ids=lambda p: p.name
+)
+def test_an_experiment_config_loads_and_rods_train_names_its_command(path):
+    """configs/experiment/ holds ``rods experiment`` configs; ``rods train`` given one says so,
+    overrides or not."""
+    load_experiment(path)
+    for overrides in ([], ["steps=3"]):
+        with pytest.raises(ConfigError) as info:
+            load_config(path, overrides)
+        text = str(info.value)
+        assert "\n" not in text
+        assert text.startswith(f"{path} is a `rods experiment` config (it has ")
+        assert text.endswith(f"run `rods experiment {path}`")
+
+
+def test_configs_hold_only_the_two_kinds_and_the_experiment_keys_are_the_experiments_own():
+    assert sorted(p.name for p in CONFIGS.iterdir()) == ["experiment", "train"]
+    assert set(ExperimentConfig.model_fields) - set(TrainConfig.model_fields) == EXPERIMENT_KEYS
+
+
+def test_a_bad_key_in_a_train_config_is_still_named(tmp_path):
+    """Only the other kind's own keys turn the error into the kind's line."""
+    path = tmp_path / "c.yaml"
+    path.write_text("steps: 3\nwarm_start:\n  max_epochs: 2\n")
+    with pytest.raises(ConfigError, match=r"warm_start\.max_epochs: unknown key"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="is a `rods train` config"):
+        load_experiment(path)

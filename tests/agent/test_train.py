@@ -25,7 +25,7 @@ from rods_env.fileio import read_jsonl
 from rods_env.task import load_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
-SIMULATED = ROOT / "configs" / "simulated.yaml"
+SIMULATED = ROOT / "configs" / "train" / "simulated.yaml"
 SMALL = [
     "env=[retail]",
     "rollout.tasks_per_step=4",

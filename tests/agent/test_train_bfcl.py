@@ -15,7 +15,7 @@ from rods_env.fileio import read_jsonl
 from rods_env.task import load_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
-SIMULATED = ROOT / "configs" / "simulated.yaml"
+SIMULATED = ROOT / "configs" / "train" / "simulated.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def bfcl_ids():
     from environments.bfcl.apis import bfcl_missing
     from tests.requires import require
 
-    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup.sh bfcl")
     from environments.bfcl.tasks import task_index
 
     return set(task_index())

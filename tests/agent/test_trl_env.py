@@ -317,7 +317,7 @@ def _installed(env_id: str):
     domain = load_any_domain(env_id)
     if isinstance(domain, BenchmarkDomain):
         reason = domain.missing()
-        require(reason is None, f"{env_id}: {reason}", "bash scripts/setup_tests.sh")
+        require(reason is None, f"{env_id}: {reason}", "bash scripts/setup.sh tests")
     return domain
 
 

@@ -1,6 +1,6 @@
 """rods environments as a verifiers v1 taskset: the episode behind its tools (here), verifiers'
 own ``vf-validate`` on every env id and a ``vf-eval`` run end to end (in .venv-verifiers, where
-verifiers lives: scripts/setup_verifiers.sh)."""
+verifiers lives: scripts/setup.sh verifiers)."""
 
 from __future__ import annotations
 
@@ -168,7 +168,7 @@ def require_verifiers() -> Path:
     require(
         ok and WHEELS.is_dir(),
         f"verifiers is not installed in {VENV}",
-        "bash scripts/setup_verifiers.sh",
+        "bash scripts/setup.sh verifiers",
     )
     return VENV / "bin"
 

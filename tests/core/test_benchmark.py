@@ -91,7 +91,7 @@ class _Unavailable(type(TOY_BENCH)):  # type: ignore[misc]
     title = "Toy-Bench-Sub"
 
     def missing(self) -> str | None:
-        return "toy-bench-pkg is not installed: bash scripts/setup_toy.sh"
+        return "toy-bench-pkg is not installed: bash scripts/setup.sh toy"
 
 
 UNAVAILABLE = _Unavailable()
@@ -120,7 +120,7 @@ def test_an_entry_point_name_with_capitals_is_the_id_and_a_missing_package_is_on
         with pytest.raises(BenchmarkUnavailableError) as err:
             gym.make("rods/Toy-Bench-Sub-v0")
         assert str(err.value) == (
-            "benchmark 'toy-bench-sub': toy-bench-pkg is not installed: bash scripts/setup_toy.sh"
+            "benchmark 'toy-bench-sub': toy-bench-pkg is not installed: bash scripts/setup.sh toy"
         )
         assert TOY_BENCH.scores({"toy-bench:1": [True]}) == {}  # nothing beyond pass^k
     finally:

@@ -42,7 +42,7 @@ def domain_of(env_id: str) -> Any:
     domain = load_any_domain(env_id)
     if isinstance(domain, BenchmarkDomain):
         reason = domain.missing()
-        require(reason is None, f"{env_id}: {reason}", "bash scripts/setup_tests.sh")
+        require(reason is None, f"{env_id}: {reason}", "bash scripts/setup.sh tests")
     return domain
 
 

@@ -46,7 +46,7 @@ def test_bfcl_api_ten_generations_keep_half_of_the_first():
     from environments.bfcl.apis import bfcl_missing
     from tests.requires import require
 
-    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup.sh bfcl")
     domain = rods_env.load_domain("bfcl-api")
     seeds = domain.seed_tasks("train")[::7]  # 32 seeds, every class combination and style
     counts = generation_counts(domain, seeds)

@@ -1,6 +1,6 @@
 """rods environments on OpenEnv: ``rods serve``, the typed client, and TRL through it.
 
-Install the extra ``openenv`` plus ``openenv`` itself (``bash scripts/setup_openenv.sh``).
+Install the extra ``openenv`` plus ``openenv`` itself (``bash scripts/setup.sh openenv``).
 The pieces (docs/hubs.md):
 
 * :class:`RodsEnvironment` / :func:`create_rods_app` / :func:`serve` -- any rods environment

@@ -1,7 +1,7 @@
 """rods environments as ``verifiers.v1`` tasksets (Prime Intellect's Environments Hub).
 
 The taskset itself (:mod:`.taskset`, :mod:`.toolset`) needs verifiers 0.4, which lives in a
-venv of its own (``.venv-verifiers``, ``bash scripts/setup_verifiers.sh``); the hub package
+venv of its own (``.venv-verifiers``, ``bash scripts/setup.sh verifiers``); the hub package
 ``rods-tasks`` (hubs/verifiers) gives it the module name verifiers resolves a taskset id to.
 :mod:`.episode`, the rods half shared by the tools and the rubric, imports without verifiers;
 the names below load on first use. docs/hubs.md

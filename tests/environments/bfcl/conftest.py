@@ -9,7 +9,7 @@ from tests.requires import require
 @pytest.fixture(scope="session")
 def bfcl():
     """Skip (or fail under RODS_REQUIRE_SETUP=1) without bfcl-eval installed."""
-    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup.sh bfcl")
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ PARENTS = (
 def bfcl():
     from environments.bfcl.apis import bfcl_missing
 
-    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup.sh bfcl")
 
 
 @pytest.fixture(scope="module")

