@@ -28,6 +28,29 @@ class Record(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    def __eq__(self, other: object) -> bool:
+        """pydantic's equality, without its general checks where they cannot matter.
+
+        Two records of one class with neither private attributes nor extra fields are
+        compared as pydantic compares them then: equal ``__dict__``, or else fields only.
+        Scoring compares records many times per episode (the gold effect at every user
+        reply, the changes at the end); pydantic's general checks were a third of that.
+        """
+        if (
+            type(other) is type(self)
+            and getattr(self, "__pydantic_private__", None) is None
+            and getattr(other, "__pydantic_private__", None) is None
+            and self.__pydantic_extra__ is None
+            and other.__pydantic_extra__ is None
+        ):
+            mine, theirs = self.__dict__, other.__dict__
+            if mine == theirs:
+                return True
+            fields = type(self).__pydantic_fields__.keys()
+            if mine.keys() <= fields and theirs.keys() <= fields:
+                return False
+        return super().__eq__(other)
+
 
 class _Deleted:
     __slots__ = ()
