@@ -478,12 +478,17 @@ class SeenValues:
 
     def _competitors(self, value: Value) -> set[Value]:
         outputs = self._outputs()
-        fields = {(tool, path) for tool, found in outputs for path in found.paths_of.get(value, ())}
+        where: dict[str, set[str]] = {}  # tool -> the paths where it gave ``value``
+        for tool, found in outputs:
+            paths = found.paths_of.get(value)
+            if paths:
+                where.setdefault(tool, set()).update(paths)
         out: set[Value] = set()
         for tool, found in outputs:
-            for path in found.fields:
-                if (tool, path) in fields:
-                    out |= found.fields[path]
+            for path in where.get(tool, ()):  # only those fields, not every field of each
+                values = found.fields.get(path)
+                if values:
+                    out |= values
         out.discard(value)
         return out
 
