@@ -111,7 +111,7 @@ def build(family: str, downloads: Path, out: Path) -> None:
     target = out / family
     shutil.rmtree(target, ignore_errors=True)
     tmp.replace(target)
-    print(f"setup_tokenizers: {target} ({source['chat_template']})")
+    print(f"setup tokenizers: {target} ({source['chat_template']})")
 
 
 def main(argv: list[str]) -> int:

@@ -241,7 +241,7 @@ def test_a_missing_vllm_stops_the_policy_before_anything_runs(
     from rods_env.errors import RodsError
 
     monkeypatch.setattr(vllm_engine, "vllm_available", lambda: False)
-    with pytest.raises(RodsError, match=r"needs vllm .*setup_vllm\.sh"):
+    with pytest.raises(RodsError, match=r"needs vllm .*setup\.sh vllm"):
         make(tiny_model_dir, tmp_path / "v", "model.engine=vllm")
     assert not (tmp_path / "v").exists() or not any((tmp_path / "v").iterdir())
 
