@@ -175,14 +175,10 @@ class DeferredTurnView(TurnView):
         effect: Callable[[], bool],
         said: Callable[[], tuple[bool, tuple[str, ...]]],
     ) -> None:
-        for name, value in (
-            ("task", task),
-            ("turn", turn),
-            ("needs_write", needs_write),
-            ("_effect", effect),
-            ("_said", said),
-        ):
-            object.__setattr__(self, name, value)
+        # one update of the frozen instance's attributes (built at every reply of the user)
+        self.__dict__.update(
+            task=task, turn=turn, needs_write=needs_write, _effect=effect, _said=said
+        )
 
     def _memo(self, name: str, compute: Callable[[], Any]) -> Any:
         found = self.__dict__.get(name)
