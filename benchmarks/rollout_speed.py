@@ -112,7 +112,7 @@ def peak_rss_gb() -> float:
 def worker_rollout(args: argparse.Namespace) -> dict[str, Any]:
     """One GRPO step's rollouts (see the module doc)."""
     from rods_agent.engines.base import SamplingParams, derive_seed
-    from rods_agent.rollout import (
+    from rods_agent.rollouts.batch import (
         DomainRouter,
         EpisodeSpec,
         RolloutConfig,
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--engine", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.model == "smollm2":
-        from rods_agent.smollm2 import ensure
+        from rods_agent.models.smollm2 import ensure
 
         args.model = str(ensure())
     if args.worker:

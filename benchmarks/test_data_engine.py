@@ -3,7 +3,7 @@
 ``test_three_modes`` trains ``configs/train/simulated.yaml`` for 300 steps in each mode (static,
 filter, rods) and checks the RODS target against what it measures: after ``static``'s
 effective group ratio falls below 0.3 (trailing 10-step mean), does ``rods`` hold at least
-0.8? It prints the table of :func:`rods_agent.report.report_markdown`, writes the run
+0.8? It prints the table of :func:`rods_agent.training.report.report_markdown`, writes the run
 folders and plots under ``$RODS_BENCH_OUT`` (default: a temporary folder), and records the
 numbers in pytest-benchmark's ``extra_info``. The target is reported, not asserted: the
 simulation decides it, and docs/training.md records the outcome.
@@ -28,10 +28,10 @@ from typing import Any
 
 import pytest
 
-from rods_agent.config import DataConfig, load_config
 from rods_agent.data import DataEngine, GroupResult
-from rods_agent.report import compare, load_run, make_report, report_markdown, summarize
+from rods_agent.training.config import DataConfig, load_config
 from rods_agent.training.loop import train
+from rods_agent.training.report import compare, load_run, make_report, report_markdown, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "train" / "simulated.yaml"

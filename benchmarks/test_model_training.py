@@ -35,9 +35,9 @@ pytestmark = pytest.mark.skipif(
 
 def test_warm_start_progress(benchmark: Any, tmp_path: Path) -> None:
     """Mean progress on the train seeds, and on the warm-started tasks, before and after."""
-    from rods_agent.config import load_config
     from rods_agent.data import DataEngine
     from rods_agent.engines import SamplingParams
+    from rods_agent.training.config import load_config
     from rods_agent.training.model_policy import ModelPolicy
     from rods_agent.training.pools import load_pools
     from rods_agent.training.warm_start import mean_progress

@@ -7,7 +7,7 @@ the same run (docs/learning/cpu-speed.md).
   bandwidth (a 1 GiB sum, GB/s) with the same torch threads.
 * ``test_training_throughput``: forward + backward of a GRPO batch of the experiment's shape
   (a shared opening of the brief retail prompt, rows of episode tokens, a quarter of them
-  loss tokens), with the opening computed once (:class:`rods_agent.grpo.SharedHead`)
+  loss tokens), with the opening computed once (:class:`rods_agent.training.grpo.SharedHead`)
   against every row computed whole, in the same run; model FLOPs per token (6N for the
   weights plus the attention's 12·layers·width·context) as a fraction of the peak.
 * ``test_decode_throughput``: the transformers engine generating for 16 conversations of
@@ -96,7 +96,7 @@ def test_training_throughput(benchmark: Any, ceilings: dict[str, float], smollm2
     import torch
 
     from rods_agent.engines.chat import ChatTemplate
-    from rods_agent.grpo import Sampling, scored_micro_batches
+    from rods_agent.training.grpo import Sampling, scored_micro_batches
 
     model, tokenizer, _ = smollm2
     model.train()
@@ -192,7 +192,7 @@ def test_grpo_step(benchmark: Any, tmp_path: Path, smollm2: Any) -> None:
     data["warm_start"]["enabled"] = False
     data["log"].update(progress=False, eval_every=0, tensorboard=False)
     data["model"]["threads"] = THREADS
-    from rods_agent.config import TrainConfig
+    from rods_agent.training.config import TrainConfig
 
     config = TrainConfig.model_validate(data)
     benchmark.pedantic(lambda: train(config), rounds=1, iterations=1)

@@ -44,7 +44,7 @@ def rollout_once(engine: Any, tasks: list[Any], batch_size: int) -> dict[str, fl
 
     import rods_env
     from rods_agent.engines import SamplingParams
-    from rods_agent.rollout import EpisodeSpec, RolloutConfig, RolloutStats, run_rollouts
+    from rods_agent.rollouts.batch import EpisodeSpec, RolloutConfig, RolloutStats, run_rollouts
 
     assert rods_env.ENV_IDS
     config = RolloutConfig(
@@ -98,7 +98,7 @@ def measure(kind: str, model: str, rounds: int, batch_size: int = BATCH) -> dict
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rods_agent.tiny_model import build_tiny_model
+    from rods_agent.models.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 

@@ -26,7 +26,7 @@ FIELDS = (
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("transformers")
-    from rods_agent.tiny_model import build_tiny_model
+    from rods_agent.models.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 

@@ -24,7 +24,7 @@ def user_engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
     import torch
 
     from rods_agent.engines.hf import TransformersEngine
-    from rods_agent.tiny_model import build_tiny_model
+    from rods_agent.models.tiny import build_tiny_model
 
     torch.set_num_threads(1)
     path: Path = build_tiny_model(tmp_path_factory.mktemp("tiny-user"))
@@ -38,8 +38,8 @@ def run(engine: Any, batched: bool) -> tuple[float, list[Any], Any]:
     import rods_env
     from rods_agent.engines import SamplingParams
     from rods_agent.engines.scripted import ScriptedEngine
-    from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
-    from rods_agent.user import LLMUser, UserBatcher
+    from rods_agent.rollouts.batch import EpisodeSpec, RolloutConfig, run_rollouts
+    from rods_agent.rollouts.user import LLMUser, UserBatcher
     from rods_env import OracleAgent
     from rods_env.registry import load_domain
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from rods_agent.engines import random_engine
-from rods_agent.evaluate import evaluate
-from rods_agent.rollout import RolloutConfig
+from rods_agent.evaluation.evaluate import evaluate
+from rods_agent.rollouts.batch import RolloutConfig
 from rods_agent.view import view
 from rods_env.registry import load_domain
 from tests.agent import browser

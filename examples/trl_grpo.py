@@ -106,7 +106,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig
 
-    from rods_agent.config import load_config
     from rods_agent.data import DataEngine
     from rods_agent.integrations.trl import (
         EngineDataset,
@@ -117,6 +116,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rows_per_round,
     )
     from rods_agent.integrations.trl.model import load_chat_template, trl_template_problem
+    from rods_agent.training.config import load_config
     from rods_env.benchmark import BenchmarkDomain
     from rods_env.errors import ConfigError
     from rods_env.fileio import write_json

@@ -4,7 +4,7 @@ Each subcommand lives in its own module, imported only when it runs (``rods synt
 pay for importing torch, and a broken optional dependency of one command never breaks
 another). A command module defines ``add_arguments(parser)`` and ``run(args) -> int``; it
 is a thin layer over typed library functions, its options derived from their dataclasses
-(:mod:`rods_agent.options`).
+(:mod:`rods_agent.console.options`).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class _StderrHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            from rods_agent.progress import write_line
+            from rods_agent.console.progress import write_line
 
             level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
             write_line(f"rods {self.command}: {level}{record.getMessage()}", sys.stderr)

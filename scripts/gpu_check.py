@@ -53,8 +53,8 @@ SETTINGS = {
 def build_tiny_qwen3(tokenizer_dir: Path, dest: Path) -> Path:
     """A random Qwen3 (hidden 64, 2 layers, 4 heads of 16, tied embeddings) with the
     tokenizer and chat template in ``tokenizer_dir``: about 10M parameters with Qwen3's
-    vocabulary, nearly all of them the embedding (:func:`rods_agent.tiny_model.build_tiny_model`)."""
-    from rods_agent.tiny_model import build_tiny_model
+    vocabulary, nearly all of them the embedding (:func:`rods_agent.models.tiny.build_tiny_model`)."""
+    from rods_agent.models.tiny import build_tiny_model
 
     return build_tiny_model(
         dest, family="qwen3", tokenizer=tokenizer_dir, hidden_size=64, layers=2, heads=4,
@@ -78,7 +78,7 @@ def overrides(device: str, model: Path, out: Path, steps: int | None) -> list[st
         f"log.checkpoint_every={steps or s['steps']}", "log.keep_checkpoints=1",
         "log.eval_every=0", "log.tensorboard=false", "log.progress=false",
     ]  # fmt: skip
-    from rods_agent.config import TrainConfig
+    from rods_agent.training.config import TrainConfig
 
     for section in ("rollout", "warm_start", "grpo"):
         # A key this checkout's configuration does not have yet (the reasoning budget of a
@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.device == "cpu":
         torch.set_num_threads(1)
-    from rods_agent.config import load_config
+    from rods_agent.training.config import load_config
     from rods_agent.training.loop import train
     from rods_env.errors import RodsError
 

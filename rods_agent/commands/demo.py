@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from rods_agent.options import add_options, option, options_from
+from rods_agent.console.options import add_options, option, options_from
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@
         --base-url http://127.0.0.1:8000/v1 --model NAME --k 4 --concurrency 16 --out results/NAME
     rods eval --env bfcl --engine openai --model NAME --temperature 0 --out results/NAME-bfcl
 
-A thin layer over :func:`rods_agent.evaluate.evaluate`: the options come from four
+A thin layer over :func:`rods_agent.evaluation.evaluate.evaluate`: the options come from four
 dataclasses (:class:`PoolOptions`, :class:`rods_agent.engines.EngineOptions`,
 :class:`RunOptions`, :class:`UserOptions`), and ``config.json`` records all of them.
 
@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from rods_agent.console.options import add_options, option, options_from
 from rods_agent.engines import EngineOptions
 from rods_agent.engines.formats import tool_formats
-from rods_agent.options import add_options, option, options_from
 
 
 @dataclass(frozen=True)
@@ -181,8 +181,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``rods eval``; exit code 1 when every trial ended in an error."""
     from rods_agent.engines import SamplingParams, build_engine
-    from rods_agent.evaluate import evaluate, load_pool
-    from rods_agent.rollout import RolloutConfig
+    from rods_agent.evaluation.evaluate import evaluate, load_pool
+    from rods_agent.rollouts.batch import RolloutConfig
     from rods_env.benchmark import BenchmarkDomain
     from rods_env.errors import ConfigError
     from rods_env.registry import load_any_domain
@@ -251,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
         "user_model": user_model,
     }
     if user == "llm":
-        from rods_agent.user import USER_TEMPERATURE
+        from rods_agent.rollouts.user import USER_TEMPERATURE
 
         given = users.user_temperature
         meta["user_temperature"] = given if given is not None else USER_TEMPERATURE

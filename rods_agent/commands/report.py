@@ -5,7 +5,7 @@ Example::
     rods report runs/static runs/filter runs/rods --out runs/report
 
 Draws ``reward.png``, ``effective_group_ratio.png``, ``zones.png``, ``pool.png`` and
-``variance.png`` and writes ``report.md`` (see :mod:`rods_agent.report`).
+``variance.png`` and writes ``report.md`` (see :mod:`rods_agent.training.report`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``rods report``."""
-    from rods_agent.report import make_report
+    from rods_agent.training.report import make_report
     from rods_env.errors import ConfigError
 
     if args.out is None:

@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``rods sft``."""
-    from rods_agent.config import load_config
+    from rods_agent.training.config import load_config
     from rods_agent.training.sft import run_sft
 
     config = load_config(args.config, [*args.overrides, f"out={args.out}"])

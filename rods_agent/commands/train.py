@@ -7,7 +7,7 @@ Example::
     rods train --config configs/train/cpu.yaml --show-config
 
 Everything is configured in YAML plus ``key=value`` overrides (dotted keys reach into the
-sections: ``grpo.lr=1e-6``, ``data.capacity=400``); see :mod:`rods_agent.config`.
+sections: ``grpo.lr=1e-6``, ``data.capacity=400``); see :mod:`rods_agent.training.config`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rods_agent.config import TrainConfig
+    from rods_agent.training.config import TrainConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``rods train``."""
-    from rods_agent.config import describe_config, load_config
+    from rods_agent.training.config import describe_config, load_config
 
     config = load_config(args.config, args.overrides)
     if args.resume and args.config is None:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 def outcome(config: TrainConfig, out: Path, start: int) -> str:
     """What the run did, in words: the steps trained, or why it stopped early, and the
     mode with the synthesis modes it used."""
-    from rods_agent.config import mode_label
+    from rods_agent.training.config import mode_label
     from rods_env.fileio import read_jsonl
 
     rows = [r for r in read_jsonl(out / "metrics.jsonl") if isinstance(r.get("step"), int)]

@@ -28,7 +28,7 @@ class GroupStats:
         mean: Mean reward.
         std: Population standard deviation (n in the denominator). The zones use it; GRPO's
             advantages divide by the sample (n - 1, Bessel-corrected) standard deviation, as
-            TRL does (:func:`rods_agent.grpo.group_advantages`).
+            TRL does (:func:`rods_agent.training.grpo.group_advantages`).
         n: Rollouts in the group.
     """
 

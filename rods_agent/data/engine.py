@@ -14,7 +14,7 @@ with new entities), and admits them to the active pool in stages
 step more of structure), of boundary tasks and of tasks retired as mastered. Modes
 ``static``, ``filter`` and ``envtuning`` are the same engine with these parts switched off
 (``envtuning`` handles data as ``static`` does; its environments differ, not its data).
-The paper's ablations are settings of :class:`~rods_agent.config.DataConfig`:
+The paper's ablations are settings of :class:`~rods_agent.training.config.DataConfig`:
 ``synthesize`` (off: the buffer without new tasks), ``parents`` (boundary or uniform),
 ``synth_cap`` (a count of synthesized tasks) and ``retire_seeds``.
 
@@ -33,9 +33,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rods_agent.config import TRAIN_MODES, DataConfig, SynthMode, TrainMode
 from rods_agent.data.boundary import ZONES, GroupStats, Thresholds, Zone
 from rods_agent.data.replay import ReplayBuffer, seeds_by_id
+from rods_agent.training.config import TRAIN_MODES, DataConfig, SynthMode, TrainMode
 from rods_env.errors import ConfigError, RodsError
 from rods_env.task import Task
 

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rods_agent.config import DataConfig
 from rods_agent.data.boundary import GroupStats, Zone
+from rods_agent.training.config import DataConfig
 from rods_env.errors import RodsError
 from rods_env.task import Task
 

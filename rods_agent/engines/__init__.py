@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from rods_agent.console.options import option
 from rods_agent.engines.base import (
     Completion,
     Engine,
@@ -28,7 +29,6 @@ from rods_agent.engines.base import (
 )
 from rods_agent.engines.chat import CHATML_TOOLS_TEMPLATE, ChatTemplate
 from rods_agent.engines.formats import get_tool_format, register_tool_format, tool_formats
-from rods_agent.options import option
 from rods_env.errors import ConfigError, RodsError
 
 if TYPE_CHECKING:
@@ -323,7 +323,7 @@ def build_engine(
                 "run `bash scripts/setup.sh vllm` and use .venv-vllm/bin/rods"
             )
     check_model_folder(model)
-    from rods_agent.progress import is_terminal
+    from rods_agent.console.progress import is_terminal
 
     if not progress or not is_terminal(sys.stderr):
         quiet_transformers()  # off a terminal their bars would only litter a log file

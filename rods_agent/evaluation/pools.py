@@ -101,4 +101,4 @@ def check_gold(tasks: Sequence[Task]) -> dict[str, AnyDomain]:
 
 USER_MODES: tuple[str, ...] = ("scripted", "llm", "solo")
 """Who plays the user: rods' scripted user (a benchmark's deterministic stand-in), a
-model (:class:`rods_agent.user.LLMUser`), or nobody (a benchmark's solo mode)."""
+model (:class:`rods_agent.rollouts.user.LLMUser`), or nobody (a benchmark's solo mode)."""

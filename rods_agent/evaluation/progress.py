@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rods_agent.engines.base import Completion, Engine, GenerationRequest, SamplingParams
-from rods_agent.rollout import EpisodeRecord
+from rods_agent.rollouts.batch import EpisodeRecord
 
 
 # -- progress ----------------------------------------------------------------------------
@@ -114,7 +114,7 @@ class _Bar:
     def __init__(self, total: int) -> None:
         from tqdm.auto import tqdm
 
-        from rods_agent.progress import is_terminal
+        from rods_agent.console.progress import is_terminal
 
         self.bar = tqdm(
             total=total,

@@ -21,7 +21,7 @@ from rods_agent.evaluation.files import (
     TASKS,
 )
 from rods_agent.evaluation.scores import EvalSummary, TaskResult, plot_pass_k
-from rods_agent.rollout import EpisodeRecord
+from rods_agent.rollouts.batch import EpisodeRecord
 from rods_env.benchmark import BenchmarkDomain
 from rods_env.errors import ConfigError
 from rods_env.fileio import append_jsonl, atomic_write, read_jsonl, write_json, write_jsonl

@@ -13,7 +13,7 @@ from math import comb
 from pathlib import Path
 from typing import Any
 
-from rods_agent.rollout import EpisodeRecord
+from rods_agent.rollouts.batch import EpisodeRecord
 from rods_env.benchmark import BenchmarkDomain
 from rods_env.errors import ConfigError
 from rods_env.fileio import atomic_write

@@ -1,5 +1,5 @@
 """The configuration of ``rods experiment``: one YAML file, typed sections, ``key=value``
-overrides (the same machinery as ``rods train``'s, :mod:`rods_agent.config`)."""
+overrides (the same machinery as ``rods train``'s, :mod:`rods_agent.training.config`)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from rods_agent.config import Section, SynthMode, TrainConfig, TrainMode
+from rods_agent.training.config import Section, SynthMode, TrainConfig, TrainMode
 from rods_env.errors import ConfigError
 
 Mode = TrainMode
 """A run's training mode: static, filter, rods, rods-expand or envtuning (see
-:class:`rods_agent.config.TrainConfig`)."""
+:class:`rods_agent.training.config.TrainConfig`)."""
 
 
 class PoolPlan(Section):
@@ -285,7 +285,7 @@ def load_experiment(path: str | Path | None, overrides: Sequence[str] = ()) -> E
     Raises:
         ConfigError: one line naming the file, key or value that is wrong.
     """
-    from rods_agent.config import merge_config_layers
+    from rods_agent.training.config import merge_config_layers
 
     merged = merge_config_layers(path, overrides)
     try:

@@ -36,7 +36,7 @@ Every stage runs in a child process (``rods sft``, ``rods eval``, ``rods train``
 output goes to a ``log.txt`` beside its results; a failing stage stops the experiment with
 its last lines. While a child runs, the experiment's line says what it reports (SFT
 batches, episodes evaluated, a step's rollouts: ``log.progress.json`` beside the log, see
-:mod:`rods_agent.progress`), at most every :data:`SAY_EVERY` seconds, with the time left
+:mod:`rods_agent.console.progress`), at most every :data:`SAY_EVERY` seconds, with the time left
 from measured rates only.
 """
 
@@ -55,9 +55,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rods_agent.config import config_yaml
+from rods_agent.console.progress import PROGRESS_FILE, Snapshot, hms, left_text, read_snapshot
 from rods_agent.experiment.config import ExperimentConfig
-from rods_agent.progress import PROGRESS_FILE, Snapshot, hms, left_text, read_snapshot
+from rods_agent.training.config import config_yaml
 from rods_env.errors import ConfigError, RodsError
 from rods_env.fileio import atomic_write, read_jsonl, write_json
 
@@ -209,8 +209,8 @@ def _child(
     """Run ``rods ARGS`` in a child process, its output appended to ``log``.
 
     The child reports its progress to ``log.progress.json`` beside the log (its
-    :class:`rods_agent.progress.Progress` loops write it; see
-    :data:`rods_agent.progress.PROGRESS_FILE`); ``watch`` is called with the latest report
+    :class:`rods_agent.console.progress.Progress` loops write it; see
+    :data:`rods_agent.console.progress.PROGRESS_FILE`); ``watch`` is called with the latest report
     (None before the first) every ``poll`` seconds while the child runs. The file is
     removed when the child ends.
 
@@ -520,7 +520,7 @@ class Experiment:
 
     def _train_config(self, **overrides: Any) -> Any:
         """The experiment's ``train`` configuration with ``overrides`` (dotted keys)."""
-        from rods_agent.config import TrainConfig
+        from rods_agent.training.config import TrainConfig
 
         data = self.config.train.model_dump(mode="json")
         data["env"] = [self.config.env]
@@ -949,7 +949,7 @@ def _in_parallel(jobs: Sequence[Callable[[], None]], workers: int) -> None:
 
 class _StageWatch:
     """Polled while a stage's child runs: says what the child reports (its
-    :class:`~rods_agent.progress.Snapshot`) when it moved on, at most every ``every``
+    :class:`~rods_agent.console.progress.Snapshot`) when it moved on, at most every ``every``
     seconds, with the experiment's time left from ``left`` (called with ``now_left``: the
     child's seconds left, None before it measured a rate).
 

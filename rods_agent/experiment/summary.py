@@ -435,8 +435,8 @@ def _label_and_optimizer_steps(mode: str, runs: Mapping[int, Path]) -> tuple[str
     """The mode as its runs ran (with the synthesis modes their configs record: an old
     mode-rods run that also expanded says so) and their optimizer steps, summed over seeds
     (None when a run's metrics do not say)."""
-    from rods_agent.config import mode_label
-    from rods_agent.report import load_run
+    from rods_agent.training.config import mode_label
+    from rods_agent.training.report import load_run
 
     loaded = [load_run(path) for path in runs.values()]
     labels = sorted({run.mode_label if run.mode == mode else mode_label(mode) for run in loaded})
@@ -755,7 +755,7 @@ def write_summary(config: ExperimentConfig, root: Path) -> dict[str, Any]:
     plot_learning(config, data, root)
     runs = sorted(p for p in (root / "runs").glob("*") if (p / "metrics.jsonl").exists())
     if runs:
-        from rods_agent.report import make_report
+        from rods_agent.training.report import make_report
 
         make_report(runs, root / "report")
     return data

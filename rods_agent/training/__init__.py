@@ -15,6 +15,11 @@ The modules, from the loop down (each imports only those below it, never the loo
   :mod:`~rods_agent.training.model_checkpoint` (its checkpoint files, model folders) and
   :mod:`~rods_agent.training.warm_start` (oracle transcripts, supervised fine-tuning).
 * :mod:`~rods_agent.training.sft`: ``rods sft`` (warm start, then a model folder).
+* :mod:`~rods_agent.training.export`: ``rods export`` (a checkpoint as a model folder).
+* :mod:`~rods_agent.training.report`: ``rods report`` (plots and a summary of runs).
+* :mod:`~rods_agent.training.grpo`: GRPO as tensor functions (advantages, the clipped loss).
+* :mod:`~rods_agent.training.config`: ``TrainConfig``, the typed configuration (it imports
+  nothing of this package, so the data engine can read its ``DataConfig``).
 
 Importing this package imports none of them (and no torch).
 """

@@ -37,7 +37,7 @@ def export_model(
         ConfigError: ``run`` is not a model run, has no such checkpoint, its weights do not
             fit the model, or its adapters were trained on another base.
     """
-    from rods_agent.config import load_config
+    from rods_agent.training.config import load_config
     from rods_agent.training.learner import load_learner
     from rods_agent.training.model_checkpoint import (
         WEIGHTS_FILE,

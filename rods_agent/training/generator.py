@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rods_agent.config import TrainConfig
 from rods_agent.engines.chat import ChatTemplate
+from rods_agent.training.config import TrainConfig
 from rods_agent.training.learner import Learner
 
 

@@ -21,8 +21,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rods_agent.config import TrainConfig
-from rods_agent.rollout import DomainRouter
+from rods_agent.rollouts.batch import DomainRouter
+from rods_agent.training.config import TrainConfig
 from rods_agent.training.policy import RolloutBatch
 from rods_env.errors import ConfigError, TrainingError
 from rods_env.task import Task

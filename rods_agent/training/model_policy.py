@@ -13,7 +13,7 @@ model``. It composes the parts of this package:
   carries the weights version that produced it.
 * **Update**: the learner re-scores every sampled token before the update (the PPO
   denominator); the gap to the engine's log-probabilities is logged and corrected by the
-  truncated importance weight; then :func:`rods_agent.grpo.grpo_step` (``grpo.epochs``
+  truncated importance weight; then :func:`rods_agent.training.grpo.grpo_step` (``grpo.epochs``
   times, each an optimizer step when a token has a non-zero advantage, in every mode: a
   batch whose groups all tied leaves the weights, the optimizer and the schedule as they
   were); the weights version goes up when a step happened.
@@ -37,21 +37,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rods_agent.config import TrainConfig
+from rods_agent.console.progress import Progress, is_terminal
 from rods_agent.engines import quiet_transformers
 from rods_agent.engines.base import SamplingParams, derive_seed
 from rods_agent.engines.memory import GB, MemoryEstimate, budget_warning, estimate, model_sizes
-from rods_agent.grpo import (
-    LossConfig,
-    Sampling,
-    TrainSequence,
-    group_advantages,
-    grpo_step,
-    mismatch_metrics,
-    score_sequences,
-)
-from rods_agent.progress import Progress, is_terminal
-from rods_agent.rollout import (
+from rods_agent.rollouts.batch import (
     DomainRouter,
     EpisodeRecord,
     EpisodeSpec,
@@ -59,12 +49,22 @@ from rods_agent.rollout import (
     RolloutStats,
     run_rollouts,
 )
+from rods_agent.training.config import TrainConfig
 from rods_agent.training.generator import (
     generator_state,
     learner_chat,
     make_engine,
     sync_generator,
     turn_tokens,
+)
+from rods_agent.training.grpo import (
+    LossConfig,
+    Sampling,
+    TrainSequence,
+    group_advantages,
+    grpo_step,
+    mismatch_metrics,
+    score_sequences,
 )
 from rods_agent.training.learner import Learner, frozen_copy, load_learner
 from rods_agent.training.model_checkpoint import (
@@ -195,7 +195,7 @@ class ModelPolicy:
     def users(self) -> Any:
         """The batcher of the LLM-played users' turns (``rollout.user: llm``), else None."""
         if self._users is None and self.config.rollout.user == "llm":
-            from rods_agent.user import SCENARIO_MAX_TOKENS, UserBatcher
+            from rods_agent.rollouts.user import SCENARIO_MAX_TOKENS, UserBatcher
 
             # rods' users cap their replies at 96 tokens themselves; a benchmark's scenario
             # users write up to SCENARIO_MAX_TOKENS
@@ -263,7 +263,7 @@ class ModelPolicy:
         return {}
 
     def _make_env(self, *, training: bool = False) -> DomainRouter:
-        from rods_agent.user import LLMUser
+        from rods_agent.rollouts.user import LLMUser
 
         users = self.users
         make_user = (lambda: LLMUser(self.engine, batcher=users)) if users is not None else None
@@ -498,19 +498,19 @@ class ModelPolicy:
 
     def evaluate(self, tasks: Sequence[Task], *, step: int) -> dict[str, Any]:
         """``log.eval_k`` seeded episodes per task with the current weights, through
-        :func:`rods_agent.evaluate.evaluate`: pass^k, mean progress and the breakdowns of
+        :func:`rods_agent.evaluation.evaluate.evaluate`: pass^k, mean progress and the breakdowns of
         ``rods eval`` (timings left out: the loop records them), plus ``progress`` and
         ``success`` as every policy reports them.
 
         The per-task results go to ``<out>/eval/step-NNNNNN/`` (``rods eval``'s files:
         confidence intervals over tasks and seeds are computed from them; a run killed
         mid-evaluation resumes it)."""
-        from rods_agent.evaluate import evaluate
+        from rods_agent.evaluation.evaluate import evaluate
 
         k = self.config.log.eval_k
         user: Any = "solo" if self.config.rollout.user == "solo" else "scripted"
         if self.config.rollout.user == "llm":
-            from rods_agent.user import LLMUser
+            from rods_agent.rollouts.user import LLMUser
 
             def user() -> LLMUser:
                 return LLMUser(self.engine)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rods_agent.config import TrainConfig
+from rods_agent.training.config import TrainConfig
 from rods_env.errors import ConfigError
 from rods_env.task import Task
 

@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from rods_agent.config import TrainConfig, config_yaml, load_config
 from rods_agent.data import DataEngine
+from rods_agent.training.config import TrainConfig, config_yaml, load_config
 from rods_agent.training.policy import Policy
 from rods_env.errors import ConfigError, RodsError
 from rods_env.fileio import atomic_write, fsync_dir, read_jsonl, write_json, write_jsonl

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rods_agent.config import TrainConfig, config_yaml
+from rods_agent.training.config import TrainConfig, config_yaml
 from rods_agent.training.model_policy import ModelPolicy
 from rods_agent.training.pools import load_pools
 from rods_env.fileio import atomic_write, write_json

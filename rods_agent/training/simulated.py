@@ -38,8 +38,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rods_agent.config import TrainConfig
-from rods_agent.rollout import EpisodeRecord
+from rods_agent.rollouts.batch import EpisodeRecord
+from rods_agent.training.config import TrainConfig
 from rods_agent.training.policy import Group, RolloutBatch
 from rods_env.errors import ConfigError, RodsError
 from rods_env.fileio import write_json
@@ -48,7 +48,7 @@ from rods_env.task import Task
 STATE_FILE = "simulated_policy.json"
 
 ADVANTAGE_EPS = 1e-4
-"""Added to a group's standard deviation, as :func:`rods_agent.grpo.group_advantages` does."""
+"""Added to a group's standard deviation, as :func:`rods_agent.training.grpo.group_advantages` does."""
 
 Attempt = tuple[str, bool, float]
 """One attempted action: its unit, whether it succeeded, its probability then."""

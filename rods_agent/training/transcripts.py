@@ -31,9 +31,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rods_agent.config import LogConfig
 from rods_agent.data import DataEngine
 from rods_agent.data.boundary import GroupStats
+from rods_agent.training.config import LogConfig
 from rods_agent.training.policy import Group
 from rods_agent.training.run_dir import keep_metrics_before
 from rods_env.fileio import append_jsonl, iter_jsonl, write_json, write_jsonl

@@ -2,7 +2,7 @@
 
 The oracle (:class:`rods_env.oracle.OracleAgent`) solves every task from its gold calls, so
 perfect trajectories cost nothing but environment steps. They are collected with the same
-rollout code as RL episodes (:func:`rods_agent.rollout.run_rollouts` with the oracle wearing
+rollout code as RL episodes (:func:`rods_agent.rollouts.batch.run_rollouts` with the oracle wearing
 the engine interface and the learner's chat template), so a transcript is tokenized exactly
 as a rollout is: the same template, the same incremental observation tokens, and the same
 assistant mask (the completion tokens and their end-of-turn token carry loss, prompts and
@@ -23,17 +23,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rods_agent.config import TrainConfig
+from rods_agent.console.progress import Progress
 from rods_agent.engines.base import SamplingParams, derive_seed
 from rods_agent.engines.chat import ChatTemplate
-from rods_agent.progress import Progress
-from rods_agent.rollout import (
+from rods_agent.rollouts.batch import (
     DomainRouter,
     EpisodeRecord,
     EpisodeSpec,
     RolloutConfig,
     run_rollouts,
 )
+from rods_agent.training.config import TrainConfig
 from rods_agent.training.generator import turn_tokens
 from rods_agent.training.numerics import LRSchedule, clip_gradients, make_optimizer
 from rods_env.errors import ConfigError
@@ -140,7 +140,7 @@ def supervised_finetune(
         seed: Shuffling seed.
         device: Where the model is.
         share_heads: Run a prompt head shared by many transcripts once per step
-            (:func:`rods_agent.grpo.scored_micro_batches`).
+            (:func:`rods_agent.training.grpo.scored_micro_batches`).
         master_weights: AdamW on float32 copies of bf16/fp16 weights
             (:class:`rods_agent.training.numerics.MasterWeightAdamW`).
         on_step: Called with (step, loss) after each optimizer step.
@@ -150,7 +150,7 @@ def supervised_finetune(
     """
     import torch
 
-    from rods_agent.grpo import Sampling, micro_batches, scored_micro_batches
+    from rods_agent.training.grpo import Sampling, micro_batches, scored_micro_batches
 
     rows = [
         (torch.tensor(r.token_ids, dtype=torch.long), torch.tensor(r.assistant_mask))

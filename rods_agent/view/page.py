@@ -395,7 +395,7 @@ def _train_entry(source: Source, entry: dict[str, Any]) -> None:
 
 def _report(run: Path) -> tuple[list[dict[str, str]], str | None]:
     """The panels ``rods report`` draws for the run, and its ``report.md`` as HTML."""
-    from rods_agent.report import make_report
+    from rods_agent.training.report import make_report
 
     with tempfile.TemporaryDirectory(prefix="rods-view-") as tmp:
         written = make_report([run], tmp)

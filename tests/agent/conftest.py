@@ -26,7 +26,7 @@ def _one_thread() -> None:
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Qwen2 chat model with a ChatML-with-tools template (built once, ~1 s)."""
     pytest.importorskip("transformers")
-    from rods_agent.tiny_model import build_tiny_model
+    from rods_agent.models.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
@@ -99,7 +99,7 @@ def case_id(case: tuple[str, bool | None]) -> str:
 
 def require_tokenizer(family: str) -> Path:
     """The family's tokenizer folder; skips (fails under RODS_REQUIRE_SETUP=1) without it."""
-    from rods_agent.tiny_model import tokenizers_dir
+    from rods_agent.models.tiny import tokenizers_dir
     from tests.requires import require
 
     path = tokenizers_dir() / family
@@ -121,7 +121,7 @@ class FamilyModels:
 
     def model(self, family: str) -> Path:
         if family not in self._built:
-            from rods_agent.tiny_model import build_tiny_model
+            from rods_agent.models.tiny import build_tiny_model
 
             tokenizer = require_tokenizer(family)
             self._built[family] = build_tiny_model(
@@ -150,7 +150,7 @@ def evals(tmp_path_factory, retail_tasks):
     """An oracle and a random evaluation of six retail tasks (two trials of random): the
     folders ``rods eval`` writes, for ``rods view``."""
     from rods_agent.engines import oracle_engine, random_engine
-    from rods_agent.evaluate import evaluate
+    from rods_agent.evaluation.evaluate import evaluate
 
     root = tmp_path_factory.mktemp("evals")
     meta = {"env": "rods/Retail-v0", "pool": "seeds", "split": "test"}

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from rods_agent.config import load_config
 from rods_agent.data import DataEngine
 from rods_agent.engines import oracle_engine
-from rods_agent.evaluate import evaluate, load_pool
-from rods_agent.rollout import DomainRouter, EpisodeSpec, RolloutConfig, run_rollouts
+from rods_agent.evaluation.evaluate import evaluate, load_pool
+from rods_agent.rollouts.batch import DomainRouter, EpisodeSpec, RolloutConfig, run_rollouts
+from rods_agent.training.config import load_config
 from rods_agent.training.pools import load_pools
 from rods_env.errors import ConfigError
 from rods_env.task import dump_tasks

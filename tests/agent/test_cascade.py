@@ -144,7 +144,7 @@ def test_the_memory_estimate_and_its_one_line_warning():
 
 
 def test_a_run_over_its_budget_says_so_and_bounds_its_cache(tiny_model_dir, tmp_path, caplog):
-    from rods_agent.config import load_config
+    from rods_agent.training.config import load_config
     from rods_agent.training.model_policy import ModelPolicy
 
     base = [f"model.path={tiny_model_dir}", f"out={tmp_path}", "rollout.temperature=1.0"]

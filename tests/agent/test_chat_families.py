@@ -33,7 +33,7 @@ import pytest
 
 from rods_agent.engines.chat import ChatTemplate, with_tools_in_system
 from rods_agent.engines.scripted import ScriptedEngine
-from rods_agent.rollout import EpisodeRecord, EpisodeSpec, RolloutConfig, run_rollouts
+from rods_agent.rollouts.batch import EpisodeRecord, EpisodeSpec, RolloutConfig, run_rollouts
 from rods_env.oracle import OracleAgent
 from rods_env.registry import load_domain
 from rods_env.task import Task
@@ -91,7 +91,7 @@ def oracle_records(chat: ChatTemplate, tasks: list[Task], stumble: bool) -> list
             return Stumbling(task)
         return OracleAgent(task, load_domain(task.domain).toolkit.write_names())
 
-    from rods_agent.rollout import DomainRouter
+    from rods_agent.rollouts.batch import DomainRouter
 
     config = RolloutConfig(max_turns=60, max_tokens=60_000, batch_size=8)
     engine = ScriptedEngine(make_agent, chat=chat)
@@ -225,7 +225,7 @@ def test_reasoning_stays_in_the_training_sequence_and_out_of_the_environment(
     chat = chat_of(family_models, family, thinking)
     tasks = [t for t in TASKS if t.domain == "retail"][:2]
     by_id = {t.id: t for t in tasks}
-    from rods_agent.rollout import DomainRouter
+    from rods_agent.rollouts.batch import DomainRouter
 
     engine = ScriptedEngine(lambda info: Thinking(by_id[info["task_id"]]), chat=chat)
     records = run_rollouts(

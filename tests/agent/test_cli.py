@@ -373,8 +373,8 @@ def test_an_unreachable_model_fails_loudly_and_is_retried_on_rerun(tmp_path):
 
 def test_eval_options_come_from_the_typed_dataclasses():
     from rods_agent.commands.eval import PoolOptions, RunOptions, UserOptions
+    from rods_agent.console.options import option_table
     from rods_agent.engines import EngineOptions
-    from rods_agent.options import option_table
 
     proc = rods("eval", "--help")
     assert proc.returncode == 0

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from rods_agent.config import (
+from rods_agent.experiment.config import ExperimentConfig, load_experiment
+from rods_agent.training.config import (
     EXPERIMENT_KEYS,
     TrainConfig,
     config_yaml,
     describe_config,
     load_config,
 )
-from rods_agent.experiment.config import ExperimentConfig, load_experiment
 from rods_env.errors import ConfigError
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

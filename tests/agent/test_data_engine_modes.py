@@ -13,8 +13,8 @@ import random
 
 import pytest
 
-from rods_agent.config import DataConfig, load_config, mode_label
 from rods_agent.data import DataEngine, GroupResult, GroupStats, ReplayBuffer, Thresholds
+from rods_agent.training.config import DataConfig, load_config, mode_label
 from rods_env.errors import ConfigError
 
 from .data.conftest import synthetic

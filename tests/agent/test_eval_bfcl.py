@@ -7,8 +7,8 @@ import json
 import pytest
 
 from rods_agent.engines.scripted import ScriptedEngine
-from rods_agent.evaluate import evaluate, load_pool
-from rods_agent.rollout import RolloutConfig
+from rods_agent.evaluation.evaluate import evaluate, load_pool
+from rods_agent.rollouts.batch import RolloutConfig
 from rods_env.errors import ConfigError
 from tests.agent.conftest import FAMILY_CASES, case_id
 from tests.agent.test_cli import rods
@@ -202,7 +202,7 @@ def test_bfcl_conversations_on_each_familys_own_template(bfcl, family_models, ca
     from environments.bfcl.agents import PlanAgent
     from environments.bfcl.env import BFCLEnv
     from environments.bfcl.tasks import get_task
-    from rods_agent.rollout import EpisodeSpec, run_rollouts
+    from rods_agent.rollouts.batch import EpisodeSpec, run_rollouts
     from tests.agent.test_chat_families import (
         EXPECTED_CHECK,
         chat_of,

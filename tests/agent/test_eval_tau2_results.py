@@ -16,7 +16,7 @@ from environments.tau2.domain import domain_named
 from environments.tau2.package import PINNED_VERSION, installed_version, tau2_module
 from environments.tau2.results import RESULTS_FOLDER, simulation
 from rods_agent.engines.scripted import ScriptedEngine
-from rods_agent.evaluate import evaluate
+from rods_agent.evaluation.evaluate import evaluate
 from rods_env.exploits import DoneAgent
 from tests.requires import require
 

@@ -20,7 +20,7 @@ from rods_agent.engines import (
     random_engine,
 )
 from rods_agent.engines import oracle_engine as make_oracle
-from rods_agent.evaluate import (
+from rods_agent.evaluation.evaluate import (
     EvalProgress,
     EvalSummary,
     TaskResult,
@@ -28,7 +28,7 @@ from rods_agent.evaluate import (
     pass_hat_k,
     pass_k_curve,
 )
-from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
+from rods_agent.rollouts.batch import EpisodeSpec, RolloutConfig, run_rollouts
 from rods_env.env import ToolEnv
 from rods_env.errors import ConfigError
 from rods_env.registry import load_domain

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rods_agent.grpo import (  # noqa: E402  (after the torch skip)
+from rods_agent.training.grpo import (  # noqa: E402  (after the torch skip)
     LossConfig,
     Sampling,
     TrainSequence,
@@ -241,7 +241,7 @@ def test_the_importance_weight_scales_the_policy_gradient():
 
 
 def test_a_shared_head_is_computed_once_and_changes_nothing(monkeypatch):
-    import rods_agent.grpo as grpo
+    import rods_agent.training.grpo as grpo
 
     monkeypatch.setattr(grpo, "MIN_SHARED_HEAD", 5)
     g = torch.Generator().manual_seed(7)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rods_agent.config import load_config
-from rods_agent.rollout import TERMINATIONS, EpisodeRecord
+from rods_agent.rollouts.batch import TERMINATIONS, EpisodeRecord
+from rods_agent.training.config import load_config
 from rods_agent.training.guards import StepGuard
 from rods_agent.training.loop import train
 from rods_agent.training.policy import Group, RolloutBatch

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rods_agent.config import load_config  # noqa: E402
+from rods_agent.training.config import load_config  # noqa: E402
 from rods_agent.training.model_policy import ModelPolicy  # noqa: E402
 from rods_agent.training.policy import Policy  # noqa: E402
 from rods_env.errors import ConfigError  # noqa: E402
@@ -133,7 +133,7 @@ def test_a_lora_run_exports_the_merged_model(tiny_model_dir, retail_tasks, tmp_p
     pytest.importorskip("peft")
     from transformers import AutoModelForCausalLM
 
-    from rods_agent.config import config_yaml
+    from rods_agent.training.config import config_yaml
     from rods_agent.training.export import export_model
 
     run = tmp_path / "run"

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rods_agent.grpo import LossConfig, Sampling, TrainSequence, grpo_step, score_sequences  # noqa: E402
+from rods_agent.training.grpo import LossConfig, Sampling, TrainSequence, grpo_step, score_sequences  # noqa: E402
 from rods_agent.training.numerics import (  # noqa: E402
     LRSchedule,
     MasterWeightAdamW,
@@ -211,7 +211,7 @@ SMALL = [
 
 
 def _policy(tiny_model_dir, out, *extra):
-    from rods_agent.config import load_config
+    from rods_agent.training.config import load_config
     from rods_agent.training.model_policy import ModelPolicy
 
     config = load_config(None, [*SMALL, f"model.path={tiny_model_dir}", f"out={out}", *extra])
@@ -227,7 +227,7 @@ def _with_variance(batch):
 def test_an_update_with_nothing_to_train_leaves_the_schedule_and_the_weights_alone(
     tiny_model_dir, retail_tasks, tmp_path
 ):
-    from rods_agent.rollout import EpisodeRecord
+    from rods_agent.rollouts.batch import EpisodeRecord
     from rods_agent.training.policy import Group
 
     policy = _policy(tiny_model_dir, tmp_path, "steps=4", "grpo.scheduler=linear", "grpo.lr=0.1")

@@ -320,7 +320,7 @@ def test_rollouts_send_the_call_end_to_a_served_model(tmp_path, retail_tasks):
     import gymnasium as gym
 
     import rods_env
-    from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
+    from rods_agent.rollouts.batch import EpisodeSpec, RolloutConfig, run_rollouts
 
     assert rods_env.ENV_IDS
     root = Path(__file__).resolve().parents[2]

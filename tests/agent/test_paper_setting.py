@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rods_agent.config import load_config
+from rods_agent.training.config import load_config
 from rods_agent.training.loop import train
 from rods_agent.training.pools import load_pools
 from rods_env.errors import ConfigError

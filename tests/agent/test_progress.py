@@ -8,7 +8,7 @@ import os
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rods_agent.progress import Progress, is_terminal, write_line
+from rods_agent.console.progress import Progress, is_terminal, write_line
 
 
 class Terminal(io.StringIO):

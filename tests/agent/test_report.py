@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rods_agent import cli
-from rods_agent.report import (
+from rods_agent.training.report import (
     PANELS,
     Run,
     compare,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rods_agent.report import Run, make_report, report_markdown, terminations_markdown
+from rods_agent.training.report import Run, make_report, report_markdown, terminations_markdown
 from rods_env.fileio import write_jsonl
 
 
@@ -47,7 +47,7 @@ def test_runs_logged_without_counts_get_a_note_and_no_table():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from rods_agent.report import PANELS
+    from rods_agent.training.report import PANELS
 
     old = model_run("old", [0, 0], [1, 1])
     for row in old.rows:

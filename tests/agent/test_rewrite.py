@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from rods_agent.engines.base import Completion, GenerationRequest, SamplingParams
-from rods_agent.rewrite import ModelRewriter, RewriteStats
+from rods_agent.synthesis.rewrite import ModelRewriter, RewriteStats
 from rods_env import OracleAgent, ToolEnv, run_episode
 from rods_env.gold import replay_gold
 from rods_env.synthesis import content_id, synthesize

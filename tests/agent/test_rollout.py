@@ -11,7 +11,7 @@ import pytest
 from rods_agent.engines import Completion, SamplingParams
 from rods_agent.engines.chat import ChatTemplate
 from rods_agent.engines.scripted import ScriptedEngine
-from rods_agent.rollout import (
+from rods_agent.rollouts.batch import (
     TERMINATIONS,
     EpisodeRecord,
     EpisodeSpec,
@@ -420,8 +420,8 @@ def test_remote_style_engines_keep_messages_without_token_ids(retail, retail_tas
 def test_stop_at_call_end_is_a_setting_of_rods_train_and_rods_experiment(tiny_model_dir, tmp_path):
     """``rollout.stop_at_call_end`` (default on) reaches the rollouts' config; an experiment
     passes it to its runs through ``train.rollout``."""
-    from rods_agent.config import load_config
     from rods_agent.experiment.config import load_experiment
+    from rods_agent.training.config import load_config
     from rods_agent.training.model_policy import ModelPolicy
 
     base = [f"model.path={tiny_model_dir}", f"out={tmp_path}", "rollout.temperature=1.0"]

@@ -95,8 +95,8 @@ def test_rods_sft_command_saves_a_loadable_model_and_reports_progress(tiny_model
 def test_the_warm_start_never_trains_on_cut_off_transcripts(tiny_model_dir, retail_tasks, capsys):
     """A transcript cut by warm_start.max_tokens would teach the model to stop mid-task: it is
     left out, said on stderr and counted; when every one is cut, the run stops."""
-    from rods_agent.config import load_config
     from rods_agent.engines.hf import TransformersEngine
+    from rods_agent.training.config import load_config
     from rods_agent.training.warm_start import warm_start
     from rods_env.errors import ConfigError
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rods_agent.config import load_config
+from rods_agent.training.config import load_config
 from rods_agent.training.loop import train
 from rods_agent.training.policy import Policy
 from rods_agent.training.simulated import SimulatedPolicy, turn_units

@@ -18,9 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rods_agent.experiment import runner
-from rods_agent.experiment.config import load_experiment
-from rods_agent.progress import (
+from rods_agent.console.progress import (
     PROGRESS_FILE,
     WRITE_EVERY,
     Progress,
@@ -28,6 +26,8 @@ from rods_agent.progress import (
     left_text,
     read_snapshot,
 )
+from rods_agent.experiment import runner
+from rods_agent.experiment.config import load_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "configs" / "experiment" / "quickstart.yaml"
@@ -128,7 +128,7 @@ def test_unreadable_reports_are_none(tmp_path):
 
 def test_the_evaluation_reports_its_episodes_to_the_file(retail_tasks, tmp_path, monkeypatch):
     from rods_agent.engines import oracle_engine
-    from rods_agent.evaluate import evaluate
+    from rods_agent.evaluation.evaluate import evaluate
 
     report = tmp_path / "eval.json"
     monkeypatch.setenv(PROGRESS_FILE, str(report))
@@ -218,7 +218,7 @@ def test_a_run_says_each_step_and_its_rollouts_between_steps(tmp_path):
 
 CHILD = """
 import os, sys, time
-from rods_agent.progress import Progress
+from rods_agent.console.progress import Progress
 bar = Progress(4, "warm start (SFT)", "batch", show=False)
 bar.update(2, loss="0.5")
 print("a child's own line")
@@ -245,8 +245,8 @@ def test_the_warm_start_reports_its_batches_quietly(tiny_model_dir, retail_tasks
                                                     monkeypatch, capsys):  # fmt: skip
     """``rods sft`` under ``rods experiment`` (``log.progress: false``): nothing on stderr,
     the SFT batches in the progress file."""
-    from rods_agent.config import load_config
     from rods_agent.engines.hf import TransformersEngine
+    from rods_agent.training.config import load_config
     from rods_agent.training.warm_start import warm_start
 
     report = tmp_path / "sft.json"
@@ -269,7 +269,7 @@ def test_the_warm_start_reports_its_batches_quietly(tiny_model_dir, retail_tasks
 def test_a_grpo_steps_rollouts_are_reported_quietly(tiny_model_dir, retail_tasks, tmp_path,
                                                     monkeypatch, capsys):  # fmt: skip
     """``rods train`` under ``rods experiment``: a step's episodes done, in the file."""
-    from rods_agent.config import load_config
+    from rods_agent.training.config import load_config
     from rods_agent.training.model_policy import ModelPolicy
 
     report = tmp_path / "train.json"

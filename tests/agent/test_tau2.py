@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from environments.tau2.package import PINNED_VERSION, installed_version
-from rods_agent.config import load_config
 from rods_agent.engines import Completion, oracle_engine
-from rods_agent.evaluate import evaluate, load_pool
-from rods_agent.user import LLMUser
+from rods_agent.evaluation.evaluate import evaluate, load_pool
+from rods_agent.rollouts.user import LLMUser
+from rods_agent.training.config import load_config
 from rods_env import ScenarioUser
 from rods_env.errors import ConfigError
 from tests.requires import require
@@ -233,8 +233,8 @@ def test_rods_train_on_tau2_retail_with_the_simulated_learner(tmp_path):
 
 def test_training_transcripts_keep_rods_clipped_messages_not_tau2s_copy(tmp_path):
     from environments.tau2.domain import domain_named
-    from rods_agent.config import LogConfig
-    from rods_agent.rollout import EpisodeRecord
+    from rods_agent.rollouts.batch import EpisodeRecord
+    from rods_agent.training.config import LogConfig
     from rods_agent.training.policy import Group
     from rods_agent.training.transcripts import RolloutLog
     from rods_env.oracle import run_episode

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from rods_agent import cli
-from rods_agent.config import load_config
-from rods_agent.rollout import EpisodeRecord
+from rods_agent.rollouts.batch import EpisodeRecord
+from rods_agent.training.config import load_config
 from rods_agent.training.loop import train
 from rods_agent.training.metrics import TIMING_FIELDS
 from rods_agent.training.run_dir import checkpoint_dirs
@@ -275,7 +275,7 @@ def test_an_exhausted_pool_stops_the_run_early(tmp_path, capsys):
     assert all(r["effective_group_ratio"] == 0.0 for r in rows)
     assert checkpoint_dirs(out)[-1][0] == len(rows)
     assert read_jsonl(out / "pool.jsonl") == []
-    from rods_agent.report import load_run, report_markdown
+    from rods_agent.training.report import load_run, report_markdown
 
     assert f"stopped at step {len(rows)} of 60" in report_markdown([load_run(out)])
 

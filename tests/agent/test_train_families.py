@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rods_agent.config import load_config
+from rods_agent.training.config import load_config
 from rods_env.registry import load_domain
 from tests.agent.conftest import FAMILY_CASES, FamilyModels, case_id
 

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import gymnasium as gym
 import pytest
 
-from rods_agent.config import DataConfig
 from rods_agent.data import DataEngine
 from rods_agent.integrations.trl import environment_factory, task_dataset, train_test_datasets
+from rods_agent.training.config import DataConfig
 from rods_env import load_domain
 from rods_env.errors import ConfigError, RodsError
 from rods_env.synthesis import TaskPool

@@ -127,8 +127,8 @@ SMALL = [
 def test_one_process_trains_with_the_data_engine_and_resumes_where_it_stopped(
     tiny_trl_model, tmp_path
 ):
-    from rods_agent.config import DataConfig
     from rods_agent.data import DataEngine, GroupResult
+    from rods_agent.training.config import DataConfig
 
     out = tmp_path / "run"
     example = [sys.executable, str(EXAMPLE), "--mode", "filter", "--model", str(tiny_trl_model)]

@@ -16,8 +16,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from rods_agent.config import TRAIN_MODES, load_config  # noqa: E402
 from rods_agent.data import DataEngine  # noqa: E402
+from rods_agent.training.config import TRAIN_MODES, load_config  # noqa: E402
 from rods_agent.training.loop import update_on_kept  # noqa: E402
 from rods_agent.training.model_policy import ModelPolicy  # noqa: E402
 
@@ -102,7 +102,7 @@ def test_a_tied_step_changes_nothing_and_a_step_with_signal_moves_the_weights(
 def test_envtuning_hints_the_training_rollouts_and_never_the_evaluation(
     tiny_model_dir, retail_tasks, tmp_path, monkeypatch
 ):
-    import rods_agent.evaluate
+    import rods_agent.evaluation.evaluate
     import rods_env.env
 
     made: list[dict] = []
@@ -114,7 +114,7 @@ def test_envtuning_hints_the_training_rollouts_and_never_the_evaluation(
         return real(domain, **kwargs)
 
     monkeypatch.setattr(rods_env.env, "make_env", recording)
-    monkeypatch.setattr(rods_agent.evaluate, "make_env", recording)
+    monkeypatch.setattr(rods_agent.evaluation.evaluate, "make_env", recording)
     tasks = retail_tasks[:1]
     for mode in ("envtuning", "static"):
         policy = make(tiny_model_dir, tmp_path / mode, mode)

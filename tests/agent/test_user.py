@@ -7,7 +7,7 @@ import re
 import gymnasium as gym
 
 from rods_agent.engines import Completion, SamplingParams
-from rods_agent.user import STOP_MARK, LLMUser
+from rods_agent.rollouts.user import STOP_MARK, LLMUser
 from rods_env import OracleAgent, UserSimulator
 from rods_env.oracle import run_episode
 
@@ -128,8 +128,8 @@ def test_llm_user_on_the_tiny_model_speaks_the_model_words_and_the_env_keeps_sco
 
 def test_llm_users_of_many_episodes_are_batched_and_give_the_same_episodes(retail, retail_tasks):
     from rods_agent.engines.scripted import ScriptedEngine
-    from rods_agent.rollout import EpisodeSpec, RolloutConfig, RolloutStats, run_rollouts
-    from rods_agent.user import UserBatcher
+    from rods_agent.rollouts.batch import EpisodeSpec, RolloutConfig, RolloutStats, run_rollouts
+    from rods_agent.rollouts.user import UserBatcher
 
     by_id = {t.id: t for t in retail_tasks}
     writes = retail.toolkit.write_names()
@@ -161,7 +161,7 @@ def test_llm_users_of_many_episodes_are_batched_and_give_the_same_episodes(retai
 
 
 def test_a_failing_environment_call_inside_a_batched_round_is_data(retail_tasks):
-    from rods_agent.user import UserBatcher
+    from rods_agent.rollouts.user import UserBatcher
 
     batcher = UserBatcher(FactsModel(), SamplingParams())
 
@@ -175,7 +175,7 @@ def test_a_failing_environment_call_inside_a_batched_round_is_data(retail_tasks)
 
 def test_llm_user_caps_its_own_replies_below_a_shared_batchers_cap(retail_tasks):
     """A batcher shared with benchmark users has a higher cap; rods' users keep theirs."""
-    from rods_agent.user import UserBatcher
+    from rods_agent.rollouts.user import UserBatcher
 
     model = FactsModel()
     seen = []

@@ -109,9 +109,9 @@ def test_a_training_run_shows_its_report_its_pool_story_and_its_transcripts(tmp_
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from rods_agent.config import load_config
-    from rods_agent.report import PANELS
+    from rods_agent.training.config import load_config
     from rods_agent.training.loop import train
+    from rods_agent.training.report import PANELS
     from tests.agent.test_train import SIMULATED, small
 
     run = tmp_path / "run"

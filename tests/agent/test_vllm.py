@@ -155,7 +155,7 @@ class TestInProcess:
         import torch
 
         import rods_env
-        from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
+        from rods_agent.rollouts.batch import EpisodeSpec, RolloutConfig, run_rollouts
 
         assert rods_env.ENV_IDS
         config = RolloutConfig(
@@ -185,7 +185,7 @@ class TestInProcess:
 
         import rods_env
         from environments.bfcl import BASE
-        from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
+        from rods_agent.rollouts.batch import EpisodeSpec, RolloutConfig, run_rollouts
 
         assert "rods/BFCL-MultiTurn-v0" in rods_env.BENCHMARK_ENV_IDS
         # one class (TradingBot): the shortest tools
@@ -335,7 +335,7 @@ def test_token_mode_rollouts_from_vllm_serve_are_trainable(served, retail_tasks)
 
     import rods_env
     from rods_agent.engines.openai_api import OpenAIEngine
-    from rods_agent.rollout import EpisodeSpec, RolloutConfig, run_rollouts
+    from rods_agent.rollouts.batch import EpisodeSpec, RolloutConfig, run_rollouts
 
     assert rods_env.ENV_IDS
     engine = OpenAIEngine(served.url, served.name, tokenizer=served.model, concurrency=2)
@@ -386,8 +386,8 @@ def test_bfcl_eval_against_vllm_serve(served):
     accepted by a real server, and its episodes are scored with BFCL's numbers."""
     from environments.bfcl import BASE
     from rods_agent.engines.openai_api import OpenAIEngine
-    from rods_agent.evaluate import evaluate
-    from rods_agent.rollout import RolloutConfig
+    from rods_agent.evaluation.evaluate import evaluate
+    from rods_agent.rollouts.batch import RolloutConfig
 
     # one class (TradingBot): the shortest tools
     tasks = [t for t in BASE.seed_tasks() if t.id == "multi_turn_base_100"]

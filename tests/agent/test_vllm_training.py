@@ -40,7 +40,7 @@ def _vllm_policy(tiny_model_dir, tmp_path, *overrides):
         pytest.skip(NOT_HERE)
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_CACHE_ROOT", str(tmp_path / "vllm-cache"))
-    from rods_agent.config import load_config
+    from rods_agent.training.config import load_config
     from rods_agent.training.model_policy import ModelPolicy
 
     config = load_config(None, [

@@ -397,7 +397,7 @@ def task_spec(task: Task) -> dict[str, Any]:
 @functools.lru_cache(maxsize=32)
 def served_tasks(env_id: str, pool: str, split: str) -> tuple[Task, ...]:
     """The tasks a server plays in ``split`` (the seeds or a pool file), cached."""
-    from rods_agent.evaluate import load_pool
+    from rods_agent.evaluation.evaluate import load_pool
 
     if split not in ("train", "test"):
         raise ValueError(f"unknown split {split!r}; splits: train, test")

@@ -2,7 +2,7 @@
 
 TRL parses the model's tool calls with transformers' response templates, which
 ``trl.chat_template_utils.add_response_schema`` knows only for the chat templates of some
-model families. The tiny test model of :mod:`rods_agent.tiny_model` has its own ChatML
+model families. The tiny test model of :mod:`rods_agent.models.tiny` has its own ChatML
 template; this module gives it TRL's Qwen 2.5 template instead (same special tokens, the
 same ``<tool_call>`` format), so GRPOTrainer recognises it.
 """
@@ -27,7 +27,7 @@ def build_tiny_trl_model(path: str | Path, **kwargs: Any) -> Path:
 
     Args:
         path: Folder to write.
-        **kwargs: Passed to :func:`rods_agent.tiny_model.build_tiny_model` (``layers``,
+        **kwargs: Passed to :func:`rods_agent.models.tiny.build_tiny_model` (``layers``,
             ``hidden_size``, ``seed``, ...).
 
     Returns:
@@ -35,7 +35,7 @@ def build_tiny_trl_model(path: str | Path, **kwargs: Any) -> Path:
     """
     from transformers import AutoTokenizer
 
-    from rods_agent.tiny_model import build_tiny_model
+    from rods_agent.models.tiny import build_tiny_model
 
     path = build_tiny_model(path, **kwargs)
     tokenizer = AutoTokenizer.from_pretrained(path)

@@ -123,7 +123,7 @@ class RodsTaskset(vf.Taskset[RodsTask, RodsTasksetConfig]):
 
     def load(self) -> Iterator[RodsTask]:
         """One task per rods task: the user's first message, the domain policy."""
-        from rods_agent.evaluate import load_pool
+        from rods_agent.evaluation.evaluate import load_pool
 
         config = self.config
         episode = Episode(config.env_id, tasks=config.pool, max_steps=config.max_steps)
@@ -150,7 +150,7 @@ class RodsHarness(NullHarness):
 
 
 def _task(env_id: str, task_id: str, pool: str | None) -> Any:
-    from rods_agent.evaluate import load_pool
+    from rods_agent.evaluation.evaluate import load_pool
 
     for task in load_pool(env_id, pool or "seeds", "all"):
         if task.id == task_id:

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from rods_agent.config import DataConfig
 from rods_agent.data import DataEngine, GroupResult, round_seed
+from rods_agent.training.config import DataConfig
 from rods_env.errors import ConfigError, RodsError
 
 BOUNDARY = (1.0, 0.0, 1.0, 0.0)

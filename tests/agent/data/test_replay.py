@@ -7,8 +7,8 @@ from collections import Counter
 
 import pytest
 
-from rods_agent.config import DataConfig
 from rods_agent.data import GroupStats, ReplayBuffer, Thresholds
+from rods_agent.training.config import DataConfig
 from rods_env.errors import RodsError
 
 from .conftest import synthetic

@@ -130,7 +130,7 @@ def test_exported_results_get_the_same_verdicts_from_bfcls_decoder_and_checker(t
     from environments.bfcl.agents import PlanAgent, silent_plan
     from environments.bfcl.export import main as export_main
     from rods_agent.engines.scripted import ScriptedEngine
-    from rods_agent.evaluate import evaluate
+    from rods_agent.evaluation.evaluate import evaluate
     from tests.environments.bfcl.official import decode_like_bfcl_fc, isolated, safe_call_strings
 
     sample = tasks[::20]  # 40 tasks, all categories

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from environments.tau2.package import tau2_module
 from environments.tau2.scoring import is_successful
-from rods_agent.evaluate import pass_hat_k
+from rods_agent.evaluation.evaluate import pass_hat_k
 
 
 @settings(max_examples=300, deadline=None)

@@ -111,7 +111,7 @@ def test_both_verdicts_side_by_side_and_the_strict_one_on_request():
 
 def test_rods_eval_reports_both_verdicts_of_tau2(tmp_path):
     from rods_agent.engines import oracle_engine
-    from rods_agent.evaluate import evaluate, load_pool
+    from rods_agent.evaluation.evaluate import evaluate, load_pool
 
     tasks = load_pool("tau2-retail", "seeds", "test")[:3]
     summary = evaluate(oracle_engine(tasks), tasks, out=tmp_path / "run")

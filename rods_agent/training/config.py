@@ -183,7 +183,7 @@ class RolloutSection(Section):
 
 
 class GRPOConfig(Section):
-    """The policy-gradient update (see rods_agent.grpo)."""
+    """The policy-gradient update (see rods_agent.training.grpo)."""
 
     lr: float = Field(1e-5, gt=0.0, description="AdamW learning rate.")
     weight_decay: float = Field(0.0, ge=0.0, description="AdamW weight decay.")

@@ -14,7 +14,7 @@ model.
 Example::
 
     from rods_agent.engines import make_engine
-    from rods_agent.rewrite import ModelRewriter
+    from rods_agent.synthesis.rewrite import ModelRewriter
 
     rewriter = ModelRewriter(make_engine("vllm", "/models/qwen2.5-7b-instruct"))
     rewritten = rewriter.rewrite(tasks)  # one RewriteOutcome per task

@@ -7,7 +7,7 @@ float32 and saved as an ordinary folder (~517 MB) that transformers and vLLM loa
 tokenizer gets a ChatML template that renders tools and ``<tool_call>`` blocks (SmolLM2's
 own template ignores tools and cannot render an assistant message without content).
 
-    python -m rods_agent.smollm2 .venv-vllm/models/SmolLM2-135M-Instruct
+    python -m rods_agent.models.smollm2 .venv-vllm/models/SmolLM2-135M-Instruct
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def convert(out: str | Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m rods_agent.smollm2 DIR``."""
+    """Command line: ``python -m rods_agent.models.smollm2 DIR``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", help="folder to write the model to")
     args = parser.parse_args(argv)

@@ -41,8 +41,8 @@ of its k-th completion is seeded with ``derive_seed(sampling_seed, k)``, so with
 that honours request seeds the episode's completions do not depend on the rest of the
 batch, and a resumed training run repeats them.
 
-**Simulated users played by a model** (:class:`rods_agent.user.LLMUser`) are batched across
-episodes: give ``run_rollouts`` the users' :class:`rods_agent.user.UserBatcher`, and each
+**Simulated users played by a model** (:class:`rods_agent.rollouts.user.LLMUser`) are batched across
+episodes: give ``run_rollouts`` the users' :class:`rods_agent.rollouts.user.UserBatcher`, and each
 round of environment steps (and resets) runs with one generation call for all the user
 replies it needs.
 """
@@ -73,7 +73,7 @@ from rods_env.errors import ConfigError
 from rods_env.task import Task
 
 if TYPE_CHECKING:
-    from rods_agent.user import UserBatcher
+    from rods_agent.rollouts.user import UserBatcher
 
 log = logging.getLogger(__name__)
 
@@ -703,7 +703,7 @@ def run_rollouts(
         on_record: Called with each record as soon as its episode finishes.
         stats: Filled with where the time went.
         users: The batcher shared by the environments' model-played users
-            (:class:`rods_agent.user.LLMUser` built with it); each round of environment
+            (:class:`rods_agent.rollouts.user.LLMUser` built with it); each round of environment
             resets and steps then makes one generation call for all their replies.
 
     Returns:

@@ -3,7 +3,7 @@
 The library entry point is :func:`evaluate`; ``rods eval`` and the trainer's periodic
 evaluation both call it::
 
-    from rods_agent.evaluate import evaluate
+    from rods_agent.evaluation.evaluate import evaluate
     summary = evaluate(engine, tasks, k=4, out=Path("results/NAME"))
     summary.pass_k[1], summary.mean_progress, summary.by_skill["cancel_order"].pass_1
 
@@ -45,6 +45,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+from rods_agent.console.progress import Progress
 from rods_agent.engines.base import Engine, SamplingParams, derive_seed
 from rods_agent.evaluation.files import (
     CONFIG,
@@ -80,8 +81,7 @@ from rods_agent.evaluation.scores import (
     user_line,
     verdict_scores,
 )
-from rods_agent.progress import Progress
-from rods_agent.rollout import (
+from rods_agent.rollouts.batch import (
     EpisodeRecord,
     EpisodeSpec,
     RolloutConfig,
@@ -150,7 +150,7 @@ def evaluate(
             is how many episodes run at once.
         user: ``"scripted"`` (the default deterministic user; a benchmark domain's
             stand-in), ``"llm"`` (the user is played by a model,
-            :class:`rods_agent.user.LLMUser`, its replies batched across episodes),
+            :class:`rods_agent.rollouts.user.LLMUser`, its replies batched across episodes),
             ``"solo"`` (no user: a benchmark domain's solo mode), or a function that builds
             a user simulator.
         out: A folder for resumable result files (see the module docstring); None writes
@@ -352,7 +352,7 @@ def _run(
     metered = _MeteredEngine(engine, tracker)
     batcher = None
     if user == "llm":
-        from rods_agent.user import SCENARIO_MAX_TOKENS, LLMUser, UserBatcher
+        from rods_agent.rollouts.user import SCENARIO_MAX_TOKENS, LLMUser, UserBatcher
 
         # the users' replies are batched across episodes; their tokens are not the agent's.
         # rods' users cap their own replies; a benchmark's scenario users need more room
@@ -381,7 +381,7 @@ def _run(
         if user in ("scripted", "solo"):
             return None
         if user == "llm":
-            from rods_agent.user import LLMUser
+            from rods_agent.rollouts.user import LLMUser
 
             assert batcher is not None
             return LLMUser(batcher.engine, sampling=users_sampling, batcher=batcher)

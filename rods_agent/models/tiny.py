@@ -14,8 +14,8 @@ They emit nonsense (their weights are random), which is what the error paths nee
 So token accounting, templates, batching and serving are exercised as with a real model.
 Nothing is downloaded.
 
-    python -m rods_agent.tiny_model results/tiny-qwen  # then: rods eval --engine transformers --model results/tiny-qwen
-    python -m rods_agent.tiny_model results/tiny-qwen3 --family qwen3
+    python -m rods_agent.models.tiny results/tiny-qwen  # then: rods eval --engine transformers --model results/tiny-qwen
+    python -m rods_agent.models.tiny results/tiny-qwen3 --family qwen3
 """
 
 from __future__ import annotations
@@ -302,7 +302,7 @@ def _write_family_model(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m rods_agent.tiny_model DIR``."""
+    """Command line: ``python -m rods_agent.models.tiny DIR``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", help="folder to write the model to")
     parser.add_argument("--layers", type=int, default=2)

@@ -21,7 +21,7 @@ over ``--window`` steps (thick), both in the legend; every y axis says what it c
 ``report.md`` holds the numbers (and, given a ``static`` and a ``rods`` run, whether rods
 held an effective group ratio of at least 0.8 after static fell below 0.3). Runs of the
 simulated learner are labelled as such in every title and table. Every run is labelled
-with its mode and the synthesis modes it used (:func:`rods_agent.config.mode_label`: a
+with its mode and the synthesis modes it used (:func:`rods_agent.training.config.mode_label`: a
 run of mode ``rods`` from before rods meant resample-only says that it expanded too), and
 the table counts its optimizer steps (equal optimizer steps can be checked across modes).
 """
@@ -65,8 +65,8 @@ class Run:
     @property
     def mode_label(self) -> str:
         """The mode with the synthesis modes the run used, as it ran
-        (:func:`rods_agent.config.mode_label`), from its config or else its metrics."""
-        from rods_agent.config import mode_label
+        (:func:`rods_agent.training.config.mode_label`), from its config or else its metrics."""
+        from rods_agent.training.config import mode_label
 
         data = self.config.get("data")
         if isinstance(data, Mapping):
