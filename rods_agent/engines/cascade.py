@@ -96,10 +96,141 @@ class DecodeState:
         return sum(k.numel() * k.element_size() * 2 for k in self.keys)
 
 
-class CascadeDecoder:
-    """A decode step for the Llama-style ``model`` (see the module doc)."""
+@dataclass
+class LayerWeights:
+    """One layer's projections as the decode step multiplies by them (see :class:`Weights`)."""
 
-    def __init__(self, model: Any) -> None:
+    qkv: list[tuple[Any, Any]]  # [(weight, bias)]: one fused q|k|v, or q, k, v
+    o: tuple[Any, Any]
+    gate_up: list[tuple[Any, Any]]  # one fused gate|up, or gate, up
+    down: tuple[Any, Any]
+
+
+class Weights:
+    """The decode step's linear weights, prepared once per set of model weights.
+
+    * **fused**: q, k and v concatenated into one ``[q + 2 kv, hidden]`` weight, gate and
+      up into one ``[2 inter, hidden]`` (one product instead of three and two);
+    * **packed**: on a CPU, each weight reordered once into oneDNN's blocked layout
+      (``torch.ops.mkldnn._reorder_linear_weight``), the layout its matrix product reads
+      without repacking the weight on every call (as ``torch.compile`` with freezing
+      does); the residual additions ride on the products (oneDNN's ``add`` post-op).
+
+    Both are copies of the model's weights: :meth:`current` tells when the model's
+    parameters were changed (an optimizer step bumps a tensor's version counter; a load
+    replaces its storage) so that the copies are made again before the next batch.
+    """
+
+    def __init__(self, model: Any, *, fuse: bool, pack: bool) -> None:
+        import torch
+
+        self.fuse = fuse
+        self.pack = pack and _packing_works(model)
+        self.signature = _signature(model)
+        self.layers: list[LayerWeights] = []
+        with torch.no_grad():
+            for layer in model.model.layers:
+                attn, mlp = layer.self_attn, layer.mlp
+                qkv = [attn.q_proj, attn.k_proj, attn.v_proj]
+                gate_up = [mlp.gate_proj, mlp.up_proj]
+                self.layers.append(
+                    LayerWeights(
+                        qkv=self._prepare(qkv, fuse),
+                        o=self._prepare([attn.o_proj], False)[0],
+                        gate_up=self._prepare(gate_up, fuse),
+                        down=self._prepare([mlp.down_proj], False)[0],
+                    )
+                )
+            self.head = self._prepare([model.lm_head], False)[0]
+
+    def _prepare(self, mods: list[Any], fuse: bool) -> list[tuple[Any, Any]]:
+        import torch
+
+        pairs = [(m.weight.detach(), None if m.bias is None else m.bias.detach()) for m in mods]
+        if fuse and len(pairs) > 1:
+            bias = None
+            if any(b is not None for _, b in pairs):
+                bias = torch.cat(
+                    [b if b is not None else w.new_zeros(w.shape[0]) for w, b in pairs]
+                )
+            pairs = [(torch.cat([w for w, _ in pairs]), bias)]
+        if self.pack:
+            pairs = [(torch.ops.mkldnn._reorder_linear_weight(w, 16), b) for w, b in pairs]
+        return pairs
+
+    def current(self, model: Any) -> bool:
+        """Whether these copies still match ``model``'s parameters."""
+        return self.signature == _signature(model)
+
+    def nbytes(self) -> int:
+        """Bytes of the copies (fused or packed weights; 0 when neither)."""
+        if not self.fuse and not self.pack:
+            return 0
+        total = 0
+        for lw in self.layers:
+            pairs = [*lw.qkv, lw.o, *lw.gate_up, lw.down]
+            if not self.pack:
+                pairs = [*lw.qkv, *lw.gate_up] if len(lw.qkv) == 1 else []
+            total += sum(w.numel() * w.element_size() for w, _ in pairs)
+        if self.pack:
+            total += self.head[0].numel() * self.head[0].element_size()
+        return total
+
+    def linear(self, x: Any, weight: tuple[Any, Any]) -> Any:
+        """``x @ weight.T + bias``."""
+        import torch
+        import torch.nn.functional as F
+
+        if self.pack:
+            return torch.ops.mkldnn._linear_pointwise(x, weight[0], weight[1], "none", [], "")
+        return F.linear(x, weight[0], weight[1])
+
+    def linear_add(self, x: Any, weight: tuple[Any, Any], residual: Any) -> Any:
+        """``residual + x @ weight.T + bias`` (one call when packed)."""
+        import torch
+        import torch.nn.functional as F
+
+        if self.pack:
+            return torch.ops.mkldnn._linear_pointwise.binary(
+                x, residual, weight[0], weight[1], "add"
+            )
+        return residual + F.linear(x, weight[0], weight[1])
+
+
+def _signature(model: Any) -> tuple[tuple[int, int], ...]:
+    return tuple((p.data_ptr(), p._version) for p in model.parameters())
+
+
+def _packing_works(model: Any) -> bool:
+    """Whether oneDNN's packed linear products run here for ``model``'s weights (a CPU
+    build with oneDNN, a float32 or bfloat16 model)."""
+    import torch
+
+    weight = model.lm_head.weight
+    if weight.device.type != "cpu" or weight.dtype not in (torch.float32, torch.bfloat16):
+        return False
+    if not torch.backends.mkldnn.is_available():
+        return False
+    try:
+        w = torch.ones(8, 8, dtype=weight.dtype)
+        packed = torch.ops.mkldnn._reorder_linear_weight(w, 2)
+        x = torch.ones(2, 8, dtype=weight.dtype)
+        y = torch.ops.mkldnn._linear_pointwise.binary(x, x, packed, None, "add")
+        return bool(torch.equal(y, torch.full((2, 8), 9.0, dtype=weight.dtype)))
+    except (RuntimeError, AttributeError):
+        return False
+
+
+class CascadeDecoder:
+    """A decode step for the Llama-style ``model`` (see the module doc).
+
+    Args:
+        model: The model (weights shared, read at each batch's start).
+        fuse: Fused q|k|v and gate|up weights (:class:`Weights`).
+        pack: oneDNN-packed weights on a CPU (:class:`Weights`).
+    """
+
+    def __init__(self, model: Any, *, fuse: bool = True, pack: bool = True) -> None:
         reason = unsupported(model)
         if reason is not None:
             raise ValueError(f"cascade decoding does not support this model: {reason}")
@@ -115,6 +246,15 @@ class CascadeDecoder:
         module = sys.modules[type(attn).__module__]
         self._rope = module.apply_rotary_pos_emb
         self._qk_norm = hasattr(attn, "q_norm")
+        self.fuse, self.pack = fuse, pack
+        self._weights: Weights | None = None
+
+    def weights(self) -> Weights:
+        """The prepared weights, made again when the model's parameters changed."""
+        if self._weights is None or not self._weights.current(self.model):
+            self._weights = None  # drop the old copies before making new ones
+            self._weights = Weights(self.model, fuse=self.fuse, pack=self.pack)
+        return self._weights
 
     # -- the batch -------------------------------------------------------------------------
     def start(
@@ -152,6 +292,7 @@ class CascadeDecoder:
                      pv.reshape(self.kv_heads, plen, -1).contiguous()) for pk, pv in prefix]  # fmt: skip
             state_groups.append(Group(start, end, plen, flat))
         device = first.device
+        self.weights()  # prepared (or made again) before the first step
         return DecodeState(
             groups=state_groups,
             keys=keys,
@@ -167,41 +308,46 @@ class CascadeDecoder:
         import torch
         import torch.nn.functional as F
 
-        inner = self.inner
+        inner, weights = self.inner, self._weights
+        assert weights is not None  # made by start()
         n = tokens.shape[0]
-        rows = torch.arange(n, device=tokens.device)
-        x = inner.embed_tokens(tokens)[:, None, :]  # [n, 1, hidden]
-        cos, sin = inner.rotary_emb(x, state.positions[:, None])
+        kvh, g, d = self.kv_heads, self.group, self.head_dim
+        x = inner.embed_tokens(tokens)  # [n, hidden]
+        cos, sin = inner.rotary_emb(x[:, None], state.positions[:, None])
         # the positions each row may attend to in its own buffer, the new token included
         valid = torch.arange(state.width, device=tokens.device)[None, :] <= state.lengths[:, None]
         masked = ~valid[:, None, None, :]  # [n, 1, 1, width]
-        kvh, g, d = self.kv_heads, self.group, self.head_dim
+        # where each row's new key/value goes in a layer's buffer seen as [n*kvh*width, d]
+        heads = torch.arange(kvh, device=tokens.device)
+        rows = torch.arange(n, device=tokens.device)
+        slots = (rows[:, None] * kvh + heads[None, :]) * state.width
+        at = (slots + state.lengths[:, None]).view(-1)
+        sizes = [self.heads * d, kvh * d, kvh * d]
         for index, layer in enumerate(inner.layers):
-            attn = layer.self_attn
+            attn, lw = layer.self_attn, weights.layers[index]
             h = layer.input_layernorm(x)
-            q = F.linear(h, attn.q_proj.weight, attn.q_proj.bias).view(n, 1, self.heads, d)
-            k = F.linear(h, attn.k_proj.weight, attn.k_proj.bias).view(n, 1, kvh, d)
-            v = F.linear(h, attn.v_proj.weight, attn.v_proj.bias).view(n, 1, kvh, d)
+            if len(lw.qkv) == 1:
+                q, k, v = weights.linear(h, lw.qkv[0]).split(sizes, dim=-1)
+            else:
+                q, k, v = (weights.linear(h, w) for w in lw.qkv)
+            q, k = q.reshape(n, 1, self.heads, d), k.reshape(n, 1, kvh, d)
             if self._qk_norm:
                 q, k = attn.q_norm(q), attn.k_norm(k)
             q, k = self._rope(q.transpose(1, 2), k.transpose(1, 2), cos, sin)  # [n, h, 1, d]
             keys, values = state.keys[index], state.values[index]
-            keys[rows, :, state.lengths] = k[:, :, 0]
-            values[rows, :, state.lengths] = v.transpose(1, 2)[:, :, 0]
+            keys.view(-1, d).index_copy_(0, at, k.reshape(n * kvh, d))
+            values.view(-1, d).index_copy_(0, at, v.reshape(n * kvh, d))
             out = self._attend(q.reshape(n, kvh, g, d), keys, values, masked, state.groups, index)
-            x = x + F.linear(
-                out.reshape(n, 1, self.heads * d), attn.o_proj.weight, attn.o_proj.bias
-            )
+            x = weights.linear_add(out.reshape(n, self.heads * d), lw.o, x)
             h = layer.post_attention_layernorm(x)
-            mlp = layer.mlp
-            gate = F.silu(F.linear(h, mlp.gate_proj.weight, mlp.gate_proj.bias))
-            up = F.linear(h, mlp.up_proj.weight, mlp.up_proj.bias)
-            x = x + F.linear(gate * up, mlp.down_proj.weight, mlp.down_proj.bias)
+            if len(lw.gate_up) == 1:
+                gate, up = weights.linear(h, lw.gate_up[0]).chunk(2, dim=-1)
+            else:
+                gate, up = (weights.linear(h, w) for w in lw.gate_up)
+            x = weights.linear_add(F.silu(gate) * up, lw.down, x)
         state.lengths += 1
         state.positions += 1
-        x = inner.norm(x)
-        head = self.model.lm_head
-        return F.linear(x[:, 0], head.weight, head.bias)
+        return weights.linear(inner.norm(x), weights.head)
 
     def _attend(
         self, q: Any, keys: Any, values: Any, masked: Any, groups: list[Group], layer: int

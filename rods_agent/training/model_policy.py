@@ -56,6 +56,7 @@ from rods_agent.training.generator import (
     make_engine,
     sync_generator,
     turn_tokens,
+    vllm_cache_tokens,
 )
 from rods_agent.training.grpo import (
     LossConfig,
@@ -156,16 +157,22 @@ class ModelPolicy:
         rc, mc = self.config.rollout, self.config.model
         params = list(self.learner.parameters())
         space = os.environ.get("VLLM_CPU_KVCACHE_SPACE")  # GiB, vLLM-CPU's own setting
+        kv_per_token = model_sizes(self.learner.config)[1]
+        vllm_kv = float(int(space) << 30) if space else float(1 << 30)
+        tokens = vllm_cache_tokens(self.config, self.learner, self.dtype_name)
+        if mc.engine == "vllm" and tokens is not None:  # what make_engine asks vLLM for
+            size = 4 if self.dtype_name in ("float32", "auto") else 2
+            vllm_kv = float(max(16 << 20, tokens * kv_per_token * size))
         return estimate(
             params=sum(p.numel() for p in params),
-            kv_per_token=model_sizes(self.learner.config)[1],
+            kv_per_token=kv_per_token,
             dtype_bytes=params[0].element_size() if params else 4,
             trainable=sum(p.numel() for p in params if p.requires_grad),
             master_weights=mc.master_weights,
             batch=rc.batch_size or rc.tasks_per_step * rc.group_size,
             max_tokens=rc.max_tokens,
             engine=mc.engine,
-            vllm_kv_bytes=float(int(space) << 30) if space else float(1 << 30),
+            vllm_kv_bytes=vllm_kv,
         )
 
     @property

@@ -171,3 +171,100 @@ def test_vllms_cache_is_sized_from_the_tokens_a_run_holds(tiny_model_dir):
     _, per_token = model_sizes(AutoConfig.from_pretrained(tiny_model_dir))
     assert kv_cache_bytes(tiny_model_dir, 8 * 100_000, "bfloat16") == 8 * 100_000 * per_token * 2
     assert kv_cache_bytes(tiny_model_dir, 10, "float32") == 16 << 20  # a floor
+
+
+def test_fused_and_packed_weights_give_the_model_weights_tokens(tiny_model_dir):
+    """The decode step with q|k|v and gate|up fused and (on a CPU) oneDNN-packed copies of
+    the weights: the same greedy tokens, and seeded samples' log-probabilities within
+    float noise, as the step that multiplies by the model's own weights (float32)."""
+    from rods_agent.engines.cascade import CascadeDecoder
+    from rods_agent.engines.hf import TransformersEngine
+
+    fused = TransformersEngine(tiny_model_dir, reuse_kv=True)
+    own = TransformersEngine(tiny_model_dir, reuse_kv=True)
+    own._decoder = CascadeDecoder(own.model, fuse=False, pack=False)
+    for params in (
+        SamplingParams(max_tokens=12, temperature=0),
+        SamplingParams(max_tokens=12, temperature=1.0),
+    ):
+        for a, b in zip(_episodes(fused, params), _episodes(own, params), strict=True):
+            assert a.token_ids == b.token_ids
+            assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+    weights = fused._decoder.weights()
+    assert len(weights.layers[0].qkv) == 1 and len(weights.layers[0].gate_up) == 1
+    assert weights.nbytes() > 0 and own._decoder.weights().nbytes() == 0
+
+
+def test_the_decoders_weight_copies_follow_an_update(tiny_model_dir):
+    """An optimizer step changes the parameters in place: the next batch decodes with the
+    new weights (the fused and packed copies are made again), as the plain path does."""
+    engines = _engines(tiny_model_dir)
+    cascade, plain = engines["cascade"], engines["plain"]
+    params = SamplingParams(max_tokens=10, temperature=1.0)
+    before = _episodes(cascade, params, turns=1)
+    copies = cascade._decoder.weights()
+    for engine in (cascade, plain):
+        noise = torch.Generator().manual_seed(7)
+        with torch.no_grad():
+            for p in engine.model.parameters():
+                p.add_(torch.randn(p.shape, generator=noise) * 0.5 * p.std().clamp(min=0.02))
+        engine.weights_version += 1  # as the learner's owner does after an update
+    after = _episodes(cascade, params, turns=1)
+    assert cascade._decoder.weights() is not copies
+    for a, b in zip(after, _episodes(plain, params, turns=1), strict=True):
+        assert a.token_ids == b.token_ids
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+    moved = [abs(a - b) for x, y in zip(after, before, strict=True)
+             for a, b in zip(x.logprobs, y.logprobs, strict=False)]  # fmt: skip
+    assert max(moved) > 1e-2  # the update changed what the model says
+
+
+def test_vllm_is_asked_for_the_cache_the_budget_leaves(tiny_model_dir, tmp_path, monkeypatch):
+    """make_engine sizes vLLM-CPU's KV cache from model.memory_budget_gb: what the budget
+    leaves after the learner, its optimizer and vLLM's weight copy, at most a batch of
+    rollout.max_tokens conversations, at least one; None without a budget or when
+    VLLM_CPU_KVCACHE_SPACE decides."""
+    from rods_agent.engines import vllm_engine
+    from rods_agent.engines.memory import GB, estimate, model_sizes
+    from rods_agent.training import generator
+    from rods_agent.training.config import load_config
+    from rods_agent.training.learner import load_learner
+
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    base = [f"model.path={tiny_model_dir}", f"out={tmp_path}", "model.engine=vllm",
+            "rollout.max_tokens=64", "rollout.tasks_per_step=4", "rollout.group_size=8"]  # fmt: skip
+    config = load_config(None, base)
+    learner = load_learner(config, tmp_path)
+    model, dtype = learner.model, learner.dtype
+    params = list(model.parameters())
+    per_token = model_sizes(model.config)[1] * (4 if dtype == "float32" else 2)
+    fixed = estimate(
+        params=sum(p.numel() for p in params), kv_per_token=model_sizes(model.config)[1],
+        dtype_bytes=params[0].element_size(), trainable=sum(p.numel() for p in params),
+        master_weights=config.model.master_weights, batch=32, max_tokens=64, engine="vllm",
+        vllm_kv_bytes=0.0,
+    ).total  # fmt: skip
+
+    def tokens(budget_gb: float) -> int | None:
+        c = load_config(None, [*base, f"model.memory_budget_gb={budget_gb}"])
+        return generator.vllm_cache_tokens(c, model, dtype)
+
+    assert tokens(8.0) == 32 * 64  # room for the whole batch: no more than it
+    assert tokens((fixed + 1000.5 * per_token) / GB) == 1000
+    assert tokens((fixed + 10 * per_token) / GB) == 64  # one conversation at least
+    assert tokens(0.0) is None
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "2")
+    assert tokens(8.0) is None
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE")
+
+    seen: dict = {}
+
+    class Recorder:
+        def __init__(self, path, **kwargs):
+            seen.update(kwargs)
+
+    monkeypatch.setattr(vllm_engine, "VLLMEngine", Recorder)
+    c = load_config(None, [*base, f"model.memory_budget_gb={(fixed + 1000.5 * per_token) / GB}"])
+    generator.make_engine(c, learner)
+    assert seen["kv_cache_tokens"] == 1000
+    assert vllm_engine.kv_cache_bytes(tiny_model_dir, 1000, dtype) >= 1000 * per_token
