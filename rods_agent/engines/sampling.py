@@ -82,14 +82,23 @@ def sample_next(
         tokens = logits.argmax(dim=-1)
         return tokens, torch.zeros(tokens.shape, dtype=torch.float32, device=logits.device)
     logp = torch.log_softmax(processed_logits(logits, temperature, top_p), dim=-1)
-    probs = logp.exp()
-    tokens = torch.stack(
-        [
-            torch.multinomial(probs[row], 1, generator=generators[row])[0]
-            for row in range(probs.shape[0])
-        ]
+    # Inverse transform: one uniform per row from the row's own stream, one cumulative sum
+    # (float64) for the whole batch. torch.multinomial, row by row, took 0.7 ms a row on a
+    # 49k vocabulary (11 ms for 16 rows on an idle core: a tenth of a decoding step).
+    uniform = torch.stack(
+        [torch.rand((), generator=g, dtype=torch.float64, device=logits.device) for g in generators]
     )
-    return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
+    cdf = logp.exp().double().cumsum(dim=-1)
+    found = torch.searchsorted(cdf, (uniform * cdf[:, -1])[:, None], right=True)
+    tokens = found.clamp_(max=cdf.shape[-1] - 1).squeeze(-1)
+    chosen = logp.gather(-1, tokens[:, None]).squeeze(-1)
+    if bool((chosen == float("-inf")).any()):
+        # a draw rounded up to the row's total: its last token with mass
+        vocab = torch.arange(cdf.shape[-1], device=logits.device)
+        last = torch.where(logp > float("-inf"), vocab, 0).amax(dim=-1)
+        tokens = torch.minimum(tokens, last)
+        chosen = logp.gather(-1, tokens[:, None]).squeeze(-1)
+    return tokens, chosen
 
 
 def sampling_logprobs(

@@ -104,9 +104,10 @@ def test_the_kept_cache_stays_within_its_byte_budget(tiny_model_dir):
     from rods_agent.engines.hf import TransformersEngine
 
     probe = TransformersEngine(tiny_model_dir, reuse_kv=True)
-    budget = 700 * probe.kv_token_bytes
+    # room for the longest kept head (~700 tokens; its length depends on the draws)
+    budget = 1000 * probe.kv_token_bytes
     engine = TransformersEngine(tiny_model_dir, reuse_kv=True, max_cached_bytes=budget)
-    assert engine.max_cached_tokens == 700
+    assert engine.max_cached_tokens == 1000
     _episodes(engine, SamplingParams(max_tokens=6, temperature=1.0), turns=2)
     assert 0 < engine.cached_bytes() <= budget
 
