@@ -16,11 +16,13 @@ prefix, then the tokens it decodes). Per layer and step:
   read whole, positions not written yet masked);
 * the two merged exactly by their log-sum-exp (the softmax over the concatenation).
 
-The step itself calls the model's weights directly (``F.linear`` on the projections, the
-model's own norms and rotary embedding), not the model's ``forward``: at 135M parameters a
-decode step is dozens of small operations per layer and the per-call overhead of
-transformers' module stack (mask building, cache bookkeeping, keyword plumbing) was most of
-it. It supports the Llama-style decoders (Llama, SmolLM2, Qwen2, Qwen2.5, Qwen3, Mistral)
+The step itself multiplies by the model's weights directly (the model's own norms and rotary
+embedding), not through the model's ``forward``: at 135M parameters a decode step is dozens
+of small operations per layer and the per-call overhead of transformers' module stack (mask
+building, cache bookkeeping, keyword plumbing) was most of it. The weights it multiplies by
+are copies prepared once per set of weights (:class:`Weights`: q|k|v and gate|up
+concatenated, on a CPU packed into oneDNN's layout; 0.89x the step's time in bf16, 0.68x in
+float32, on SmolLM2 with 16 rows of ~1.1k tokens). It supports the Llama-style decoders (Llama, SmolLM2, Qwen2, Qwen2.5, Qwen3, Mistral)
 whose layers are all full attention with plain ``nn.Linear`` projections;
 :func:`unsupported` names what stops another model, which then decodes through its
 ``forward`` as before.
