@@ -119,7 +119,7 @@ class Tau2Env(EpisodeEnv):
             samples from all.
         max_steps: Agent actions before the episode is truncated (reward 0).
         user: Who plays the user: a :class:`rods_env.user.ScenarioUser` (e.g.
-            :class:`rods_agent.user.LLMUser`); None uses the scripted stand-in (not a
+            :class:`rods_agent.rollouts.user.LLMUser`); None uses the scripted stand-in (not a
             τ²-bench user: see :mod:`.users`).
         solo: τ²-bench's solo mode (telecom): no user, the ticket is the first observation.
         render_mode: None or ``"ansi"``.
@@ -182,7 +182,7 @@ class Tau2Env(EpisodeEnv):
         if user is not None and not isinstance(user, ScenarioUser):
             raise ConfigError(
                 f"{domain.env_id} needs a user that plays τ²-bench's scenarios "
-                f"(rods_env.user.ScenarioUser, e.g. rods_agent.user.LLMUser), got "
+                f"(rods_env.user.ScenarioUser, e.g. rods_agent.rollouts.user.LLMUser), got "
                 f"{type(user).__name__}"
             )
         if solo and not domain.has_solo_mode:

@@ -1,7 +1,7 @@
 """The scripted stand-in user, and the gold agent, of τ²-bench environments.
 
 τ²-bench's users are language models following its guidelines and a task's scenario: in
-rods that is :class:`rods_agent.user.LLMUser` (any engine) through the
+rods that is :class:`rods_agent.rollouts.user.LLMUser` (any engine) through the
 :class:`rods_env.user.ScenarioUser` protocol. Without a model, the environment uses
 :class:`ScriptedStandIn`, a deterministic stand-in that lets the environment run (tests,
 ``check_env``, the gold check, the exploit panel): it opens with the scenario's reason for

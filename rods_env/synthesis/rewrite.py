@@ -6,7 +6,7 @@ gets an opener and a closer in that persona's voice; stock phrases ("I want to",
 swapped for equivalents. A rewrite never adds, removes or alters a value: every fact value
 and number of the original request is still there, and no fact that the original did not
 state appears. When a rewrite would break that, the original text is kept. A model-based
-paraphraser (``rods_agent.rewrite``) can rephrase the result further.
+paraphraser (``rods_agent.synthesis.rewrite``) can rephrase the result further.
 """
 
 from __future__ import annotations
