@@ -13,7 +13,7 @@ Two measurements per path:
 
 * **a step's rollouts**: ``--tasks`` brief retail train tasks x ``--group`` seeded episodes
   (temperature 0.7, up to ``--turns`` turns of ``--new-tokens``), run by
-  :func:`rods_agent.rollout.run_rollouts` with the scripted user, as ``rods train`` does;
+  :func:`rods_agent.rollouts.batch.run_rollouts` with the scripted user, as ``rods train`` does;
   ``step_seconds`` is the time inside the engine (``RolloutStats.gen_seconds``), and the
   child's peak resident memory is measured (``ru_maxrss``);
 * **decoding alone**: ``--batch`` conversations of ``--decode-tasks`` openings (``--batch``
