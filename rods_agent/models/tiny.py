@@ -82,7 +82,7 @@ def tokenizers_dir() -> Path:
     env = os.environ.get("RODS_TOKENIZERS_DIR")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[1] / ".assets" / "tokenizers"
+    return Path(__file__).resolve().parents[2] / ".assets" / "tokenizers"
 
 
 def family_tokenizer(family: str) -> Path:

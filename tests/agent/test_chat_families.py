@@ -262,3 +262,16 @@ def test_each_family_ends_a_call_with_its_own_closing_marker(
     if chat.call_end is not None:  # only the message's closing follows the marker
         rest = written.split(chat.call_end)
         assert len(rest) == 2 and rest[1].strip() in {*chat.close_texts, ""}
+
+
+def test_the_tokenizers_folder_is_the_one_setup_fills(monkeypatch):
+    """``tokenizers_dir`` names the checkout's ``.assets/tokenizers`` (what ``scripts/setup.sh
+    tokenizers`` writes), wherever the module that computes it lives."""
+    from pathlib import Path
+
+    from rods_agent.models.tiny import tokenizers_dir
+
+    monkeypatch.delenv("RODS_TOKENIZERS_DIR", raising=False)
+    root = Path(__file__).resolve().parents[2]
+    assert tokenizers_dir() == root / ".assets" / "tokenizers"
+    assert "$ROOT/.assets/tokenizers" in (root / "scripts" / "setup" / "tokenizers.sh").read_text()
