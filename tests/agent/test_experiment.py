@@ -347,7 +347,8 @@ def test_parallel_runs_train_at_once_and_each_is_marked_done(tmp_path, monkeypat
 
 
 def test_a_failed_parallel_run_stops_the_protocol_and_starts_nothing_more(tmp_path, monkeypatch):
-    from rods_agent.experiment.runner import Experiment, StageFailed
+    from rods_agent.experiment.runner import Experiment
+    from rods_agent.experiment.stages import StageFailed
 
     started: list[str] = []
 

@@ -26,7 +26,7 @@ from rods_agent.console.progress import (
     left_text,
     read_snapshot,
 )
-from rods_agent.experiment import runner
+from rods_agent.experiment import stages
 from rods_agent.experiment.config import load_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,12 +139,12 @@ def test_the_evaluation_reports_its_episodes_to_the_file(retail_tasks, tmp_path,
 
 
 # -- the experiment's side: Clock and the watchers ---------------------------------------------
-def _clock(tmp_path: Path, timings: dict[str, list[float]], lines: list[str]) -> runner.Clock:
+def _clock(tmp_path: Path, timings: dict[str, list[float]], lines: list[str]) -> stages.Clock:
     tmp_path.mkdir(parents=True, exist_ok=True)
     if timings:
         (tmp_path / "timings.json").write_text(json.dumps(timings))
     config = load_experiment(CONFIG, [f"out={tmp_path}"])
-    return runner.Clock(tmp_path / "timings.json", config, lines.append)
+    return stages.Clock(tmp_path / "timings.json", config, lines.append)
 
 
 def test_the_time_left_names_what_is_not_yet_measured_and_is_never_0(tmp_path):
@@ -173,21 +173,21 @@ def _snapshot(done: int, left: float | None = 300.0) -> Snapshot:
 def test_a_stage_says_what_its_child_reports_at_most_every_30_seconds(tmp_path):
     lines: list[str] = []
     clock, now = _clock(tmp_path, {}, lines), FakeClock()
-    watch = runner._StageWatch(
+    watch = stages.StageWatch(
         clock, "warm start: epoch 1 of at most 1", lambda now_left: f"in all {now_left}", now=now
     )
     watch(None)  # no report yet
     now.tick(5)
     watch(_snapshot(1))  # too soon after the stage's first line
     assert lines == []
-    now.tick(runner.SAY_EVERY)
+    now.tick(stages.SAY_EVERY)
     watch(_snapshot(2))
     assert len(lines) == 1 and lines[0].startswith(
         "rods experiment: warm start: epoch 1 of at most 1; warm start (SFT): 2 of 40 batches, "
         "7.9 s each, about 0:05:00 for the other 38 (loss 1.0); "
     )
     assert lines[0].endswith(" elapsed, in all 300.0")
-    now.tick(runner.SAY_EVERY)
+    now.tick(stages.SAY_EVERY)
     watch(_snapshot(2))  # nothing new
     now.tick(1)
     watch(_snapshot(3))
@@ -199,7 +199,7 @@ def test_a_run_says_each_step_and_its_rollouts_between_steps(tmp_path):
     clock, now = _clock(tmp_path, {}, lines), FakeClock()
     run = tmp_path / "runs" / "static-s0"
     run.mkdir(parents=True)
-    watch = runner._StepWatch(clock, run, "runs: static seed 0 (run 1 of 1)", 2, 1, now=now)
+    watch = stages.StepWatch(clock, run, "runs: static seed 0 (run 1 of 1)", 2, 1, now=now)
     watch.say()
     assert lines[-1].endswith(" elapsed, time left not yet measured")
     assert lines[-1].startswith("rods experiment: runs: static seed 0 (run 1 of 1), step 0 of 2; ")
@@ -227,13 +227,13 @@ time.sleep(float(sys.argv[-1]))
 
 
 def test_the_runner_prints_the_childs_progress_and_removes_its_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "RODS", (sys.executable, "-c", CHILD))
-    monkeypatch.setattr(runner, "SAY_EVERY", 0.0)
+    monkeypatch.setattr(stages, "RODS", (sys.executable, "-c", CHILD))
+    monkeypatch.setattr(stages, "SAY_EVERY", 0.0)
     lines: list[str] = []
     clock = _clock(tmp_path, {}, lines)
     log = tmp_path / "epoch-1" / "log.txt"
-    watch = runner._StageWatch(clock, "warm start: epoch 1 of at most 1")
-    runner._child(["sft", "1.5"], log, 1, watch=watch, poll=0.05)
+    watch = stages.StageWatch(clock, "warm start: epoch 1 of at most 1")
+    stages.run_child(["sft", "1.5"], log, 1, watch=watch, poll=0.05)
     said = [line for line in lines if "warm start (SFT): 2 of 4 batches" in line]
     assert len(said) == 1 and "(loss 0.5)" in said[0]
     assert "a child's own line" in log.read_text()
