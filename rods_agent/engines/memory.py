@@ -76,13 +76,16 @@ def estimate(
     max_tokens: int,
     engine: str,
     vllm_kv_bytes: float | None = None,
+    packed_copy: bool = False,
 ) -> MemoryEstimate:
     """The worst case of a run: ``params`` weights of ``dtype_bytes``; AdamW over
     ``trainable`` parameters (two float32 moments, a float32 master copy when the weights
     are narrower and ``master_weights``, and the gradients); keys and values
     (``kv_per_token`` elements of ``dtype_bytes``) of ``batch`` conversations at
     ``max_tokens`` (the transformers engine), or vLLM's own weights copy and its fixed cache
-    (``vllm_kv_bytes``; default ``batch x max_tokens`` of keys and values)."""
+    (``vllm_kv_bytes``; default ``batch x max_tokens`` of keys and values). With
+    ``packed_copy`` the transformers engine's generator holds a second copy of the weights
+    (cascade decoding's fused, oneDNN-packed products on a CPU: :mod:`~rods_agent.engines.cascade`)."""
     weights = float(params * dtype_bytes)
     optimizer = trainable * (8.0 + dtype_bytes + (4.0 if master_weights and dtype_bytes < 4 else 0))
     kv = float(batch) * max_tokens * kv_per_token * dtype_bytes
@@ -90,6 +93,8 @@ def estimate(
     if engine == "vllm":
         generator = weights + (vllm_kv_bytes if vllm_kv_bytes is not None else kv)
         kv = 0.0
+    elif packed_copy:
+        generator = weights
     return MemoryEstimate(weights, optimizer, kv, generator)
 
 

@@ -163,6 +163,8 @@ class ModelPolicy:
         if mc.engine == "vllm" and tokens is not None:  # what make_engine asks vLLM for
             size = 4 if self.dtype_name in ("float32", "auto") else 2
             vllm_kv = float(max(16 << 20, tokens * kv_per_token * size))
+        # cascade decoding keeps a packed copy of the weights (a CPU, the kept-cache path)
+        packed = mc.engine == "transformers" and mc.reuse_kv and self.device.startswith("cpu")
         return estimate(
             params=sum(p.numel() for p in params),
             kv_per_token=kv_per_token,
@@ -173,6 +175,7 @@ class ModelPolicy:
             max_tokens=rc.max_tokens,
             engine=mc.engine,
             vllm_kv_bytes=vllm_kv,
+            packed_copy=packed,
         )
 
     @property
@@ -188,7 +191,8 @@ class ModelPolicy:
             budget = self.config.model.memory_budget_gb * GB
             set_budget = getattr(self._engine, "set_cache_budget", None)
             if budget > 0 and callable(set_budget):
-                set_budget(budget - self.memory.weights - self.memory.optimizer)
+                held = self.memory.weights + self.memory.optimizer + self.memory.generator
+                set_budget(budget - held)
             # the learner may have left its folder's weights (a warm start, a checkpoint)
             self._sync_generator()
         return self._engine

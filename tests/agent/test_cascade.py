@@ -142,6 +142,12 @@ def test_the_memory_estimate_and_its_one_line_warning():
         master_weights=True, batch=8, max_tokens=16_384, engine="vllm", vllm_kv_bytes=2 << 30,
     )  # fmt: skip
     assert vllm.kv == 0 and vllm.generator == pytest.approx(est.weights + (2 << 30))
+    packed = estimate(
+        params=134_515_008, kv_per_token=11_520, dtype_bytes=2, trainable=134_515_008,
+        master_weights=True, batch=8, max_tokens=16_384, engine="transformers", packed_copy=True,
+    )  # fmt: skip
+    assert packed.generator == pytest.approx(est.weights)  # the cascade's packed weights
+    assert packed.total == pytest.approx(est.total + est.weights)
 
 
 def test_a_run_over_its_budget_says_so_and_bounds_its_cache(tiny_model_dir, tmp_path, caplog):
@@ -153,7 +159,9 @@ def test_a_run_over_its_budget_says_so_and_bounds_its_cache(tiny_model_dir, tmp_
         fits = ModelPolicy(load_config(None, base), tmp_path)
     assert "memory:" not in caplog.text
     assert fits.engine.max_cached_tokens == 1 << 20  # 8 GB leaves room for all of it
-    small = (fits.memory.weights + fits.memory.optimizer) / 1e9 + 0.001
+    assert fits.memory.generator == fits.memory.weights  # the cascade's packed copy
+    held = fits.memory.weights + fits.memory.optimizer + fits.memory.generator
+    small = held / 1e9 + 0.001
     with caplog.at_level("WARNING"):
         policy = ModelPolicy(
             load_config(None, [*base, f"model.memory_budget_gb={small}"]), tmp_path
