@@ -41,3 +41,20 @@ def test_the_configuration_is_the_registered_design() -> None:
 
 def test_the_analysis_runs_on_a_synthetic_experiment() -> None:
     assert _analysis().selftest() == 0
+
+
+def test_every_experiment_folder_keeps_under_20_mb_in_git() -> None:
+    """An experiment's tracked files stay compact (weights, checkpoints and plain episode
+    files are ignored; a block of this experiment adds about 0.76 MB)."""
+    import subprocess
+
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "experiments"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode()
+    sizes: dict[str, int] = {}
+    for name in filter(None, listed.split("\0")):
+        parts = Path(name).parts
+        if len(parts) > 2 and (ROOT / name).is_file():
+            sizes[parts[1]] = sizes.get(parts[1], 0) + (ROOT / name).stat().st_size
+    assert sizes.get("2026-12-rods-vs-static", 0) > 100_000  # the registration is there
+    assert {k: v for k, v in sizes.items() if v > 20_000_000} == {}
