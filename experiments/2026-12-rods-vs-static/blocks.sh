@@ -85,7 +85,7 @@ commit)
   git add "$OUT"
   big=$(git diff --cached --name-only -- "$OUT" | xargs -r du -b | awk '$1 > 1000000 {print $2}')
   [[ -z $big ]] || { echo "blocks.sh: staged files over 1 MB: $big" >&2; exit 1; }
-  size=$(git ls-files -z "$EXP" | xargs -0 du -cb | tail -1 | cut -f1)
+  size=$(git ls-files -z "$EXP" | du -cb --files0-from=- | tail -1 | cut -f1)
   ((size <= 20000000)) || { echo "blocks.sh: $EXP would hold $size bytes (over 20 MB)" >&2; exit 1; }
   git commit -q -m "$OUT: block $K, whole (registration section 8, step 3); the experiment folder is $size bytes" -- "$OUT"
   git log --oneline -1
