@@ -4,6 +4,9 @@
 #   bash experiments/2026-12-rods-vs-static/blocks.sh start K    # run block K (resumes), detached
 #   bash experiments/2026-12-rods-vs-static/blocks.sh copy-warm K # amendment 2: block K starts from block K-1's warm start
 #   bash experiments/2026-12-rods-vs-static/blocks.sh commit K   # step 3, once block K is whole
+#   bash experiments/2026-12-rods-vs-static/blocks.sh status K   # where block K stands
+#   bash experiments/2026-12-rods-vs-static/blocks.sh save K TAG # amendment 1: block K's finished
+#                                                               # stages copied to partial/ (staged)
 #
 # `start` runs the registered command `rods experiment experiment.yaml "runs.seeds=[0,...,K]"`
 # detached (logs in $LOGS, default /work/logs: blockK.out, blockK.err), with a watcher that
@@ -15,8 +18,8 @@ cd "$(dirname "$0")/../.."
 EXP=experiments/2026-12-rods-vs-static
 OUT=$EXP/out
 LOGS=${LOGS:-/work/logs}
-what=${1:?usage: blocks.sh start|copy-warm|commit K}
-K=${2:?usage: blocks.sh start|copy-warm|commit K}
+what=${1:?usage: blocks.sh start|copy-warm|commit|status|save K}
+K=${2:?usage: blocks.sh start|copy-warm|commit|status|save K}
 [[ $K =~ ^[0-9]+$ ]] && ((K <= 19)) || { echo "blocks.sh: K must be 0-19, got '$K'" >&2; exit 2; }
 seeds="[$(seq -s, 0 "$K")]"
 final=$OUT/final/variants-0/step-12/done.json
@@ -90,8 +93,65 @@ commit)
   git commit -q -m "$OUT: block $K, whole (registration section 8, step 3); the experiment folder is $size bytes" -- "$OUT"
   git log --oneline -1
   ;;
+status)
+  pid=$(pgrep -f "python .*rods experiment $EXP/experiment.yaml" | head -1) || true
+  if [[ -n $pid ]]; then
+    echo "runner: alive, pid $pid, $(ps -o args= -p "$pid" | grep -o 'runs.seeds=.*')"
+  else
+    echo "runner: none"
+  fi
+  for mode in static rods rods-expand envtuning; do
+    run=$OUT/runs/$mode-s$K
+    steps=0
+    [[ -f $run/metrics.jsonl ]] && steps=$(wc -l < "$run/metrics.jsonl")
+    [[ -f $run/done.json ]] && end=", done" || end=""
+    echo "run $mode-s$K: $steps metric lines$end"
+  done
+  for ev in "$OUT/final/variants-0/warm-s$K" "$OUT"/final/variants-0/step-12/{static,rods,rods-expand,envtuning}-s"$K"; do
+    [[ -d $ev ]] || { echo "final $(basename "$ev"): not started"; continue; }
+    n=0
+    [[ -f $ev/episodes.jsonl ]] && n=$(wc -l < "$ev/episodes.jsonl")
+    [[ -f $ev/episodes.jsonl.gz ]] && n=$(zcat "$ev/episodes.jsonl.gz" | wc -l)
+    [[ -f $ev/done.json ]] && end=", done" || end=""
+    echo "final $(basename "$ev"): $n episodes$end"
+  done
+  if [[ -e $OUT/warm-starts/s$K ]]; then
+    echo "block $K is committed"
+  elif whole; then
+    echo "block $K is whole: blocks.sh commit $K"
+  else
+    echo "block $K is not whole"
+  fi
+  ;;
+save)
+  tag=${3:?usage: blocks.sh save K TAG, e.g. 2026-12-07a}
+  [[ $tag =~ ^[A-Za-z0-9-]+$ ]] || { echo "blocks.sh: TAG must be letters, digits and '-'" >&2; exit 2; }
+  whole && { echo "blocks.sh: block $K is whole: commit it instead" >&2; exit 1; }
+  dest=$EXP/partial/block-$K-session-$tag
+  mkdir -p "$dest"
+  here=$PWD
+  (
+    cd "$OUT"
+    runs=(runs/*-s"$K")
+    [[ -e ${runs[0]} ]] && tar czf - --exclude=checkpoints "${runs[@]}" > "$here/$dest/runs-s$K.tar.gz"
+    [[ -d warm-start ]] && tar czf - --exclude=model warm-start > "$here/$dest/warm-start.tar.gz"
+    evals=(final/variants-0/warm-s"$K" final/variants-0/step-12/*-s"$K")
+    have=()
+    for ev in "${evals[@]}"; do [[ -d $ev ]] && have+=("$ev"); done
+    ((${#have[@]} == 0)) || tar czf - "${have[@]}" > "$here/$dest/final-s$K.tar.gz"
+    cp timings.json "$here/$dest/timings.json"
+  )
+  for old in "$EXP"/partial/block-"$K"-session-*; do
+    [[ $old == "$dest" ]] && continue
+    git rm -r -q --ignore-unmatch "$old"
+    rm -rf "$old"
+  done
+  git add "$dest"
+  du -ab "$dest"
+  echo "staged $dest (and the removal of block $K's older copies): add its line to partial/README.md and commit"
+  ;;
 *)
-  echo "blocks.sh: unknown step '$what' (start, copy-warm, commit)" >&2
+  echo "blocks.sh: unknown step '$what' (start, copy-warm, commit, status, save)" >&2
   exit 2
   ;;
 esac
