@@ -23,9 +23,10 @@ K=${2:?usage: blocks.sh start|copy-warm|commit|status|save K}
 [[ $K =~ ^[0-9]+$ ]] && ((K <= 19)) || { echo "blocks.sh: K must be 0-19, got '$K'" >&2; exit 2; }
 seeds="[$(seq -s, 0 "$K")]"
 final=$OUT/final/variants-0/step-12/done.json
+modes=(static rods rods-expand envtuning)  # experiment.yaml's runs.modes
 
 whole() {  # block K's four runs have done.json and the final stage scored its five models
-  for mode in static rods rods-expand envtuning; do
+  for mode in "${modes[@]}"; do
     [[ -f $OUT/runs/$mode-s$K/done.json ]] || return 1
   done
   [[ -f $final ]] && grep -q "\"warm-s$K\"" "$final" && grep -q "\"envtuning-s$K\"" "$final"
@@ -100,14 +101,16 @@ status)
   else
     echo "runner: none"
   fi
-  for mode in static rods rods-expand envtuning; do
+  for mode in "${modes[@]}"; do
     run=$OUT/runs/$mode-s$K
     steps=0
     [[ -f $run/metrics.jsonl ]] && steps=$(wc -l < "$run/metrics.jsonl")
     [[ -f $run/done.json ]] && end=", done" || end=""
     echo "run $mode-s$K: $steps metric lines$end"
   done
-  for ev in "$OUT/final/variants-0/warm-s$K" "$OUT"/final/variants-0/step-12/{static,rods,rods-expand,envtuning}-s"$K"; do
+  evals=("$OUT/final/variants-0/warm-s$K")
+  for mode in "${modes[@]}"; do evals+=("$OUT/final/variants-0/step-12/$mode-s$K"); done
+  for ev in "${evals[@]}"; do
     [[ -d $ev ]] || { echo "final $(basename "$ev"): not started"; continue; }
     n=0
     [[ -f $ev/episodes.jsonl ]] && n=$(wc -l < "$ev/episodes.jsonl")
