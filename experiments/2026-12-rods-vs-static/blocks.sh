@@ -11,8 +11,9 @@
 # `start` runs the registered command `rods experiment experiment.yaml "runs.seeds=[0,...,K]"`
 # detached (logs in $LOGS, default /work/logs: blockK.out, blockK.err), with a watcher that
 # reruns it up to 3 times if it fails (a rerun resumes: amendment 1). It refuses while a
-# runner is alive. `copy-warm` refuses unless the machine and code are those of
-# warm-start-check.md. `commit` refuses unless the block is whole, and stages nothing big.
+# runner is alive, and on a CPU without bf16 matmul (amendment 3). `copy-warm` refuses
+# unless the machine and code are those of warm-start-check.md. `commit` refuses unless the
+# block is whole, and stages nothing big.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 EXP=experiments/2026-12-rods-vs-static
@@ -36,6 +37,11 @@ case $what in
 start)
   if pgrep -f "rods experiment $EXP/experiment.yaml" > /dev/null; then
     echo "blocks.sh: a runner is still running (pgrep -af 'rods experiment'); wait for it" >&2
+    exit 1
+  fi
+  # amendment 3: the registered bf16 training runs ~50x slower without native bf16 matmul
+  if ! grep -m1 '^flags' /proc/cpuinfo | grep -qwE 'avx512_bf16|amx_bf16'; then
+    echo "blocks.sh: this CPU has neither avx512_bf16 nor amx_bf16 (amendment 3): no block runs on it" >&2
     exit 1
   fi
   mkdir -p "$LOGS"
