@@ -27,6 +27,13 @@ NEW_TOKENS = int(os.environ.get("RODS_BENCH_NEW_TOKENS", "64"))
 REPS = int(os.environ.get("RODS_BENCH_REPS", "3"))
 
 
+def _dtype() -> str:
+    """bfloat16 where this CPU computes it natively, else float32 (model.dtype: fast)."""
+    from rods_agent.training.learner import resolve_dtype
+
+    return resolve_dtype("fast", "cpu")
+
+
 def _conversations() -> list[tuple[list[dict], list[dict]]]:
     from rods_env.env import ToolEnv
 
@@ -48,7 +55,7 @@ def _vllm(path: str, convs: list, *, eager: bool = True) -> list[tuple[int, floa
     chat = ChatTemplate(AutoTokenizer.from_pretrained(path))
     prompts = [TokensPrompt(prompt_token_ids=chat.prompt_ids(m, t)) for m, t in convs]
     # a fixed KV cache, not vLLM's default share of all memory: the machine is shared
-    llm = LLM(model=path, dtype="bfloat16", max_model_len=6144, enforce_eager=eager,
+    llm = LLM(model=path, dtype=_dtype(), max_model_len=6144, enforce_eager=eager,
               enable_prefix_caching=True, seed=0, kv_cache_memory_bytes=1 << 30)  # fmt: skip
     params = SamplingParams(max_tokens=NEW_TOKENS, temperature=1.0)
     runs = []
@@ -70,7 +77,7 @@ def _vllm_decode(path: str, convs: list) -> list[dict]:
 
     chat = ChatTemplate(AutoTokenizer.from_pretrained(path))
     prompts = [TokensPrompt(prompt_token_ids=chat.prompt_ids(m, t)) for m, t in convs]
-    llm = LLM(model=path, dtype="bfloat16", max_model_len=6144, enforce_eager=True,
+    llm = LLM(model=path, dtype=_dtype(), max_model_len=6144, enforce_eager=True,
               enable_prefix_caching=True, seed=0, kv_cache_memory_bytes=1 << 30)  # fmt: skip
     cfg = llm.llm_engine.model_config.hf_config
     head_dim = cfg.hidden_size // cfg.num_attention_heads
@@ -109,7 +116,7 @@ def _transformers(path: str, convs: list) -> list[tuple[int, float]]:
     from rods_agent.engines.base import GenerationRequest, SamplingParams
     from rods_agent.engines.hf import TransformersEngine
 
-    engine = TransformersEngine(path, dtype="bfloat16", reuse_kv=True)
+    engine = TransformersEngine(path, dtype=_dtype(), reuse_kv=True)
     runs = []
     for _ in range(REPS):
         engine.reset_kv()

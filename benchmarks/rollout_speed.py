@@ -26,7 +26,8 @@ Two measurements per path:
 
 Prints one JSON object (``--json``) with ``baseline_step_seconds``, ``step_seconds``,
 ``baseline_tokens_per_s``, ``tokens_per_s``, ``decode_fraction_of_bound``, ``peak_rss_gb``
-and the ceilings (``bf16_gflops``, ``read_gb_s``), or a readable summary.
+and the ceilings (``matmul_gflops`` in ``dtype``: bfloat16 where the CPU has native bf16
+matmul, else float32, as every model here; ``read_gb_s``), or a readable summary.
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+
+
+def bench_dtype() -> str:
+    """bfloat16 where this CPU computes it natively, else float32 (model.dtype: fast): on an
+    AVX2-only CPU a bf16 matmul is ~50x slower than float32."""
+    from rods_agent.training.learner import resolve_dtype
+
+    return resolve_dtype("fast", "cpu")
 
 
 def vllm_here() -> bool:
@@ -69,12 +78,12 @@ def ceilings() -> dict[str, float]:
         return out
 
     n = 1024
-    a = torch.randn(n, n, dtype=torch.bfloat16)
-    b = torch.randn(n, n, dtype=torch.bfloat16)
+    a = torch.randn(n, n, dtype=getattr(torch, bench_dtype()))
+    b = torch.randn(n, n, dtype=getattr(torch, bench_dtype()))
     peak = 2 * n**3 / best(lambda: a @ b, 5) / 1e9
     big = torch.ones(1 << 27, dtype=torch.float32)  # 512 MiB, past every cache
     bandwidth = big.numel() * 4 / best(lambda: big.sum(), 3) / 1e9
-    return {"bf16_gflops": peak, "read_gb_s": bandwidth, "threads": 1}
+    return {"matmul_gflops": peak, "dtype": bench_dtype(), "read_gb_s": bandwidth, "threads": 1}
 
 
 # -- the engines ---------------------------------------------------------------------------------
@@ -84,13 +93,13 @@ def make_engine(kind: str, model: str, max_tokens: int) -> Any:
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         from rods_agent.engines.vllm_engine import VLLMEngine
 
-        return VLLMEngine(model, dtype="bfloat16", max_model_len=max_tokens, seed=0)
+        return VLLMEngine(model, dtype=bench_dtype(), max_model_len=max_tokens, seed=0)
     import torch
 
     torch.set_num_threads(1)
     from rods_agent.engines.hf import TransformersEngine
 
-    return TransformersEngine(model, dtype="bfloat16", reuse_kv=True, cascade=kind == "cascade")
+    return TransformersEngine(model, dtype=bench_dtype(), reuse_kv=True, cascade=kind == "cascade")
 
 
 def openings(n_tasks: int, group: int) -> list[tuple[list[dict[str, Any]], list[Any]]]:
@@ -306,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         "tokens_per_s": new_roll["tokens_per_s"],
         "baseline_peak_rss_gb": max(r["peak_rss_gb"] for r in runs[f"rollout/{baseline}"]),
         "peak_rss_gb": max(r["peak_rss_gb"] for r in runs[f"rollout/{args.new}"]),
-        **{k: machine[k] for k in ("bf16_gflops", "read_gb_s", "threads")},
+        **{k: machine[k] for k in ("matmul_gflops", "dtype", "read_gb_s", "threads")},
         **facts,
         "loadavg": os.getloadavg()[0],
     }

@@ -3,7 +3,8 @@ the same run (docs/learning/cpu-speed.md).
 
     RODS_BENCH_MODEL=1 pytest benchmarks/test_real_model.py --benchmark-only -s
 
-* ``ceilings``: the bf16 matmul peak (a 2048x2048 matmul, GFLOPS) and the memory read
+* ``ceilings``: the matmul peak (a 2048x2048 matmul, GFLOPS) in the models' dtype (bfloat16
+  where the CPU has native bf16 matmul, else float32: ``model.dtype: fast``) and the memory read
   bandwidth (a 1 GiB sum, GB/s) with the same torch threads.
 * ``test_training_throughput``: forward + backward of a GRPO batch of the experiment's shape
   (a shared opening of the brief retail prompt, rows of episode tokens, a quarter of them
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rollout_speed import openings  # the same openings as the rollout-speed measurement
+from rollout_speed import bench_dtype, openings  # the same openings and dtype as there
 
 ROOT = Path(__file__).resolve().parents[1]
 THREADS = int(os.environ.get("RODS_BENCH_THREADS", "2"))
@@ -65,17 +66,19 @@ def torch_threads() -> Any:
 
 @pytest.fixture(scope="module")
 def ceilings(torch_threads: Any) -> dict[str, float]:
-    """The bf16 matmul peak (GFLOPS) and the memory read bandwidth (GB/s), measured now."""
+    """The matmul peak (GFLOPS) in the models' dtype (:func:`bench_dtype`) and the memory
+    read bandwidth (GB/s), measured now."""
     torch = torch_threads
     n = 2048
-    a = torch.randn(n, n, dtype=torch.bfloat16)
-    b = torch.randn(n, n, dtype=torch.bfloat16)
+    a = torch.randn(n, n, dtype=getattr(torch, bench_dtype()))
+    b = torch.randn(n, n, dtype=getattr(torch, bench_dtype()))
     peak = 2 * n**3 / _best(lambda: a @ b) / 1e9
     big = torch.ones(1 << 28, dtype=torch.float32)  # 1 GiB, far past every cache
     bandwidth = big.numel() * 4 / _best(lambda: big.sum(), reps=3) / 1e9
-    out = {"bf16_gflops": peak, "read_gb_s": bandwidth, "threads": float(THREADS)}
+    out = {"matmul_gflops": peak, "read_gb_s": bandwidth, "threads": float(THREADS)}
     print(
-        f"\nceilings ({THREADS} threads): bf16 matmul {peak:.0f} GFLOPS, read {bandwidth:.1f} GB/s"
+        f"\nceilings ({THREADS} threads): {bench_dtype()} matmul {peak:.0f} GFLOPS, "
+        f"read {bandwidth:.1f} GB/s"
     )
     return out
 
@@ -87,12 +90,12 @@ def smollm2(torch_threads: Any) -> tuple[Any, Any, Path]:
     from rods_agent.training.learner import resolve_model_path
 
     path = resolve_model_path("smollm2")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_threads.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch_threads, bench_dtype()))
     return model, AutoTokenizer.from_pretrained(path), path
 
 
 def test_training_throughput(benchmark: Any, ceilings: dict[str, float], smollm2: Any) -> None:
-    """Tokens/s of forward + backward and their share of the bf16 peak, head shared or not."""
+    """Tokens/s of forward + backward and their share of the matmul peak, head shared or not."""
     import torch
 
     from rods_agent.engines.chat import ChatTemplate
@@ -135,16 +138,16 @@ def test_training_throughput(benchmark: Any, ceilings: dict[str, float], smollm2
     useful = flops(p, p / 2) + 4 * flops(s, p + s / 2)
     tokens_shared = (p + 4 * s) / shared
     tokens_plain = 4 * (p + s) / plain
-    share = useful / shared / 1e9 / ceilings["bf16_gflops"]
+    share = useful / shared / 1e9 / ceilings["matmul_gflops"]
     benchmark.extra_info.update(
         head=p, suffix=s, rows=4, seconds_shared=shared, seconds_plain=plain,
         tokens_per_s_shared=tokens_shared, tokens_per_s_plain=tokens_plain,
-        model_gflops=useful / shared / 1e9, share_of_bf16_peak=share,
+        model_gflops=useful / shared / 1e9, share_of_peak=share, dtype=bench_dtype(),
         speedup_of_sharing=plain / shared, **ceilings,
     )  # fmt: skip
     print(
         f"\ntraining: head {p} + 4 rows x {s} tokens: shared head {shared:.1f} s "
-        f"({useful / shared / 1e9:.0f} model GFLOPS = {share:.0%} of the bf16 peak), "
+        f"({useful / shared / 1e9:.0f} model GFLOPS = {share:.0%} of the {bench_dtype()} peak), "
         f"every row whole {plain:.1f} s: sharing {plain / shared:.2f}x"
     )
 

@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = (
     "baseline_step_seconds", "step_seconds", "baseline_tokens_per_s", "tokens_per_s",
-    "decode_fraction_of_bound", "peak_rss_gb", "bf16_gflops", "read_gb_s",
+    "decode_fraction_of_bound", "peak_rss_gb", "matmul_gflops", "read_gb_s",
 )  # fmt: skip
 
 

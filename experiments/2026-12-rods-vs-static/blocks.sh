@@ -19,6 +19,7 @@ cd "$(dirname "$0")/../.."
 EXP=experiments/2026-12-rods-vs-static
 OUT=$EXP/out
 LOGS=${LOGS:-/work/logs}
+CPUINFO=${CPUINFO:-/proc/cpuinfo}  # read for the CPU's flags (a test points it elsewhere)
 what=${1:?usage: blocks.sh start|copy-warm|commit|status|save K}
 K=${2:?usage: blocks.sh start|copy-warm|commit|status|save K}
 [[ $K =~ ^[0-9]+$ ]] && ((K <= 19)) || { echo "blocks.sh: K must be 0-19, got '$K'" >&2; exit 2; }
@@ -35,13 +36,13 @@ whole() {  # block K's four runs have done.json and the final stage scored its f
 
 case $what in
 start)
-  if pgrep -f "rods experiment $EXP/experiment.yaml" > /dev/null; then
-    echo "blocks.sh: a runner is still running (pgrep -af 'rods experiment'); wait for it" >&2
+  # amendment 3: the registered bf16 training runs ~50x slower without native bf16 matmul
+  if ! grep -m1 '^flags' "$CPUINFO" | grep -qwE 'avx512_bf16|amx_bf16'; then
+    echo "blocks.sh: this CPU has neither avx512_bf16 nor amx_bf16 (amendment 3): no block runs on it" >&2
     exit 1
   fi
-  # amendment 3: the registered bf16 training runs ~50x slower without native bf16 matmul
-  if ! grep -m1 '^flags' /proc/cpuinfo | grep -qwE 'avx512_bf16|amx_bf16'; then
-    echo "blocks.sh: this CPU has neither avx512_bf16 nor amx_bf16 (amendment 3): no block runs on it" >&2
+  if pgrep -f "rods experiment $EXP/experiment.yaml" > /dev/null; then
+    echo "blocks.sh: a runner is still running (pgrep -af 'rods experiment'); wait for it" >&2
     exit 1
   fi
   mkdir -p "$LOGS"
@@ -63,7 +64,7 @@ copy-warm)
   paths=(rods_agent rods_env environments scripts constraints pyproject.toml)
   bad=()
   [[ $(uptime -s) == "2026-12-06 06:59:00" ]] || bad+=("boot $(uptime -s)")
-  [[ $(grep -m1 flags /proc/cpuinfo | sha256sum | cut -c1-16) == 655e587dbba24c41 ]] \
+  [[ $(grep -m1 flags "$CPUINFO" | sha256sum | cut -c1-16) == 655e587dbba24c41 ]] \
     || bad+=("CPU flags")
   [[ $(git log -1 --format=%h --abbrev=7 -- "${paths[@]}") == e0bbc6a ]] || bad+=("code commits")
   git diff --quiet HEAD -- "${paths[@]}" || bad+=("uncommitted code")

@@ -16,7 +16,10 @@ starts, and a rerun skips what is done (a run killed mid-way resumes from its ch
 4. **final** (``eval.final_variants`` or ``eval.final_fresh`` > 0) -- the test split widened
    by variants synthesized from its seeds and by fresh test tasks (test customers only);
    the warm start and each run's last checkpoint (``rods export``) evaluated on it at every
-   run seed.
+   run seed. Stages 3 and 4 share one queue of ``runs.parallel`` workers: a run's
+   evaluation follows it in its worker, and the warm start's at a seed follows that seed's
+   runs, so no core idles while the last run of stage 3 ends (each evaluation is the same
+   computation either way; the stage's ``done.json`` is written once all are).
 5. **summary** -- held-out progress and pass^1 per mode and step with two-way bootstrap
    95% intervals over tasks and seeds, the paired difference of each mode to ``static``,
    effective group ratio, pool by generation and terminations per mode; ``rods report``'s
@@ -144,7 +147,8 @@ class Experiment:
         self._check_resume()
         self.pools()
         model = self.warm_start() if self.config.train.warm_start.enabled else self.base()
-        self.runs(model)
+        plan = self._final_plan(model)
+        self.runs(model, plan.jobs if plan else None)
         self.final(model)
         from rods_agent.experiment.summary import write_summary
 
@@ -414,7 +418,7 @@ class Experiment:
         n = self.config.eval.test_tasks if "test" in tasks.name else 0
         args = [
             "eval", "--env", self.config.env, "--pool", str(tasks), "--split", "all",
-            "--engine", mc.engine, "--model", model, "--dtype", _dtype(mc.dtype),
+            "--engine", mc.engine, "--model", model, "--dtype", _dtype(mc.dtype, mc.device),
             "--device", _device(mc.device), "--seed", str(seed),
             "--temperature", str(rc.temperature), "--top-p", str(rc.top_p),
             "--max-tokens", str(rc.max_new_tokens), "--max-episode-tokens", str(rc.max_tokens),
@@ -521,24 +525,31 @@ class Experiment:
         return kept
 
     # -- 3. runs ------------------------------------------------------------------------------
-    def runs(self, model: str) -> None:
+    def runs(self, model: str, final: dict[str, Callable[[], None]] | None = None) -> None:
         """Every mode and seed from ``model``, resumable; ``runs.parallel`` of them at once
-        (in the order of the seeds, so a protocol cut short stays balanced)."""
+        (in the order of the seeds, so a protocol cut short stays balanced).
+
+        Given the final stage's evaluations (``final``: name -> job, as :meth:`_final_plan`
+        makes them), each run's evaluation follows it in the same worker, and the starting
+        model's evaluation at a seed comes after that seed's runs: one queue, so no core
+        waits for the slowest run of the stage before the evaluations begin. An evaluation
+        computes what it would have computed in the final stage (same model, tasks, seed);
+        :meth:`final` then finds them done and marks the stage."""
         cfg = self.config
+        final = final or {}
         jobs = [(mode, seed) for seed in cfg.runs.seeds for mode in cfg.runs.modes]
-        todo = [
-            (index, mode, seed)
-            for index, (mode, seed) in enumerate(jobs)
-            if not _run_finished(self.paths.run(mode, seed), cfg.runs.steps)
-        ]
-        if cfg.runs.parallel == 1 or len(todo) <= 1:
-            for job in todo:
-                self._run_one(model, *job, total=len(jobs))
-            return
-        _in_parallel(
-            [partial(self._run_one, model, *job, total=len(jobs)) for job in todo],
-            cfg.runs.parallel,
-        )
+        todo: list[Callable[[], None]] = []
+        for index, (mode, seed) in enumerate(jobs):
+            train = not _run_finished(self.paths.run(mode, seed), cfg.runs.steps)
+            evaluate = final.get(f"{mode}-s{seed}")
+            if train:
+                step = partial(self._run_one, model, index, mode, seed, total=len(jobs))
+                todo.append(step if evaluate is None else partial(_chain, step, evaluate))
+            elif evaluate is not None:
+                todo.append(evaluate)
+            if mode == cfg.runs.modes[-1] and f"{cfg.start}-s{seed}" in final:
+                todo.append(final[f"{cfg.start}-s{seed}"])
+        _in_parallel(todo, cfg.runs.parallel)
 
     def _run_one(self, model: str, index: int, mode: str, seed: int, *, total: int) -> None:
         """One mode and seed's GRPO run, resumed where it stopped."""
@@ -581,68 +592,61 @@ class Experiment:
     def final(self, model: str) -> dict[str, Any] | None:
         """The warm start (``model``) and each run's last checkpoint, evaluated on the test
         split widened by ``eval.final_variants`` variants per test seed, at every run seed
-        (``runs.parallel`` evaluations at once); None when there is no such stage."""
-        cfg = self.config
-        if cfg.benchmark:
-            return self._final_test_split()
-        n = cfg.eval.final_variants
-        if not n and not cfg.eval.final_fresh:
+        (``runs.parallel`` evaluations at once; on a benchmark, :meth:`_final_plan`'s test
+        split); None when there is no such stage. Evaluations done already (in the runs'
+        queue, or by an earlier session) are kept."""
+        plan = self._final_plan(model)
+        if plan is None:
             return None
-        folder = self.paths.final(n)
-        steps = folder / f"step-{cfg.runs.steps}"  # a resume that adds steps evaluates again
-        tasks = self._widened_tasks(folder, n)
-        count = len(read_jsonl(tasks))
-        start = cfg.start  # the model the runs started from: warm, or base
-        names = [f"{start}-s{seed}" for seed in cfg.runs.seeds] + [
-            f"{mode}-s{seed}" for seed in cfg.runs.seeds for mode in cfg.runs.modes
-        ]
-        done = _done(steps)
-        if done is not None and _scored_all(done, count, names):
+        done = _done(plan.folder)
+        if done is not None and _scored_all(done, plan.count, list(plan.jobs)):
             return done
+        _in_parallel(list(plan.jobs.values()), self.config.runs.parallel)
+        data = {"tasks": plan.count, "evaluations": list(plan.jobs)}
+        _mark_done(plan.folder, data)
+        return data
+
+    def _final_plan(self, model: str) -> FinalPlan | None:
+        """The final stage's evaluations, each a job that does nothing when its evaluation
+        is done (None when the experiment has no final stage).
+
+        Widened (``eval.final_variants`` or ``eval.final_fresh``): the starting model at
+        every run seed, then each run's last checkpoint (``rods export``), on the test split
+        widened by variants of its seeds and fresh test tasks. On a benchmark
+        (``cfg.benchmark``): each run's last checkpoint scored on the test split
+        (``eval.test_tasks`` of it) at its seed; the base model's scores at the same seeds
+        are the base stage's."""
+        cfg = self.config
+        runs = [f"{mode}-s{seed}" for seed in cfg.runs.seeds for mode in cfg.runs.modes]
+        if cfg.benchmark:
+            folder = self.paths.final_test / f"step-{cfg.runs.steps}"
+            tasks = self.paths.pools / "test.jsonl"
+            held = len(read_jsonl(tasks))
+            count = min(cfg.eval.test_tasks, held) if cfg.eval.test_tasks else held
+            widened, start, names = folder, None, runs
+            what = f"after {cfg.runs.steps} steps on the test split"
+        else:
+            n = cfg.eval.final_variants
+            if not n and not cfg.eval.final_fresh:
+                return None
+            widened = self.paths.final(n)
+            folder = widened / f"step-{cfg.runs.steps}"  # more steps: evaluated again
+            tasks = self._widened_tasks(widened, n)
+            count = len(read_jsonl(tasks))
+            start = cfg.start  # the model the runs started from: warm, or base
+            names = [f"{start}-s{seed}" for seed in cfg.runs.seeds] + runs
+            what = f"on the test split widened to {count} tasks"
         threads = cfg.train.model.threads if cfg.runs.parallel > 1 else None
 
         def one(name: str) -> None:
             who, seed = name.rsplit("-s", 1)
-            if who == start:  # the same model whatever the runs' steps
-                trained, out = model, folder / name
-            else:
-                trained, out = self._exported(who, int(seed), steps), steps / name
-            self._evaluate(
-                trained, tasks, out, int(seed),
-                f"{name} on the test split widened to {count} tasks", threads, count,
-            )  # fmt: skip
+            out = widened / name if who == start else folder / name  # start: whatever the steps
+            if _scored(out, count):
+                return
+            trained = model if who == start else self._exported(who, int(seed), folder)
+            self._evaluate(trained, tasks, out, int(seed), f"{name} {what}", threads, count)
 
-        _in_parallel([partial(one, name) for name in names], cfg.runs.parallel)
-        data = {"tasks": count, "evaluations": names}
-        _mark_done(steps, data)
-        return data
-
-    def _final_test_split(self) -> dict[str, Any]:
-        """A benchmark experiment's final stage: each run's last checkpoint (``rods
-        export``) scored on the test split (``eval.test_tasks`` of it) at its seed; the base
-        model's scores at the same seeds are the base stage's."""
-        cfg = self.config
-        steps = self.paths.final_test / f"step-{cfg.runs.steps}"
-        tasks = self.paths.pools / "test.jsonl"
-        held = len(read_jsonl(tasks))
-        count = min(cfg.eval.test_tasks, held) if cfg.eval.test_tasks else held
-        names = [f"{mode}-s{seed}" for seed in cfg.runs.seeds for mode in cfg.runs.modes]
-        done = _done(steps)
-        if done is not None and _scored_all(done, count, names):
-            return done
-        threads = cfg.train.model.threads if cfg.runs.parallel > 1 else None
-
-        def one(name: str) -> None:
-            mode, seed = name.rsplit("-s", 1)
-            self._evaluate(
-                self._exported(mode, int(seed), steps), tasks, steps / name, int(seed),
-                f"{name} after {cfg.runs.steps} steps on the test split", threads, count,
-            )  # fmt: skip
-
-        _in_parallel([partial(one, name) for name in names], cfg.runs.parallel)
-        data = {"tasks": count, "evaluations": names}
-        _mark_done(steps, data)
-        return data
+        return FinalPlan(folder, count, {name: partial(one, name) for name in names})
 
     def _widened_tasks(self, folder: Path, n: int) -> Path:
         """The test seeds, ``n`` resampled variants of each (synthesized once) and
@@ -772,6 +776,28 @@ def _synthesize(synthesis: Any, domain: Any, seeds: Sequence[Any], pool: Any) ->
                 pool.add(outcome.task, key=outcome.key)
 
 
+@dataclass(frozen=True)
+class FinalPlan:
+    """The final stage: its folder (``done.json`` there once every evaluation is), the
+    number of tasks each evaluation scores, and a job per evaluation, by name."""
+
+    folder: Path
+    count: int
+    jobs: dict[str, Callable[[], None]]
+
+
+def _chain(*jobs: Callable[[], None]) -> None:
+    """Run ``jobs`` one after the other (a run, then its final evaluation)."""
+    for job in jobs:
+        job()
+
+
+def _scored(out: Path, count: int) -> bool:
+    """Whether the evaluation in ``out`` is done on ``count`` tasks."""
+    done = _done(out)
+    return done is not None and done.get("tasks") == count
+
+
 def _scored_all(done: dict[str, Any], count: int, names: Sequence[str]) -> bool:
     """Whether a final stage's marker says it scored these ``count`` tasks with every model
     in ``names`` (seeds added to a resumed experiment are evaluated; each evaluation already
@@ -841,8 +867,15 @@ def _stable_hash(seed: int, text: str) -> str:
     return hashlib.sha256(f"{seed}:{text}".encode()).hexdigest()
 
 
-def _dtype(dtype: str) -> str:
-    return "float32" if dtype == "auto" else dtype
+def _dtype(dtype: str, device: str) -> str:
+    """The evaluations' dtype: float32 for ``auto``, ``fast`` as the learner resolves it."""
+    if dtype == "auto":
+        return "float32"
+    if dtype == "fast":
+        from rods_agent.training.learner import resolve_dtype
+
+        return resolve_dtype(dtype, _device(device))
+    return dtype
 
 
 def _device(device: str) -> str:

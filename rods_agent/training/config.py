@@ -65,8 +65,11 @@ class ModelConfig(Section):
         "architecture, tokenizer and chat template (bash scripts/setup.sh tokenizers) "
         "instead of the small Qwen2 one.",
     )
-    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
-        "auto", description="Learner weights: auto is float32 on CPU, bfloat16 on GPU."
+    dtype: Literal["auto", "fast", "float32", "bfloat16", "float16"] = Field(
+        "auto",
+        description="Learner weights: auto is float32 on CPU, bfloat16 on GPU; fast is "
+        "bfloat16 on GPU and on a CPU with avx512_bf16 or amx_bf16, float32 on other CPUs "
+        "(their bf16 matmul is ~50x slower than float32).",
     )
     master_weights: bool = Field(
         True,

@@ -572,6 +572,76 @@ def test_a_resume_may_add_run_seeds_and_the_final_stage_scores_them(tmp_path, mo
     assert children == []  # done: nothing again
 
 
+def test_each_runs_final_evaluation_follows_it_while_the_other_runs_still_train(
+    tmp_path, monkeypatch
+):
+    """Runs and final evaluations share one queue: static-s0's evaluation runs while rods-s0
+    still trains (rods-s0 cannot end before it), each evaluation comes after its own run,
+    the final stage then has nothing left but its marker, and a lost evaluation is redone
+    alone (no run trains again)."""
+    import threading
+
+    from rods_agent.experiment import runner
+
+    events: list[tuple[str, str]] = []
+    static_scored = threading.Event()
+    lock = threading.Lock()
+
+    def log(what: str, name: str) -> None:
+        with lock:
+            events.append((what, name))
+
+    def child(args, log_file, threads, **_):
+        if args[0] == "train":
+            out = Path(args[args.index("--config") + 1]).parent
+            log("train", out.name)
+            if out.name == "rods-s0":  # broken unless static-s0 is scored while this trains
+                assert static_scored.wait(20)
+            rows = [{"step": 0}, {"step": 1}]
+            (out / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            log("trained", out.name)
+            return
+        out = Path(args[args.index("--out") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        if args[0] == "export":
+            (out / "rods_export.json").write_text("{}")
+            return
+        tasks = len(read_jsonl(args[args.index("--pool") + 1]))
+        (out / "summary.json").write_text(
+            json.dumps({"mean_progress": 0.2, "pass_k": {"1": 0}, "tasks": tasks})
+        )
+        log("eval", out.name)
+        if out.name == "static-s0":
+            static_scored.set()
+
+    monkeypatch.setattr(runner, "_child", child)
+    _test_pool(tmp_path, 3)
+    config = load_experiment(CONFIG, [f"out={tmp_path}", "runs.modes=[static,rods]",
+                                      "runs.seeds=[0]", "runs.steps=2", "runs.parallel=2",
+                                      "eval.test_tasks=3", "eval.final_fresh=1"])  # fmt: skip
+    experiment = runner.Experiment(config)
+    experiment._check_resume()
+    plan = experiment._final_plan("warm")
+    assert plan is not None and sorted(plan.jobs) == ["rods-s0", "static-s0", "warm-s0"]
+    experiment.runs("warm", plan.jobs)
+    assert events.index(("eval", "static-s0")) < events.index(("trained", "rods-s0"))
+    for run in ("static-s0", "rods-s0"):
+        assert events.index(("trained", run)) < events.index(("eval", run))
+    evaluated = sorted(name for what, name in events if what == "eval")
+    assert evaluated == ["rods-s0", "static-s0", "warm-s0"]
+    events.clear()
+    done = experiment.final("warm")
+    assert events == [] and done is not None  # every evaluation was done in the runs' queue
+    assert sorted(done["evaluations"]) == ["rods-s0", "static-s0", "warm-s0"]
+    # a lost evaluation (its folder gone): only it runs again, no run trains
+    import shutil
+
+    shutil.rmtree(plan.folder / "static-s0")
+    (plan.folder / "done.json").unlink()
+    runner.Experiment(config).runs("warm", runner.Experiment(config)._final_plan("warm").jobs)
+    assert events == [("eval", "static-s0")]
+
+
 def test_the_final_summary_resamples_a_test_seed_with_its_variants(tmp_path):
     """A seed's variants are one draw in the interval (not as many independent tasks), and
     the paired differences are taken against the warm start and against static."""

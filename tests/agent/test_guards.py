@@ -132,3 +132,48 @@ def test_one_episode_that_did_not_fail_is_enough(retail_tasks):
     guard.check({"step": 0}, RolloutBatch([Group(retail_tasks[0], [ok, failed], [0.0, 0.0])]))
     with pytest.raises(TrainingError, match=r"^step 0: every episode \(1\) ended in error.*boom$"):
         guard.check({"step": 0}, RolloutBatch([Group(retail_tasks[0], [failed], [0.0])]))
+
+
+CPUS = {  # the flags lines of /proc/cpuinfo seen on this project's machines (shortened)
+    "avx2": "flags\t\t: fpu sse2 avx fma avx2 bmi2 sha_ni vaes",  # AMD EPYC, 2026-12-07
+    "avx512_bf16": "flags\t\t: avx2 avx512f avx512bw avx512_bf16 avx512_vnni",  # EPYC Zen 5
+    "amx": "flags\t\t: avx2 avx512f avx512_fp16 amx_bf16 amx_tile amx_int8",  # Xeon
+    "near miss": "flags\t\t: avx2 avx512f avx512_bf16x amx_bf16_",  # no such flag
+    "arm": "Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 bf16",  # no x86 flags line
+}
+
+
+@pytest.mark.parametrize(
+    ("cpu", "native", "fast", "slow"),
+    [
+        ("avx2", False, "float32", True),
+        ("avx512_bf16", True, "bfloat16", False),
+        ("amx", True, "bfloat16", False),
+        ("near miss", False, "float32", True),
+        ("arm", None, "float32", False),
+        (None, None, "float32", False),  # no /proc/cpuinfo (macOS)
+    ],
+)
+def test_bf16_is_taken_only_where_the_cpu_computes_it(
+    tmp_path, monkeypatch, cpu, native, fast, slow
+):
+    """``model.dtype=fast`` is bfloat16 on a GPU and on a CPU with native bf16 matmul, and
+    float32 elsewhere; an explicit bfloat16 on a CPU known to lack it is named with the fix
+    (a one-line notice: the run is ~50x slower, not wrong)."""
+    from rods_agent.training import learner
+
+    cpuinfo = tmp_path / "cpuinfo"
+    if cpu is not None:
+        cpuinfo.write_text(f"processor\t: 0\nmodel name\t: test\n{CPUS[cpu]}\n")
+    monkeypatch.setattr(learner, "CPUINFO", cpuinfo)
+    assert learner.cpu_bf16_native() is native
+    assert learner.resolve_dtype("fast", "cpu") == fast
+    assert learner.resolve_dtype("fast", "cuda:0") == "bfloat16"
+    assert learner.resolve_dtype("auto", "cpu") == "float32"  # auto keeps its meaning
+    assert learner.resolve_dtype("bfloat16", "cpu") == "bfloat16"  # as asked, even if slow
+    why = learner.slow_low_precision("bfloat16", "cpu")
+    assert (why is not None) is slow
+    if why:
+        assert "amx_bf16" in why and "model.dtype=fast" in why and "\n" not in why
+    assert learner.slow_low_precision("float32", "cpu") is None
+    assert learner.slow_low_precision("bfloat16", "cuda") is None

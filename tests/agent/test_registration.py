@@ -58,3 +58,28 @@ def test_every_experiment_folder_keeps_under_20_mb_in_git() -> None:
             sizes[parts[1]] = sizes.get(parts[1], 0) + (ROOT / name).stat().st_size
     assert sizes.get("2026-12-rods-vs-static", 0) > 100_000  # the registration is there
     assert {k: v for k, v in sizes.items() if v > 20_000_000} == {}
+
+
+def test_no_block_starts_on_a_cpu_without_bf16_matmul(tmp_path: Path) -> None:
+    """Amendment 3: `blocks.sh start` refuses, with its one-line cause and before anything
+    is written, on a CPU whose flags name neither avx512_bf16 nor amx_bf16 (a flag that only
+    begins with one of them is not it)."""
+    import subprocess
+
+    for flags in ("fpu sse2 avx avx2 fma", "avx2 avx512f avx512_bf16x amx_tile"):
+        cpuinfo = tmp_path / "cpuinfo"
+        cpuinfo.write_text(f"processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: {flags}\n")
+        logs = tmp_path / "logs"
+        done = subprocess.run(
+            ["bash", str(EXP / "blocks.sh"), "start", "3"],
+            env={"PATH": "/usr/bin:/bin", "CPUINFO": str(cpuinfo), "LOGS": str(logs)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1
+        assert done.stderr.strip().splitlines() == [
+            "blocks.sh: this CPU has neither avx512_bf16 nor amx_bf16 (amendment 3): "
+            "no block runs on it"
+        ]
+        assert not logs.exists()
