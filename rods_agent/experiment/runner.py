@@ -411,7 +411,7 @@ class Experiment:
         (tasks), an evaluation done on another number of tasks is resumed: ``rods eval``
         runs only the tasks it has no result for."""
         done = _done(out)
-        if done is not None and (expect is None or done.get("tasks") == expect):
+        if done is not None and (expect is None or _scored(out, expect)):
             return done
         rc = self.config.train.rollout
         mc = self.config.train.model
