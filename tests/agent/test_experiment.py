@@ -749,27 +749,34 @@ def test_the_learning_configs_rl_pool_holds_every_skill_and_distinct_seed_tasks(
 
 # -- the smoke run ------------------------------------------------------------------------------
 SMOKE = [
-    # one short skill, and GRPO on the warm start's own tasks: a warm start of a few steps
-    # teaches those, so groups have reward variance and the updates a gradient
+    # the smallest run that still passes every stage on the real model (an AVX2-only CI
+    # machine computes SmolLM2 in float32 at ~60 GFLOP/s a core, so each transcript counts):
+    # one short skill, 2 warm-start tasks x 2 epochs, static and rods for 2 steps of 2
+    # tasks x 2 rollouts from the warm start's own tasks, 3 turns, 2 test tasks
     "pool.skills=[order_info]",
-    "pool.validation=2",
+    "pool.validation=1",
     "pool.rl_from=synthesized",
-    "pool.rl_tasks=4",
+    "pool.rl_tasks=2",
     "pool.per_seed=1",
-    "warm_start.max_epochs=3",
-    "warm_start.patience=3",
-    "warm_start.tasks=4",
-    "eval.test_tasks=3",
+    "warm_start.max_epochs=2",
+    "warm_start.patience=2",
+    "warm_start.tasks=2",
+    "eval.test_tasks=2",
     "eval.every=1",
     "eval.base_model=false",
     "eval.final_variants=1",
+    "runs.modes=[static,rods]",
     "runs.seeds=[0]",
     "runs.steps=2",
+    # one core throughout: the suite runs on every core (pytest -n auto), so a second
+    # thread or a second run at once would only wait for a core
+    "runs.parallel=1",
+    "runs.solo_threads=1",
     "train.model.threads=1",
     "train.rollout.tasks_per_step=2",
-    "train.rollout.group_size=4",
-    "train.rollout.max_turns=6",
-    "train.rollout.max_new_tokens=64",
+    "train.rollout.group_size=2",
+    "train.rollout.max_turns=3",
+    "train.rollout.max_new_tokens=48",
     "train.grpo.lr=1e-5",
     "train.warm_start.lr=5e-4",
     "train.warm_start.batch_size=2",
@@ -788,7 +795,7 @@ def _smollm2_ready() -> bool:
 
 @pytest.mark.slow
 def test_the_protocol_runs_on_smollm2_end_to_end(tmp_path):
-    """Pools, a warm start with its validation, the three modes for 2 steps each from it,
+    """Pools, a warm start with its validation, static and rods for 2 steps each from it,
     held-out evaluations and the summary: every stage on the real model, and a rerun finds
     everything done."""
     require(
@@ -803,21 +810,21 @@ def test_the_protocol_runs_on_smollm2_end_to_end(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "rods experiment: runs: rods seed 0 (run 3 of 3)" in proc.stderr
+    assert "rods experiment: runs: rods seed 0 (run 2 of 2)" in proc.stderr
     summary = json.loads((out / "summary.json").read_text())
     warm = summary["warm_start"]
-    assert [h["epoch"] for h in warm["history"]] == [1, 2, 3]
+    assert [h["epoch"] for h in warm["history"]] == [1, 2]
     assert set(warm["test"]) == {"warm"}
     test_ids = {t["id"] for t in read_jsonl(out / "pools" / "test.jsonl")}
     signal = {}
-    for mode in ("static", "filter", "rods"):
+    for mode in ("static", "rods"):
         rows = [r for r in read_jsonl(out / "runs" / f"{mode}-s0" / "metrics.jsonl") if "step" in r]
         assert [r["step"] for r in rows] == [0, 1]
         assert all(r["terminations"]["error"] == 0 for r in rows), mode
         signal[mode] = sum((r.get("update") or {}).get("signal_tokens", 0) for r in rows)
         curve = summary["modes"][mode]["curve"]
         assert [c["step"] for c in curve] == [0, 1, 2]  # the warm start, then each step
-        assert all(c["progress"]["tasks"] == 3 for c in curve)
+        assert all(c["progress"]["tasks"] == 2 for c in curve)
         evaluated = read_jsonl(
             out / "runs" / f"{mode}-s0" / "eval" / "step-000001" / "results.jsonl"
         )
@@ -838,11 +845,11 @@ def test_the_protocol_runs_on_smollm2_end_to_end(tmp_path):
         ]
         assert diffs, mode
         assert (max(diffs) > 0) == (n > 0), (mode, n, max(diffs))
-    # the final stage: the 3 test seeds and a variant of each, every model at seed 0
+    # the final stage: the 2 test seeds and a variant of each, every model at seed 0
     final = summary["final"]
-    assert set(final["models"]) == {"warm", "static", "filter", "rods"}
-    assert 3 < final["tasks"] <= 6 and final["test_seeds"] == 3
-    for mode in ("static", "filter", "rods"):
+    assert set(final["models"]) == {"warm", "static", "rods"}
+    assert 2 < final["tasks"] <= 4 and final["test_seeds"] == 2
+    for mode in ("static", "rods"):
         exported = json.loads((out / "final" / "variants-1" / "step-2" / "models" / f"{mode}-s0" /
                                "rods_export.json").read_text())  # fmt: skip
         assert exported["steps"] == 2, mode
