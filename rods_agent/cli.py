@@ -92,6 +92,10 @@ def _load(module: str) -> ModuleType:
     return importlib.import_module(module)
 
 
+LOGGERS = ("rods_agent", "rods_env")
+"""The loggers whose records ``rods`` prints on stderr (:func:`_setup_logging`)."""
+
+
 class _StderrHandler(logging.Handler):
     """Log records of rods as ``rods CMD: [warning: ]message`` lines on the current stderr."""
 
@@ -111,7 +115,7 @@ class _StderrHandler(logging.Handler):
 
 def _setup_logging(command: str) -> None:
     """Show the INFO messages of rods' own loggers on stderr (once per process)."""
-    for name in ("rods_agent", "rods_env"):
+    for name in LOGGERS:
         logger = logging.getLogger(name)
         for h in list(logger.handlers):
             if isinstance(h, _StderrHandler):

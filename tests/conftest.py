@@ -30,7 +30,9 @@ def _rods_loggers_as_they_were() -> Iterator[None]:
     """Undo what an in-process ``rods_agent.cli.main`` does to rods' loggers (its stderr
     handler, ``propagate = False``: once per process for the console script), so a later
     test's ``caplog`` sees their records whichever test ran before it in the same worker."""
-    loggers = [logging.getLogger(name) for name in ("rods_agent", "rods_env")]
+    from rods_agent.cli import LOGGERS
+
+    loggers = [logging.getLogger(name) for name in LOGGERS]
     saved = [(lg, list(lg.handlers), lg.level, lg.propagate) for lg in loggers]
     yield
     for logger, handlers, level, propagate in saved:
