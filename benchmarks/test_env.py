@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib
 import json
 
 import gymnasium as gym
@@ -39,6 +40,15 @@ def _write_task(env):
         if idx:
             return task, calls[: idx[0]], calls[idx[0]]
     raise AssertionError("no task with a write in its first turn")
+
+
+@pytest.mark.parametrize("domain", ["retail", "airline"])
+def test_database_generation(benchmark, domain):
+    """A default-size database generated from its seed (``generator.generate``, uncached),
+    as ``rods synth`` and a fresh process pay it once per seed; measured, not asserted."""
+    generate = importlib.import_module(f"environments.{domain}.generator").generate
+    tables = benchmark.pedantic(generate, args=(1, "default"), rounds=3, iterations=1)
+    assert tables and all(tables.values()), sorted(tables)
 
 
 def test_reset(benchmark, env):
