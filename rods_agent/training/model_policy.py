@@ -59,6 +59,7 @@ from rods_agent.training.generator import (
     vllm_cache_tokens,
 )
 from rods_agent.training.grpo import (
+    ActivationRates,
     LossConfig,
     Sampling,
     TrainSequence,
@@ -154,7 +155,7 @@ class ModelPolicy:
     def _memory_estimate(self) -> MemoryEstimate:
         import os
 
-        rc, mc = self.config.rollout, self.config.model
+        rc, mc, g = self.config.rollout, self.config.model, self.config.grpo
         params = list(self.learner.parameters())
         space = os.environ.get("VLLM_CPU_KVCACHE_SPACE")  # GiB, vLLM-CPU's own setting
         kv_per_token = model_sizes(self.learner.config)[1]
@@ -165,6 +166,26 @@ class ModelPolicy:
             vllm_kv = float(max(16 << 20, tokens * kv_per_token * size))
         # cascade decoding keeps a packed copy of the weights (a CPU, the kept-cache path)
         packed = mc.engine == "transformers" and mc.reuse_kv and self.device.startswith("cpu")
+        # the update's activations, measured on the learner (CPU runs: the budget is the
+        # machine's memory; on a GPU they live in the GPU's): a GRPO micro-batch, or the
+        # warm start's when it is longer
+        update = 0.0
+        if self.device.startswith("cpu"):
+            rates = ActivationRates.measure(self.learner, self.sampling)
+            scored = rc.max_turns * turn_tokens(self.config, self.chat)
+            update = rates.update_bytes(
+                rows=min(g.micro_batch_size, rc.tasks_per_step * rc.group_size),
+                tokens=rc.max_tokens,
+                scored=min(rc.max_tokens, scored),
+            )
+            ws = self.config.warm_start
+            if ws.enabled:
+                sft = rates.update_bytes(
+                    rows=ws.micro_batch_size,
+                    tokens=ws.max_tokens,
+                    scored=min(ws.max_tokens, scored),
+                )
+                update = max(update, sft)
         return estimate(
             params=sum(p.numel() for p in params),
             kv_per_token=kv_per_token,
@@ -176,6 +197,8 @@ class ModelPolicy:
             engine=mc.engine,
             vllm_kv_bytes=vllm_kv,
             packed_copy=packed,
+            update_bytes=update,
+            reference=self.reference is not None,
         )
 
     @property
@@ -191,8 +214,7 @@ class ModelPolicy:
             budget = self.config.model.memory_budget_gb * GB
             set_budget = getattr(self._engine, "set_cache_budget", None)
             if budget > 0 and callable(set_budget):
-                held = self.memory.weights + self.memory.optimizer + self.memory.generator
-                set_budget(budget - held)
+                set_budget(budget - self.memory.held)
             # the learner may have left its folder's weights (a warm start, a checkpoint)
             self._sync_generator()
         return self._engine

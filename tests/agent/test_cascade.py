@@ -150,6 +150,62 @@ def test_the_memory_estimate_and_its_one_line_warning():
     assert packed.total == pytest.approx(est.total + est.weights)
 
 
+@pytest.mark.parametrize("update_gb", [0.0, 1.0, 30.0])
+def test_the_peak_is_the_larger_of_the_generation_and_the_update(update_gb):
+    """Generation and update take turns: the peak adds the larger of the generation
+    batch's keys and values and the update's activations, not both; a KL reference is a
+    third copy of the weights, held throughout."""
+    from rods_agent.engines.memory import GB, budget_warning, estimate
+
+    kwargs = dict(
+        params=134_515_008, kv_per_token=11_520, dtype_bytes=4, trainable=134_515_008,
+        master_weights=True, batch=8, max_tokens=6_144, engine="transformers",
+    )  # fmt: skip
+    plain = estimate(**kwargs)
+    est = estimate(**kwargs, update_bytes=update_gb * GB, reference=True)
+    assert est.reference == pytest.approx(est.weights)
+    assert est.held == pytest.approx(plain.held + est.weights)
+    assert est.total == pytest.approx(est.held + max(plain.kv, update_gb * GB))
+    line = budget_warning(est, 0.5)
+    assert line is not None and "update's activations" in line and "KL reference" in line
+    assert "grpo.micro_batch_size" in line and "gradient_checkpointing" in line
+
+
+def test_the_update_is_measured_on_the_model_and_the_probe_moves_nothing(tiny_model_dir):
+    """The update's activations are measured on the model itself: linear in tokens and
+    rows, less with gradient checkpointing, and measuring them changes neither the weights,
+    the random state, the mode nor any gradient."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from rods_agent.training.grpo import ActivationRates, Sampling, saved_bytes
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    model.eval()
+    sampling = Sampling(temperature=0.7)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.manual_seed(3)
+    rng = torch.get_rng_state()
+    rates = ActivationRates.measure(model, sampling)
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert not model.training and all(p.grad is None for p in model.parameters())
+    # each token keeps at least a float per hidden unit in every layer; each scored
+    # position at least its row of logits
+    c = model.config
+    assert rates.per_token > c.num_hidden_layers * c.hidden_size * 4
+    assert rates.per_scored >= c.vocab_size * 4
+    one = rates.update_bytes(rows=1, tokens=1_000, scored=100)
+    assert rates.update_bytes(rows=2, tokens=1_000, scored=100) > 1.9 * one
+    assert rates.update_bytes(rows=1, tokens=2_000, scored=100) == pytest.approx(2 * one, rel=0.1)
+    # what a forward of another size really saves agrees with the scaled rates
+    measured = saved_bytes(model, 48, 8, sampling)
+    assert rates.update_bytes(rows=1, tokens=48, scored=8) == pytest.approx(measured, rel=0.15)
+    model.gradient_checkpointing_enable()
+    checkpointed = ActivationRates.measure(model, sampling)
+    assert checkpointed.per_token < rates.per_token / 2
+
+
 def test_a_run_over_its_budget_says_so_and_bounds_its_cache(tiny_model_dir, tmp_path, caplog):
     from rods_agent.training.config import load_config
     from rods_agent.training.model_policy import ModelPolicy
@@ -167,6 +223,7 @@ def test_a_run_over_its_budget_says_so_and_bounds_its_cache(tiny_model_dir, tmp_
             load_config(None, [*base, f"model.memory_budget_gb={small}"]), tmp_path
         )
     assert "over model.memory_budget_gb" in caplog.text
+    assert "update's activations" in caplog.text and policy.memory.update > 0
     kv = policy.engine.kv_token_bytes
     assert policy.engine.max_cached_tokens == pytest.approx(1e6 / kv, abs=2)
 
