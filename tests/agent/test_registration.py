@@ -43,6 +43,16 @@ def test_the_analysis_runs_on_a_synthetic_experiment() -> None:
     assert _analysis().selftest() == 0
 
 
+def test_the_summary_writer_reports_the_primary_first_and_labels_a_stop() -> None:
+    """report.py (the summary the issue asks for) on synthetic folders: a stop after two
+    blocks is "not as registered", a whole experiment is read by section 5's rule."""
+    spec = importlib.util.spec_from_file_location("report_rods_vs_static", EXP / "report.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.selftest() == 0
+
+
 def test_every_experiment_folder_keeps_under_20_mb_in_git() -> None:
     """An experiment's tracked files stay compact (weights, checkpoints and plain episode
     files are ignored; a block of this experiment adds about 0.76 MB)."""
