@@ -13,7 +13,8 @@ update at its longest, whichever holds more: generation and update take turns; t
 update's activations are measured on the model by the caller,
 :class:`rods_agent.training.grpo.ActivationRates`); :func:`budget_warning` is
 the one line a run prints before it starts when that worst case exceeds
-``model.memory_budget_gb``. The run **warns and goes on** rather than refusing: the worst
+``model.memory_budget_gb``; :func:`warm_start_warning` the warm start's, once its
+transcripts (and so their real lengths) are known. The run **warns and goes on** rather than refusing: the worst
 case is rarely reached (the conversations of a step end at different lengths, most well
 short of the cap), and the transformers engine's kept cache is bounded by what the budget
 leaves after the weights and optimizer (:meth:`TransformersEngine.set_cache_budget`:
@@ -133,4 +134,20 @@ def budget_warning(est: MemoryEstimate, budget_gb: float) -> str | None:
         f"model.memory_budget_gb {budget_gb:g}; the kept keys and values are bounded by the "
         "budget, the rest is not: lower rollout.batch_size, rollout.max_tokens or "
         "grpo.micro_batch_size, turn on model.gradient_checkpointing, or raise the budget"
+    )
+
+
+def warm_start_warning(
+    est: MemoryEstimate, budget_gb: float, *, rows: int, tokens: int
+) -> str | None:
+    """The one line the warm start says before it fits when ``est`` (its activations in
+    ``update``: ``rows`` transcripts padded to its longest, ``tokens``) exceeds
+    ``budget_gb`` (None when it fits or the budget is 0)."""
+    if budget_gb <= 0 or est.total <= budget_gb * GB:
+        return None
+    return (
+        f"memory: the warm start may hold {est.line()} (a micro-batch of {rows} transcripts "
+        f"of its longest, {tokens} tokens), over model.memory_budget_gb {budget_gb:g}: lower "
+        "warm_start.micro_batch_size or warm_start.max_tokens (longer transcripts are left "
+        "out), turn on model.gradient_checkpointing, or raise the budget"
     )

@@ -33,6 +33,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,14 @@ from typing import Any
 from rods_agent.console.progress import Progress, is_terminal
 from rods_agent.engines import quiet_transformers
 from rods_agent.engines.base import SamplingParams, derive_seed
-from rods_agent.engines.memory import GB, MemoryEstimate, budget_warning, estimate, model_sizes
+from rods_agent.engines.memory import (
+    GB,
+    MemoryEstimate,
+    budget_warning,
+    estimate,
+    model_sizes,
+    warm_start_warning,
+)
 from rods_agent.rollouts.batch import (
     DomainRouter,
     EpisodeRecord,
@@ -146,6 +154,7 @@ class ModelPolicy:
             micro_batch_size=g.micro_batch_size,
         )
         self._users: Any = None
+        self._rates: ActivationRates | None = None
         self.memory = self._memory_estimate()
         """The run's worst case in memory (:mod:`rods_agent.engines.memory`)."""
         warning = budget_warning(self.memory, config.model.memory_budget_gb)
@@ -167,25 +176,17 @@ class ModelPolicy:
         # cascade decoding keeps a packed copy of the weights (a CPU, the kept-cache path)
         packed = mc.engine == "transformers" and mc.reuse_kv and self.device.startswith("cpu")
         # the update's activations, measured on the learner (CPU runs: the budget is the
-        # machine's memory; on a GPU they live in the GPU's): a GRPO micro-batch, or the
-        # warm start's when it is longer
+        # machine's memory; on a GPU they live in the GPU's): a GRPO micro-batch; the
+        # warm start's is checked when its transcripts are known (:meth:`warm_start`)
         update = 0.0
         if self.device.startswith("cpu"):
-            rates = ActivationRates.measure(self.learner, self.sampling)
+            self._rates = ActivationRates.measure(self.learner, self.sampling)
             scored = rc.max_turns * turn_tokens(self.config, self.chat)
-            update = rates.update_bytes(
+            update = self._rates.update_bytes(
                 rows=min(g.micro_batch_size, rc.tasks_per_step * rc.group_size),
                 tokens=rc.max_tokens,
                 scored=min(rc.max_tokens, scored),
             )
-            ws = self.config.warm_start
-            if ws.enabled:
-                sft = rates.update_bytes(
-                    rows=ws.micro_batch_size,
-                    tokens=ws.max_tokens,
-                    scored=min(ws.max_tokens, scored),
-                )
-                update = max(update, sft)
         return estimate(
             params=sum(p.numel() for p in params),
             kv_per_token=kv_per_token,
@@ -582,6 +583,7 @@ class ModelPolicy:
                 self.config, self.learner, self.chat, tasks,
                 generator=lambda: self.engine, device=self.device,
                 on_fitted=self._sync_generator, master_weights=self.config.model.master_weights,
+                before_fit=self._check_warm_start_memory,
             )  # fmt: skip
         finally:
             self.optimizer, self.scheduler = self._make_optimizer()
@@ -589,6 +591,29 @@ class ModelPolicy:
             self._adopt_reference(self._trainable())
             self._reference_unsaved = True
         return out
+
+    def warm_start_memory(self, records: Sequence[EpisodeRecord]) -> MemoryEstimate:
+        """The run's worst case while the warm start fits ``records``: :attr:`memory` with
+        the update's activations of a micro-batch of its longest transcripts (padded to the
+        longest; on a GPU the activations live in its memory and count 0 here)."""
+        update = 0.0
+        if self._rates is not None and records:
+            update = self._rates.update_bytes(
+                rows=min(self.config.warm_start.micro_batch_size, len(records)),
+                tokens=max(len(r.token_ids) for r in records),
+                scored=max(sum(r.assistant_mask) for r in records),
+            )
+        return replace(self.memory, update=update)
+
+    def _check_warm_start_memory(self, records: Sequence[EpisodeRecord]) -> None:
+        warning = warm_start_warning(
+            self.warm_start_memory(records),
+            self.config.model.memory_budget_gb,
+            rows=min(self.config.warm_start.micro_batch_size, len(records)),
+            tokens=max((len(r.token_ids) for r in records), default=0),
+        )
+        if warning is not None and self.device.startswith("cpu"):
+            log.warning(warning)
 
     # -- checkpoints ---------------------------------------------------------------------------
     def save(self, directory: Path) -> None:

@@ -292,6 +292,7 @@ def warm_start(
     device: str,
     on_fitted: Callable[[], None],
     master_weights: bool = True,
+    before_fit: Callable[[Sequence[EpisodeRecord]], None] | None = None,
 ) -> dict[str, float]:
     """Fine-tune ``model`` on the oracle's transcripts of ``tasks`` (``warm_start`` section:
     its ``tasks`` of them, by ``select``), and measure the mean progress of the generator on
@@ -309,6 +310,8 @@ def warm_start(
         on_fitted: Called after the fit, before the second measurement (the generator
             catches up with the new weights).
         master_weights: Float32 master weights for a bf16/fp16 model.
+        before_fit: Called with the transcripts to train on, before anything is measured
+            or fitted (the learner's owner checks its memory against their real lengths).
 
     Only whole transcripts are trained on (:func:`complete`): one cut by
     ``warm_start.max_tokens`` (or the turn cap) is left out with a line on stderr, and
@@ -347,6 +350,8 @@ def warm_start(
     order = order[: ws.tasks] if ws.tasks else order
     chosen = [pool[i] for i in order]
     records = [records[i] for i in order]
+    if before_fit is not None:
+        before_fit(records)
     rc = config.rollout
     measure_sampling = SamplingParams(
         max_tokens=turn_tokens(config, chat), temperature=rc.temperature, top_p=rc.top_p

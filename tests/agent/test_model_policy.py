@@ -208,6 +208,44 @@ def test_warm_start_fits_oracle_transcripts_and_reports_progress(
     assert 0.0 <= out["progress_before"] <= 1.0 and 0.0 <= out["progress_after"] <= 1.0
 
 
+def test_the_warm_start_checks_its_memory_on_its_real_transcripts(
+    tiny_model_dir, retail_tasks, tmp_path, caplog
+):
+    """The run's estimate before it starts leaves the warm start out (warm_start.max_tokens
+    is a cap, not a length); the warm start warns, before it fits, from a micro-batch of
+    its longest real transcripts."""
+    from rods_agent.engines.memory import GB
+    from rods_agent.training.warm_start import oracle_transcripts
+
+    # rollout.max_tokens: a GRPO micro-batch shorter than the transcripts
+    ws = ["warm_start.enabled=true", "warm_start.epochs=1", "warm_start.measure=false",
+          "warm_start.batch_size=2", "warm_start.micro_batch_size=2",
+          "rollout.max_tokens=512"]  # fmt: skip
+    short = make(tiny_model_dir, tmp_path / "a", *ws, "warm_start.max_tokens=16000")
+    long = make(tiny_model_dir, tmp_path / "b", *ws, "warm_start.max_tokens=64000")
+    assert short.memory.update == long.memory.update > 0
+    records = oracle_transcripts(retail_tasks[:2], short.chat, prompt=short.config.rollout.prompt)
+    longest = max(len(r.token_ids) for r in records)
+    assert longest > 100
+    rates = short._rates
+    assert rates is not None
+    sft = short.warm_start_memory(records)
+    assert sft.update == rates.update_bytes(
+        rows=2, tokens=longest, scored=max(sum(r.assistant_mask) for r in records)
+    )
+    assert sft.held == short.memory.held
+    # a budget the run fits but the warm start's activations do not
+    budget = (short.memory.total + sft.total) / 2 / GB
+    assert short.memory.total < sft.total
+    with caplog.at_level("WARNING"):
+        policy = make(tiny_model_dir, tmp_path / "c", *ws, f"model.memory_budget_gb={budget}")
+    assert "memory:" not in caplog.text
+    with caplog.at_level("WARNING"):
+        policy.warm_start(retail_tasks[:2])
+    assert f"the warm start may hold {sft.total / GB:.1f} GB" in caplog.text
+    assert f"2 transcripts of its longest, {longest} tokens" in caplog.text
+
+
 def test_a_warm_start_that_measures_nothing_starts_no_generator(
     tiny_model_dir, retail_tasks, tmp_path
 ):
