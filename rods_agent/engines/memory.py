@@ -14,10 +14,10 @@ update's activations are measured on the model by the caller,
 :class:`rods_agent.training.grpo.ActivationRates`); :func:`budget_warning` is
 the one line a run prints before it starts when that worst case exceeds
 ``model.memory_budget_gb``; :func:`warm_start_warning` the warm start's, once its
-transcripts (and so their real lengths) are known. The run **warns and goes on** rather than refusing: the worst
-case is rarely reached (the conversations of a step end at different lengths, most well
-short of the cap), and the transformers engine's kept cache is bounded by what the budget
-leaves after the weights and optimizer (:meth:`TransformersEngine.set_cache_budget`:
+transcripts (and so their real lengths) are known. The run **warns and goes on** rather than
+refusing: the worst case is rarely reached (the conversations of a step end at different
+lengths, most well short of the cap), and the transformers engine's kept cache is bounded
+by what the budget leaves after the weights and optimizer (:meth:`TransformersEngine.set_cache_budget`:
 least recently used conversations are dropped and prefilled again), so what the budget
 cannot bound is the decoding batch's own buffers (rows x (own tokens + the turn's cap)) and
 the update's activations.
