@@ -131,8 +131,9 @@ def build(
     stopped: str | None,
     n_blocks: int,
     draws: int,
+    analysis_text: str,
 ) -> str:
-    """The text of ``summary.md``."""
+    """The text of ``summary.md`` (``analysis_text``: what ``analyze.py`` prints for ``data``)."""
     p = data["primary"]
     c = p["components"]
     blocks = list(data["blocks"])
@@ -151,7 +152,7 @@ def build(
         )
     reg = registered["registration.md"].split()[0]
     amend = ", ".join(
-        f"{name.removesuffix('.md')} {registered[name].split()[0]}"
+        f"{name.removesuffix('.md').removeprefix('amendment-')} {registered[name].split()[0]}"
         for name in FILES[1:]
         if name in registered
     )
@@ -159,7 +160,8 @@ def build(
         "# Summary: RODS against fixed-data RL on SmolLM2-135M (issue 43)",
         "",
         f"Registered in commit **{reg}** ({registered['registration.md'].split()[1]}; "
-        f"[registration.md](registration.md)), amended before any result was read ({amend}).",
+        f"[registration.md](registration.md)); amendments {amend} (each says what had been "
+        "seen before it).",
         f"Written by `report.py` from `analyze.py`'s numbers. {status}",
         "",
         "## Primary: held-out progress at step 12, rods - static",
@@ -185,30 +187,20 @@ def build(
             f"| {m} | {_iv(v['progress'])} | {v['step_limit_share']['mean']:.3f} |"
             for m, v in data["models"].items()
         ),
-        "",
-        "How much of each difference is the end of looping (per run seed and task; loops = "
-        "episodes at the step limit):",
-        "",
-    ]
-    for k, v in data["looping"].items():
-        if "from_loops_ended" in v:
-            share = v["share_from_loops_ended"]
-            lines.append(
-                f"- {k}: {v['difference']:+.3f} = loops ended {v['from_loops_ended']:+.3f}, "
-                f"loops started {v['from_loops_started']:+.3f}, the rest {v['from_the_rest']:+.3f}"
-                + (f" (share from loops ended {share:.2f})" if share is not None else "")
-            )
-        else:
-            lines.append(f"- {k}: {_iv(v)}")
-    lines += ["", "Optimizer steps per run (one per step in which a token carries a gradient):", ""]
-    lines += [
-        f"- {arm}: mean {v['mean']:.2f}; runs {v['optimizer_steps_per_run']}"
-        for arm, v in data["optimizer_steps"].items()
     ]
     problems = grouped_problems(data["problems"], untouched)
     lines += ["", "## Checks", ""]
     lines += [f"- {x}" for x in problems] if problems else ["- none failed"]
     lines += [
+        "",
+        "## The registered analysis's own output",
+        "",
+        "`analyze.py out`, verbatim: the looping decomposition (how much of each difference is",
+        "episodes no longer ending at the step limit) and the optimizer steps per run are here.",
+        "",
+        "```text",
+        analysis_text,
+        "```",
         "",
         "## Files",
         "",
@@ -231,6 +223,7 @@ def write(root: Path, to: Path, stopped: str | None, registered: Mapping[str, st
         stopped=stopped,
         n_blocks=len(analysis.SEEDS),
         draws=analysis.DRAWS,
+        analysis_text=analysis.report(data),
     )
     to.write_text(text, encoding="utf-8")
     return text
@@ -247,11 +240,12 @@ def selftest() -> int:
         assert to.read_text(encoding="utf-8") == text
         heads = [x for x in text.splitlines() if x.startswith("## ")]
         assert heads[0].startswith("## Primary"), heads
-        assert "commit **abc0000**" in text and "amendment-3 abc0003" in text, text[:400]
+        assert "commit **abc0000**" in text and "3 abc0003, 4 abc0004" in text, text[:400]
         assert "Stopped, not completed" in text and "2 of 20 blocks" in text, text[:600]
         assert "not as registered" in text and "this is not its answer" in text
         assert "blocks not run (no run or final evaluation of theirs exists): 2-19" in text
         assert "+0.100 [+0.100, +0.100]" in text and "lies above 0" in text
+        assert "```text\nPRIMARY" in text and "static - warm: +0.200 = loops ended" in text
         complete = Path(tmp) / "all"
         analysis.make_synthetic(complete, effect=0.0)
         text = write(complete, to, None, fake)
