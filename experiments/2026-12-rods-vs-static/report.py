@@ -138,7 +138,11 @@ def build(
     c = p["components"]
     blocks = list(data["blocks"])
     if data["as_registered"]:
-        status = f"**Completed as registered**: all {n_blocks} blocks."
+        status = f"**Completed as registered**: all {n_blocks} blocks." + (
+            f" The checks below found {len(data['problems'])} problem(s)."
+            if data["problems"]
+            else ""
+        )
     elif stopped:
         status = (
             f"**Stopped, not completed** ({stopped}). {len(blocks)} of {n_blocks} blocks are "
@@ -251,6 +255,7 @@ def selftest() -> int:
         text = write(complete, to, None, fake)
         assert "Completed as registered" in text and "not as registered" not in text, text[:600]
         assert "The interval contains 0" in text and "- none failed" not in text  # hash check
+        assert "The checks below found 1 problem(s)." in text, text[:600]
         assert ranges([2, 3, 4, 7, 9, 10]) == "2-4, 7, 9-10"
     print("report.py selftest: ok")
     return 0
