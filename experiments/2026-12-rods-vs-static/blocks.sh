@@ -11,7 +11,8 @@
 # `start` runs the registered command `rods experiment experiment.yaml "runs.seeds=[0,...,K]"`
 # detached (logs in $LOGS, default /work/logs: blockK.out, blockK.err), with a watcher that
 # reruns it up to 3 times if it fails (a rerun resumes: amendment 1). It refuses while a
-# runner is alive, and on a CPU without bf16 matmul (amendment 3). `copy-warm` refuses
+# runner is alive, on a CPU without bf16 matmul, and once the experiment has stopped
+# (amendment 3). `copy-warm` refuses
 # unless the machine and code are those of warm-start-check.md. `commit` refuses unless the
 # block is whole, and stages nothing big.
 set -euo pipefail
@@ -39,6 +40,11 @@ start)
   # amendment 3: the registered bf16 training runs ~50x slower without native bf16 matmul
   if ! grep -m1 '^flags' "$CPUINFO" | grep -qwE 'avx512_bf16|amx_bf16'; then
     echo "blocks.sh: this CPU has neither avx512_bf16 nor amx_bf16 (amendment 3): no block runs on it" >&2
+    exit 1
+  fi
+  # amendment 3, item 3: six sessions without a block stopped the experiment (sessions.md)
+  if [[ -f $EXP/summary.md ]] && grep -q 'Stopped, not completed' "$EXP/summary.md"; then
+    echo "blocks.sh: the experiment stopped (summary.md, amendment 3): no block runs any more" >&2
     exit 1
   fi
   if pgrep -f "rods experiment $EXP/experiment.yaml" > /dev/null; then

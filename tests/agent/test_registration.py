@@ -93,3 +93,27 @@ def test_no_block_starts_on_a_cpu_without_bf16_matmul(tmp_path: Path) -> None:
             "no block runs on it"
         ]
         assert not logs.exists()
+
+
+def test_no_block_starts_once_the_experiment_has_stopped(tmp_path: Path) -> None:
+    """Amendment 3, item 3: six sessions without a block stopped the experiment and its
+    summary says so; `blocks.sh start` then refuses even on a CPU with bf16 matmul, before
+    anything is written or launched."""
+    import subprocess
+
+    assert "**Stopped, not completed**" in (EXP / "summary.md").read_text(encoding="utf-8")
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: avx2 avx512_bf16\n")
+    logs = tmp_path / "logs"
+    done = subprocess.run(
+        ["bash", str(EXP / "blocks.sh"), "start", "2"],
+        env={"PATH": "/usr/bin:/bin", "CPUINFO": str(cpuinfo), "LOGS": str(logs)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "blocks.sh: the experiment stopped (summary.md, amendment 3): no block runs any more"
+    ]
+    assert not logs.exists()
