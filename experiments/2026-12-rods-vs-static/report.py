@@ -29,6 +29,11 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 FILES = ("registration.md", "amendment-1.md", "amendment-2.md", "amendment-3.md", "amendment-4.md")
+"""The registration's files, the registration first (their commits are named)."""
+INTERIM = "Section 8 allows reading it; nothing in the design depends on it."
+"""What an interim summary says of reading it (a successor that forbids reading says so)."""
+SESSIONS = "the sessions amendment 3 counts; `partial/`: a lost block's copies."
+"""What ``sessions.md`` and ``partial/`` hold, for the summary's list of files."""
 
 
 def _analysis() -> ModuleType:
@@ -38,6 +43,10 @@ def _analysis() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+analysis_module = _analysis
+"""Where :func:`write` gets the registered analysis (a successor's report sets its own)."""
 
 
 def commits(folder: Path = HERE) -> dict[str, str]:
@@ -152,7 +161,7 @@ def build(
     else:
         status = (
             f"**Interim, exploratory**: {len(blocks)} of {n_blocks} blocks whole (run seeds "
-            f"{ranges(blocks)}). Section 8 allows reading it; nothing in the design depends on it."
+            f"{ranges(blocks)}). {INTERIM}"
         )
     reg = registered["registration.md"].split()[0]
     amend = ", ".join(
@@ -160,12 +169,12 @@ def build(
         for name in FILES[1:]
         if name in registered
     )
+    amended = f"; amendments {amend} (each says what had been seen before it)" if amend else ""
     lines = [
         "# Summary: RODS against fixed-data RL on SmolLM2-135M (issue 43)",
         "",
         f"Registered in commit **{reg}** ({registered['registration.md'].split()[1]}; "
-        f"[registration.md](registration.md)); amendments {amend} (each says what had been "
-        "seen before it).",
+        f"[registration.md](registration.md)){amended}.",
         f"Written by `report.py` from `analyze.py`'s numbers. {status}",
         "",
         "## Primary: held-out progress at step 12, rods - static",
@@ -210,7 +219,7 @@ def build(
         "",
         "- `out/`: every committed block (runs' `metrics.jsonl`, final `results.jsonl`, "
         "per-episode records gzipped); `analyze.py out` prints every number above.",
-        "- `sessions.md`: the sessions amendment 3 counts; `partial/`: a lost block's copies.",
+        f"- `sessions.md`: {SESSIONS}",
         "",
     ]
     return "\n".join(lines)
@@ -218,7 +227,7 @@ def build(
 
 def write(root: Path, to: Path, stopped: str | None, registered: Mapping[str, str]) -> str:
     """Analyse ``root`` and write the summary to ``to``; returns its text."""
-    analysis = _analysis()
+    analysis = analysis_module()
     data = analysis.analyze(root)
     text = build(
         data,
@@ -235,7 +244,7 @@ def write(root: Path, to: Path, stopped: str | None, registered: Mapping[str, st
 
 def selftest() -> int:
     """Write summaries of synthetic folders and check their form and reading."""
-    analysis = _analysis()
+    analysis = analysis_module()
     fake = {name: f"{i:07x} 2026-12-06" for i, name in enumerate(FILES, start=0xABC0000)}
     with tempfile.TemporaryDirectory() as tmp:
         root, to = Path(tmp) / "out", Path(tmp) / "summary.md"
@@ -271,7 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.selftest:
         return selftest()
-    print(write(args.out, args.to, args.stopped, commits()))
+    print(write(args.out, args.to, args.stopped, commits(HERE)))
     return 0
 
 
