@@ -25,7 +25,8 @@
 # nothing big.
 #
 # EXP/blocks.env (sourced) sets LAST (the last block), MODES (runs.modes, in order), STEPS
-# (runs.steps), NEED_BF16 (0 or 1) and WHY_BF16 (where that rule comes from).
+# (runs.steps), NEED_BF16 (0 or 1) and WHY_BF16 (where that rule comes from); what it exports
+# (e.g. VLLM_CPU_KVCACHE_SPACE) reaches the runner that `start` launches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage="usage: experiments/blocks.sh EXP start|check-warm|copy-warm|commit|status|save K [TAG]"

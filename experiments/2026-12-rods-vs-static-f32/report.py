@@ -37,7 +37,7 @@ def report_module() -> ModuleType:
         "report_rods_vs_static_f32", HERE.parent / "2026-12-rods-vs-static" / "report.py"
     )
     analysis = _load("analyze_f32_wrapper", HERE / "analyze.py").analysis
-    module.FILES = ("registration.md",)
+    module.FILES = ("registration.md", "amendment-1.md")
     module.INTERIM = (
         "No held-out result may be read before block 9 is committed (registration section 5)."
     )

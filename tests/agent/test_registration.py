@@ -164,6 +164,9 @@ def test_the_float32_experiment_is_the_first_design_with_only_its_registered_cha
     assert config.runs.modes == list(analysis.ARMS)
     assert config.runs.steps == analysis.STEPS
     assert analysis.held_out_check.__globals__["HERE"] == EXP  # the same registered held-out set
+    # amendment 1: the runner's vLLM-CPU cache holds in float32 the tokens 2 GiB held in bf16
+    env = (F32 / "blocks.env").read_text()
+    assert "\nexport VLLM_CPU_KVCACHE_SPACE=4\n" in env
 
 
 def test_the_float32_analysis_runs_on_a_synthetic_experiment_of_ten_blocks() -> None:
